@@ -1,0 +1,31 @@
+//! Backends compute the MSMs of a synthesized circuit; everything around them (synthesis,
+//! key handling, assembly, verification) is shared. The CPU backend runs everywhere; a GPU
+//! backend plugs in behind the same trait.
+
+pub mod cpu;
+
+use crate::error::Result;
+use crate::groth16::{MsmResults, ProvingKey};
+use crate::synthesis::SynthesizedCircuit;
+use crate::timings::Timings;
+
+/// Which kind of backend ran a proof (a field of `cuzk_timings`).
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BackendKind {
+    None = 0,
+    Cpu = 1,
+    Gpu = 2,
+}
+
+pub trait Backend: Send + Sync {
+    fn kind(&self) -> BackendKind;
+
+    /// Device ordinal for GPU backends, -1 for the CPU.
+    fn device_index(&self) -> i32;
+
+    /// The H, L, A, B_G1 and B_G2 sums of one circuit. Consumes the circuit so that its large
+    /// vectors can be freed (or handed to the device) as soon as they are used. Adds the time
+    /// of each phase to `timings`.
+    fn compute_msms(&self, key: &ProvingKey, circuit: SynthesizedCircuit, timings: &mut Timings) -> Result<MsmResults>;
+}

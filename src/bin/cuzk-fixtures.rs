@@ -1,0 +1,84 @@
+//! Test fixtures for cuzk, made with filecoin-proofs itself.
+//!
+//!   cuzk-fixtures params --sector-size 2KiB [--dir DIR]
+//!       random-setup Groth16 parameters (TEST ONLY) into DIR (default: CUZK_TEST_PARAMS or
+//!       ~/.cache/cuzk/test-params); nothing is done when they exist.
+//!   cuzk-fixtures seal --sector-size 2KiB --out DIR [--miner ID] [--sector N]
+//!       seals a random sector and writes DIR/c1.json and DIR/sector.json.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use cuzk::fixtures::{default_test_params_dir, ensure_params, registered_proof_for, seal_random_sector};
+use rand::SeedableRng;
+
+struct Args {
+    command: String,
+    sector_size: String,
+    dir: Option<PathBuf>,
+    out: Option<PathBuf>,
+    miner: u64,
+    sector: u64,
+}
+
+fn parse_args() -> Result<Args> {
+    let mut argv = std::env::args().skip(1);
+    let command = argv.next().unwrap_or_default();
+    let mut args = Args { command, sector_size: "2KiB".into(), dir: None, out: None, miner: 1000, sector: 1 };
+    while let Some(flag) = argv.next() {
+        let value = argv.next().with_context(|| format!("{flag} needs a value"))?;
+        match flag.as_str() {
+            "--sector-size" => args.sector_size = value,
+            "--dir" => args.dir = Some(value.into()),
+            "--out" => args.out = Some(value.into()),
+            "--miner" => args.miner = value.parse().context("--miner")?,
+            "--sector" => args.sector = value.parse().context("--sector")?,
+            _ => bail!("unknown flag {flag}"),
+        }
+    }
+    Ok(args)
+}
+
+fn run() -> Result<()> {
+    let args = parse_args()?;
+    let proof = registered_proof_for(&args.sector_size)?;
+    let mut rng = rand_chacha::ChaCha20Rng::from_entropy();
+    match args.command.as_str() {
+        "params" => {
+            let dir = args.dir.unwrap_or_else(default_test_params_dir);
+            // filecoin-proofs reads its cache location once, from the environment; set it
+            // before its first call (we are still single-threaded here).
+            std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &dir);
+            eprintln!("cuzk-fixtures: RANDOM-SETUP parameters for {proof:?}, for tests only, in {}", dir.display());
+            let start = Instant::now();
+            let path = ensure_params(proof, &dir, &mut rng)?;
+            println!("{}", path.display());
+            eprintln!("cuzk-fixtures: parameters ready in {:.1} s", start.elapsed().as_secs_f64());
+        }
+        "seal" => {
+            let out = args.out.context("seal needs --out DIR")?;
+            std::fs::create_dir_all(&out)?;
+            let start = Instant::now();
+            let (c1, sector) = seal_random_sector(proof, args.miner, args.sector, &out.join("work"), &mut rng)?;
+            std::fs::write(out.join("c1.json"), &c1)?;
+            std::fs::write(out.join("sector.json"), serde_json::to_vec_pretty(&sector)?)?;
+            std::fs::remove_dir_all(out.join("work"))?;
+            eprintln!("cuzk-fixtures: sealed {proof:?} sector {} in {:.1} s", args.sector, start.elapsed().as_secs_f64());
+            println!("{}", out.join("c1.json").display());
+        }
+        other => bail!("unknown command {other:?}: use `params` or `seal`"),
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("cuzk-fixtures: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,13 @@
+//! cuzk: an embeddable Groth16 proving engine for Filecoin (BLS12-381).
+//!
+//! The data path: `ffi` (C ABI) → `engine` (one per process: config, resident keys, backend)
+//! → `porep` (C1 checks, partition circuits) → `synthesis` (our ConstraintSystem) →
+//! `backend` (cpu | gpu: NTT + MSMs) → `groth16` (assembly with r, s) → proof bytes.
+
+pub mod backend;
+pub mod error;
+pub mod fixtures;
+pub mod groth16;
+pub mod porep;
+pub mod synthesis;
+pub mod timings;

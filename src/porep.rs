@@ -1,0 +1,213 @@
+//! Filecoin PoRep commit phase 2 on top of filecoin-proofs: decoding the C1 output, checking it,
+//! building the partition circuits, and verifying the result with filecoin-proofs' own
+//! verification path (StackedCompound::verify → bellperson's batch verifier).
+
+use filecoin_proofs::constants::DefaultPieceHasher;
+use filecoin_proofs::parameters::{public_params, setup_params};
+use filecoin_proofs::types::{MerkleTreeTrait, PoRepConfig};
+use filecoin_proofs::as_safe_commitment;
+use filecoin_proofs_api::seal::SealCommitPhase1Output;
+use filecoin_proofs_api::{RegisteredSealProof, SectorId};
+use bellperson::groth16::{PreparedVerifyingKey, VerifyingKey};
+use blstrs::Bls12;
+use storage_proofs_core::api_version::ApiFeature;
+use storage_proofs_core::compound_proof::{self, CompoundProof};
+use filecoin_hashers::Hasher;
+use storage_proofs_core::multi_proof::MultiProof;
+use storage_proofs_core::proof::ProofScheme;
+use storage_proofs_porep::stacked::{
+    self, generate_replica_id, ChallengeRequirements, StackedCircuit, StackedCompound, StackedDrg, Tau,
+};
+
+use crate::error::{Error, Result, Status};
+
+/// Runs `$f::<Tree>(args)` with the merkle tree shape of a registered seal proof; sizes cuzk
+/// does not support become an error instead of filecoin-proofs' panic.
+#[macro_export]
+macro_rules! with_porep_shape {
+    ($proof:expr, $f:ident ( $($arg:expr),* $(,)? )) => {{
+        use filecoin_proofs::constants as c;
+        match u64::from($proof.sector_size()) {
+            c::SECTOR_SIZE_2_KIB => $f::<c::SectorShape2KiB>($($arg),*),
+            c::SECTOR_SIZE_8_MIB => $f::<c::SectorShape8MiB>($($arg),*),
+            c::SECTOR_SIZE_512_MIB => $f::<c::SectorShape512MiB>($($arg),*),
+            c::SECTOR_SIZE_32_GIB => $f::<c::SectorShape32GiB>($($arg),*),
+            c::SECTOR_SIZE_64_GIB => $f::<c::SectorShape64GiB>($($arg),*),
+            other => Err($crate::error::Error::invalid(format!("unsupported sector size {other}"))),
+        }
+    }};
+}
+
+pub type StackedPublicInputs<Tree> =
+    stacked::PublicInputs<<<Tree as MerkleTreeTrait>::Hasher as Hasher>::Domain, <DefaultPieceHasher as Hasher>::Domain>;
+pub type VanillaProofs<Tree> = Vec<Vec<stacked::Proof<Tree, DefaultPieceHasher>>>;
+type CompoundParams<'a, Tree> = compound_proof::PublicParams<'a, StackedDrg<'a, Tree, DefaultPieceHasher>>;
+
+/// Decodes filecoin-proofs-api's `SealCommitPhase1Output` from the JSON filecoin-ffi passes.
+pub fn parse_c1(json: &[u8]) -> Result<SealCommitPhase1Output> {
+    if json.is_empty() {
+        return Err(Error::new(Status::ParseError, "C1 JSON is empty"));
+    }
+    serde_json::from_slice(json).map_err(|e| Error::from_dependency(Status::ParseError, "C1 JSON is not a SealCommitPhase1Output", e))
+}
+
+/// The filecoin-proofs configuration of a registered seal proof, or why cuzk can't prove it.
+pub fn porep_config(proof: RegisteredSealProof) -> Result<PoRepConfig> {
+    if proof.major_version() != 1 {
+        return Err(Error::invalid(format!("{proof:?}: unsupported proof version")));
+    }
+    let config = proof.as_v1_config();
+    if config.feature_enabled(ApiFeature::NonInteractivePoRep) {
+        return Err(Error::invalid(format!("{proof:?}: non-interactive PoRep (aggregated C2) is not supported")));
+    }
+    Ok(config)
+}
+
+/// Name of the proving key file in filecoin-proofs' cache naming (`v28-<circuit id>`), without
+/// the extension.
+pub fn parameter_cache_id<Tree: 'static + MerkleTreeTrait>(config: &PoRepConfig) -> Result<String> {
+    config.get_cache_identifier::<Tree>().map_err(|e| Error::from_dependency(Status::Internal, "circuit identifier", e))
+}
+
+/// Everything the partition circuits of one sector are built from.
+pub struct SealInputs<Tree: 'static + MerkleTreeTrait> {
+    pub config: PoRepConfig,
+    pub public_inputs: StackedPublicInputs<Tree>,
+    pub vanilla_proofs: VanillaProofs<Tree>,
+}
+
+fn dependency(context: &'static str) -> impl Fn(anyhow::Error) -> Error {
+    move |e| Error::from_dependency(Status::InvalidArgument, context, e)
+}
+
+fn compound_params<Tree: 'static + MerkleTreeTrait>(config: &PoRepConfig) -> Result<CompoundParams<'static, Tree>> {
+    let setup = compound_proof::SetupParams {
+        vanilla_params: setup_params(config).map_err(dependency("PoRep setup parameters"))?,
+        partitions: Some(usize::from(config.partitions)),
+        priority: false,
+    };
+    StackedCompound::<Tree, DefaultPieceHasher>::setup(&setup).map_err(dependency("PoRep public parameters"))
+}
+
+fn public_inputs<Tree: 'static + MerkleTreeTrait>(
+    replica_id: <Tree::Hasher as Hasher>::Domain,
+    comm_r: [u8; 32],
+    comm_d: [u8; 32],
+    seed: [u8; 32],
+) -> Result<StackedPublicInputs<Tree>> {
+    if comm_d == [0; 32] || comm_r == [0; 32] {
+        return Err(Error::invalid("all-zero commitment (comm_r or comm_d)"));
+    }
+    if seed == [0; 32] {
+        return Err(Error::invalid("all-zero PoRep challenge seed"));
+    }
+    Ok(stacked::PublicInputs {
+        replica_id,
+        tau: Some(Tau {
+            comm_r: as_safe_commitment(&comm_r, "comm_r").map_err(dependency("comm_r"))?,
+            comm_d: as_safe_commitment(&comm_d, "comm_d").map_err(dependency("comm_d"))?,
+        }),
+        k: None,
+        seed: Some(seed),
+    })
+}
+
+/// Checks a C1 output for this prover and sector and returns the inputs of its circuits. The
+/// vanilla proofs are verified here (cheap next to C2): a tampered or mismatched C1 is reported
+/// before any synthesis time is spent on it.
+pub fn check_c1<Tree: 'static + MerkleTreeTrait>(
+    c1: SealCommitPhase1Output,
+    prover_id: [u8; 32],
+    sector_id: u64,
+) -> Result<SealInputs<Tree>> {
+    let config = porep_config(c1.registered_proof)?;
+    let vanilla_proofs: VanillaProofs<Tree> = c1
+        .vanilla_proofs
+        .try_into()
+        .map_err(|e| Error::from_dependency(Status::InvalidArgument, "vanilla proofs do not match the registered proof's sector size", e))?;
+    if vanilla_proofs.len() != usize::from(config.partitions) || vanilla_proofs.iter().any(|p| p.is_empty()) {
+        return Err(Error::invalid(format!(
+            "C1 has {} partitions of vanilla proofs, {:?} needs {}",
+            vanilla_proofs.len(),
+            c1.registered_proof,
+            config.partitions.0
+        )));
+    }
+    let replica_id = generate_replica_id::<Tree::Hasher, _>(&prover_id, sector_id, &c1.ticket, c1.comm_d, &config.porep_id);
+    let c1_replica_id: <Tree::Hasher as Hasher>::Domain = blstrs::Scalar::from(c1.replica_id).into();
+    if replica_id != c1_replica_id {
+        return Err(Error::invalid("C1 was sealed for a different prover id, sector id, ticket or comm_d"));
+    }
+    let public_inputs = public_inputs::<Tree>(replica_id, c1.comm_r, c1.comm_d, c1.seed)?;
+    let params = public_params::<Tree>(&config).map_err(dependency("PoRep public parameters"))?;
+    let valid = StackedDrg::<Tree, DefaultPieceHasher>::verify_all_partitions(&params, &public_inputs, &vanilla_proofs)
+        .map_err(dependency("checking the vanilla proofs"))?;
+    if !valid {
+        return Err(Error::invalid("the vanilla proofs in C1 do not verify against comm_r, comm_d and the seed"));
+    }
+    Ok(SealInputs { config, public_inputs, vanilla_proofs })
+}
+
+/// The circuit of partition `k`.
+pub fn partition_circuit<Tree: 'static + MerkleTreeTrait>(
+    inputs: &SealInputs<Tree>,
+    k: usize,
+) -> Result<StackedCircuit<Tree, DefaultPieceHasher>> {
+    let params = public_params::<Tree>(&inputs.config).map_err(dependency("PoRep public parameters"))?;
+    <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<_, _>>::circuit(
+        &inputs.public_inputs,
+        Default::default(),
+        &inputs.vanilla_proofs[k],
+        &params,
+        Some(k),
+    )
+    .map_err(|e| Error::from_dependency(Status::Internal, "building the partition circuit", e))
+}
+
+/// What a seal proof is verified against (filecoin-proofs-api's `verify_seal` arguments).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SealStatement {
+    pub registered_proof: RegisteredSealProof,
+    pub comm_r: [u8; 32],
+    pub comm_d: [u8; 32],
+    pub prover_id: [u8; 32],
+    pub sector_id: u64,
+    pub ticket: [u8; 32],
+    pub seed: [u8; 32],
+}
+
+/// filecoin-proofs' `verify_seal` with the verifying key supplied by the caller (so that it
+/// comes from the engine's parameter directory, not from a process-wide setting).
+pub fn verify_seal<Tree: 'static + MerkleTreeTrait>(
+    statement: &SealStatement,
+    vk: &PreparedVerifyingKey<Bls12>,
+    proof: &[u8],
+) -> Result<bool> {
+    let config = porep_config(statement.registered_proof)?;
+    if proof.is_empty() {
+        return Err(Error::invalid("proof is empty"));
+    }
+    let replica_id = generate_replica_id::<Tree::Hasher, _>(
+        &statement.prover_id,
+        SectorId::from(statement.sector_id).into(),
+        &statement.ticket,
+        statement.comm_d,
+        &config.porep_id,
+    );
+    let public_inputs = public_inputs::<Tree>(replica_id, statement.comm_r, statement.comm_d, statement.seed)?;
+    let compound = compound_params::<Tree>(&config)?;
+    let multi_proof = MultiProof::new_from_bytes(Some(usize::from(config.partitions)), proof, vk)
+        .map_err(|e| Error::from_dependency(Status::InvalidArgument, "proof bytes", e))?;
+    StackedCompound::<Tree, DefaultPieceHasher>::verify(
+        &compound,
+        &public_inputs,
+        &multi_proof,
+        &ChallengeRequirements { minimum_challenges: config.minimum_challenges() },
+    )
+    .map_err(|e| Error::from_dependency(Status::Internal, "verifying the seal proof", e))
+}
+
+/// Prepares a verifying key for pairing checks.
+pub fn prepare_vk(vk: &VerifyingKey<Bls12>) -> PreparedVerifyingKey<Bls12> {
+    bellperson::groth16::prepare_verifying_key(vk)
+}

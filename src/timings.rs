@@ -1,0 +1,99 @@
+//! Per-phase timings of a call, in nanoseconds. The struct is part of the C ABI
+//! (`cuzk_timings`): it starts with its own size and version so that it can grow; fields are
+//! only ever appended. A phase a backend does not have stays 0 — never an invented number.
+
+use std::time::{Duration, Instant};
+
+/// Version of the `cuzk_timings` layout this library writes.
+pub const TIMINGS_VERSION: u32 = 1;
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Timings {
+    /// sizeof(cuzk_timings) as the caller compiled it; the library writes no byte past it.
+    pub struct_size: u32,
+    /// The layout version the library wrote (CUZK_TIMINGS_VERSION).
+    pub version: u32,
+    /// 1 = CPU, 2 = GPU (cuzk_backend_kind).
+    pub backend: u32,
+    /// CUDA device ordinal that ran the GPU phases, -1 on the CPU backend.
+    pub device_index: i32,
+    /// Number of Groth16 proofs (PoRep partitions) made.
+    pub partitions: u32,
+    /// log2 of the FFT domain of one partition circuit.
+    pub domain_log2: u32,
+    /// Constraints of one partition circuit, inputs' constraints included.
+    pub num_constraints: u64,
+    /// Wall time of the whole call.
+    pub total_ns: u64,
+    /// Waiting for the engine (another call holding the backend) before work started.
+    pub queue_wait_ns: u64,
+    /// Reading the proving key from disk (0 when it was already resident).
+    pub srs_load_ns: u64,
+    /// Decoding the input and checking the vanilla proofs.
+    pub input_check_ns: u64,
+    /// Running the circuits through the constraint system (a, b, c and the witness).
+    pub synthesis_ns: u64,
+    /// Sorting scalars into zero / one / full-width and building the MSM inputs.
+    pub prep_msm_ns: u64,
+    /// Pinning and host-to-device copies (GPU only).
+    pub pin_h2d_ns: u64,
+    /// The 7 NTTs and the pointwise steps of H.
+    pub ntt_ns: u64,
+    pub msm_h_ns: u64,
+    /// Additions of the bases whose scalar is 1 (L, A, B_G1, B_G2 together).
+    pub batch_add_ns: u64,
+    pub msm_l_ns: u64,
+    pub msm_a_ns: u64,
+    pub msm_b_g1_ns: u64,
+    pub msm_b_g2_ns: u64,
+    /// Combining the MSM results with r, s into A, B, C and serialising the proof.
+    pub assembly_ns: u64,
+    /// Verifying the proof before returning it (0 when self-verify is off).
+    pub verify_ns: u64,
+}
+
+impl Timings {
+    pub fn new() -> Self {
+        Timings {
+            struct_size: std::mem::size_of::<Timings>() as u32,
+            version: TIMINGS_VERSION,
+            device_index: -1,
+            ..Default::default()
+        }
+    }
+
+    /// The phases that are disjoint parts of `total_ns` (they never overlap in time).
+    pub fn phases(&self) -> [(&'static str, u64); 16] {
+        [
+            ("queue_wait", self.queue_wait_ns),
+            ("srs_load", self.srs_load_ns),
+            ("input_check", self.input_check_ns),
+            ("synthesis", self.synthesis_ns),
+            ("prep_msm", self.prep_msm_ns),
+            ("pin_h2d", self.pin_h2d_ns),
+            ("ntt", self.ntt_ns),
+            ("msm_h", self.msm_h_ns),
+            ("batch_add", self.batch_add_ns),
+            ("msm_l", self.msm_l_ns),
+            ("msm_a", self.msm_a_ns),
+            ("msm_b_g1", self.msm_b_g1_ns),
+            ("msm_b_g2", self.msm_b_g2_ns),
+            ("assembly", self.assembly_ns),
+            ("verify", self.verify_ns),
+            ("total", self.total_ns),
+        ]
+    }
+}
+
+pub fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// Runs `f`, adding its wall time to `slot`.
+pub fn timed<T>(slot: &mut u64, f: impl FnOnce() -> T) -> T {
+    let start = Instant::now();
+    let out = f();
+    *slot += nanos(start.elapsed());
+    out
+}
