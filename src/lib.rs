@@ -5,9 +5,13 @@
 //! `backend` (cpu | gpu: NTT + MSMs) → `groth16` (assembly with r, s) → proof bytes.
 
 pub mod backend;
+pub mod cancel;
+pub mod engine;
 pub mod error;
+pub mod ffi;
 pub mod fixtures;
 pub mod groth16;
+pub mod keys;
 pub mod porep;
 pub mod synthesis;
 pub mod timings;

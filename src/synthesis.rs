@@ -8,6 +8,11 @@ use bellperson::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisE
 use blstrs::Scalar;
 use ff::Field;
 
+use crate::cancel::CancelToken;
+
+/// Synthesis looks at the cancel token once per this many allocations.
+const CANCEL_CHECK_INTERVAL: usize = 1 << 14;
+
 /// One bit per variable: does the variable occur (with a non-zero coefficient) in a query?
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Density {
@@ -73,6 +78,7 @@ impl SynthesizedCircuit {
 /// The ConstraintSystem that records a [`SynthesizedCircuit`].
 struct Recorder {
     out: SynthesizedCircuit,
+    cancel: Option<CancelToken>,
 }
 
 /// Evaluates a linear combination at the assignment, marking the variables it uses. Terms with
@@ -123,6 +129,7 @@ impl ConstraintSystem<Scalar> for Recorder {
                 b_input_density: Density::default(),
                 b_aux_density: Density::default(),
             },
+            cancel: None,
         }
     }
 
@@ -132,6 +139,9 @@ impl ConstraintSystem<Scalar> for Recorder {
         A: FnOnce() -> AR,
         AR: Into<String>,
     {
+        if self.out.aux_assignment.len() % CANCEL_CHECK_INTERVAL == 0 && self.cancel.as_ref().is_some_and(|c| c.is_cancelled()) {
+            return Err(SynthesisError::IoError(std::io::Error::new(std::io::ErrorKind::Interrupted, "cancelled")));
+        }
         self.out.aux_assignment.push(f()?);
         self.out.a_aux_density.push_unset();
         self.out.b_aux_density.push_unset();
@@ -189,9 +199,11 @@ impl ConstraintSystem<Scalar> for Recorder {
 
 /// Synthesizes `circuit` the way a Groth16 prover sees it: the constant ONE is input 0, and
 /// after the circuit's own constraints every input gets the constraint `input · 0 = 0`, which
-/// puts all inputs into A (the QAP needs them linearly independent).
-pub fn synthesize<C: Circuit<Scalar>>(circuit: C) -> Result<SynthesizedCircuit, SynthesisError> {
+/// puts all inputs into A (the QAP needs them linearly independent). A cancelled `cancel`
+/// token ends synthesis early with an `Interrupted` I/O error.
+pub fn synthesize<C: Circuit<Scalar>>(circuit: C, cancel: Option<&CancelToken>) -> Result<SynthesizedCircuit, SynthesisError> {
     let mut cs = Recorder::new();
+    cs.cancel = cancel.cloned();
     cs.alloc_input(|| "one", || Ok(Scalar::ONE))?;
     circuit.synthesize(&mut cs)?;
     for i in 0..cs.out.input_assignment.len() {

@@ -5,8 +5,10 @@
 use std::time::{Duration, Instant};
 
 /// Version of the `cuzk_timings` layout this library writes.
-pub const TIMINGS_VERSION: u32 = 1;
+pub const CUZK_TIMINGS_VERSION: u32 = 1;
 
+/// Per-phase timings of one call in nanoseconds (`cuzk_timings`). Phases never overlap, so
+/// their sum is at most `total_ns`; phases a backend does not have are 0.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Timings {
@@ -57,7 +59,7 @@ impl Timings {
     pub fn new() -> Self {
         Timings {
             struct_size: std::mem::size_of::<Timings>() as u32,
-            version: TIMINGS_VERSION,
+            version: CUZK_TIMINGS_VERSION,
             device_index: -1,
             ..Default::default()
         }

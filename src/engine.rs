@@ -1,0 +1,244 @@
+//! The engine: one per process. It owns the configuration, the worker threads, the resident
+//! keys and the backend, and runs a C2 from JSON to verified proof bytes with timings.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Instant;
+
+use bellperson::groth16::Proof;
+use bellperson::Circuit;
+use blstrs::{Bls12, Scalar};
+use ff::Field;
+use filecoin_proofs::types::MerkleTreeTrait;
+use filecoin_proofs_api::seal::SealCommitPhase1Output;
+use storage_proofs_core::parameter_cache::{parameter_id, verifying_key_id};
+
+use crate::backend::cpu::{CpuBackend, Domain};
+use crate::backend::Backend;
+use crate::cancel::CancelToken;
+use crate::error::{Error, Result, Status};
+use crate::groth16::{assemble, ProvingKey};
+use crate::keys::KeyStore;
+use crate::porep::{self, SealStatement};
+use crate::synthesis::synthesize;
+use crate::timings::{nanos, timed, Timings};
+use crate::with_porep_shape;
+
+/// Where filecoin-proofs keeps parameters when FIL_PROOFS_PARAMETER_CACHE is not set.
+pub const DEFAULT_PARAMETER_CACHE: &str = "/var/tmp/filecoin-proof-parameters";
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EngineConfig {
+    /// Directory of `v28-*.params` / `.vk` files; `None`: FIL_PROOFS_PARAMETER_CACHE, else
+    /// /var/tmp/filecoin-proof-parameters.
+    pub param_cache_dir: Option<PathBuf>,
+    /// Never use a GPU even when one is present.
+    pub cpu_only: bool,
+    /// Worker threads for synthesis and CPU proving; 0 = one per core.
+    pub num_threads: usize,
+    /// Verify every proof before returning it (filecoin-proofs always does).
+    pub self_verify: bool,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig { param_cache_dir: None, cpu_only: false, num_threads: 0, self_verify: true }
+    }
+}
+
+impl EngineConfig {
+    fn resolved(mut self) -> Self {
+        if self.param_cache_dir.is_none() {
+            let from_env = std::env::var_os("FIL_PROOFS_PARAMETER_CACHE").filter(|v| !v.is_empty());
+            self.param_cache_dir = Some(from_env.map(PathBuf::from).unwrap_or_else(|| DEFAULT_PARAMETER_CACHE.into()));
+        }
+        if self.num_threads == 0 {
+            self.num_threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+        }
+        self
+    }
+
+    pub fn param_dir(&self) -> PathBuf {
+        self.param_cache_dir.clone().unwrap_or_else(|| DEFAULT_PARAMETER_CACHE.into())
+    }
+}
+
+/// Per-call options besides the C2 input.
+#[derive(Clone, Debug, Default)]
+pub struct ProveOptions {
+    pub cancel: Option<CancelToken>,
+    /// Fixed (r, s) per partition instead of fresh randomness: for comparing provers bit for
+    /// bit. Never use fixed randomness for proofs that leave the machine.
+    pub randomness: Option<Vec<(Scalar, Scalar)>>,
+}
+
+impl ProveOptions {
+    fn check_cancel(&self) -> Result<()> {
+        self.cancel.as_ref().map_or(Ok(()), CancelToken::check)
+    }
+
+    fn randomness_for(&self, partition: usize) -> Result<(Scalar, Scalar)> {
+        match &self.randomness {
+            Some(fixed) => fixed
+                .get(partition)
+                .copied()
+                .ok_or_else(|| Error::invalid(format!("no fixed randomness given for partition {partition}"))),
+            None => {
+                let mut rng = rand::rngs::OsRng;
+                Ok((Scalar::random(&mut rng), Scalar::random(&mut rng)))
+            }
+        }
+    }
+}
+
+pub struct Engine {
+    config: EngineConfig,
+    pool: rayon::ThreadPool,
+    backend: Box<dyn Backend>,
+    keys: KeyStore,
+}
+
+/// The process's engine while any handle to it is alive.
+static ENGINE: Mutex<Weak<Engine>> = Mutex::new(Weak::new());
+
+impl Engine {
+    /// The process-wide engine: created on first use; later calls get the same engine when
+    /// they ask for the same configuration and an `EngineState` error otherwise. When every
+    /// handle is dropped the engine (and its resident keys) goes away.
+    pub fn acquire(config: EngineConfig) -> Result<Arc<Engine>> {
+        let config = config.resolved();
+        let mut current = ENGINE.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(engine) = current.upgrade() {
+            if engine.config != config {
+                return Err(Error::new(
+                    Status::EngineState,
+                    format!("the engine of this process already runs with {:?}; asked for {:?}", engine.config, config),
+                ));
+            }
+            return Ok(engine);
+        }
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(config.num_threads)
+            .thread_name(|i| format!("cuzk-worker-{i}"))
+            .build()
+            .map_err(|e| Error::internal(format!("starting worker threads: {e}")))?;
+        let engine = Arc::new(Engine { backend: Box::new(CpuBackend), config, pool, keys: KeyStore::default() });
+        *current = Arc::downgrade(&engine);
+        log::info!("cuzk engine started: {:?}", engine.config);
+        Ok(engine)
+    }
+
+    pub fn config(&self) -> &EngineConfig {
+        &self.config
+    }
+
+    /// PoRep commit phase 2: what filecoin-ffi's `seal_commit_phase2` does, with timings.
+    /// Returns the proof bytes (192 per partition) in filecoin-proofs' format.
+    pub fn seal_commit_phase2(
+        &self,
+        c1_json: &[u8],
+        sector_id: u64,
+        prover_id: [u8; 32],
+        options: &ProveOptions,
+    ) -> Result<(Vec<u8>, Timings)> {
+        let start = Instant::now();
+        let mut t = Timings::new();
+        t.backend = self.backend.kind() as u32;
+        t.device_index = self.backend.device_index();
+        let c1 = timed(&mut t.input_check_ns, || porep::parse_c1(c1_json))?;
+        let proof = c1.registered_proof;
+        let bytes = self.pool.install(|| with_porep_shape!(proof, prove_sector(self, c1, sector_id, prover_id, options, &mut t)))?;
+        t.total_ns = nanos(start.elapsed());
+        log_timings(sector_id, &t);
+        Ok((bytes, t))
+    }
+
+    /// filecoin-proofs-api's `verify_seal`, with the verifying key from the engine's parameter
+    /// directory.
+    pub fn verify_seal(&self, statement: &SealStatement, proof: &[u8]) -> Result<bool> {
+        self.pool.install(|| with_porep_shape!(statement.registered_proof, verify_with_vk_file(self, statement, proof)))
+    }
+
+    fn key_path<Tree: 'static + MerkleTreeTrait>(&self, config: &filecoin_proofs::types::PoRepConfig, vk: bool) -> Result<PathBuf> {
+        let id = porep::parameter_cache_id::<Tree>(config)?;
+        let file = if vk { verifying_key_id(&id) } else { parameter_id(&id) };
+        Ok(self.config.param_dir().join(file))
+    }
+
+    /// Synthesizes `circuit` and proves it with this engine's backend.
+    pub fn prove_circuit<C: Circuit<Scalar>>(
+        &self,
+        key: &ProvingKey,
+        circuit: C,
+        (r, s): (Scalar, Scalar),
+        cancel: Option<&CancelToken>,
+        t: &mut Timings,
+    ) -> Result<Proof<Bls12>> {
+        let synthesized = timed(&mut t.synthesis_ns, || synthesize(circuit, cancel)).map_err(|e| match cancel {
+            Some(c) if c.is_cancelled() => Error::new(Status::Cancelled, "the call was cancelled during synthesis"),
+            _ => Error::from_dependency(Status::InvalidArgument, "circuit synthesis failed", e),
+        })?;
+        t.num_constraints = synthesized.num_constraints() as u64;
+        t.domain_log2 = Domain::for_len(synthesized.num_constraints()).map_or(0, |d| d.log_size);
+        if let Some(c) = cancel {
+            c.check()?;
+        }
+        let msm = self.backend.compute_msms(key, synthesized, t)?;
+        Ok(timed(&mut t.assembly_ns, || assemble(key, &msm, r, s)))
+    }
+}
+
+fn prove_sector<Tree: 'static + MerkleTreeTrait>(
+    engine: &Engine,
+    c1: SealCommitPhase1Output,
+    sector_id: u64,
+    prover_id: [u8; 32],
+    options: &ProveOptions,
+    t: &mut Timings,
+) -> Result<Vec<u8>> {
+    let statement = SealStatement {
+        registered_proof: c1.registered_proof,
+        comm_r: c1.comm_r,
+        comm_d: c1.comm_d,
+        prover_id,
+        sector_id,
+        ticket: c1.ticket,
+        seed: c1.seed,
+    };
+    let inputs = timed(&mut t.input_check_ns, || porep::check_c1::<Tree>(c1, prover_id, sector_id))?;
+    options.check_cancel()?;
+    let key = engine.keys.proving_key(&engine.key_path::<Tree>(&inputs.config, false)?, &mut t.srs_load_ns)?;
+    let partitions = inputs.vanilla_proofs.len();
+    t.partitions = partitions as u32;
+    let mut bytes = Vec::with_capacity(partitions * 192);
+    for k in 0..partitions {
+        options.check_cancel()?;
+        let circuit = porep::partition_circuit(&inputs, k)?;
+        let proof = engine.prove_circuit(&key, circuit, options.randomness_for(k)?, options.cancel.as_ref(), t)?;
+        timed(&mut t.assembly_ns, || proof.write(&mut bytes)).map_err(|e| Error::internal(format!("writing proof: {e}")))?;
+    }
+    if engine.config.self_verify {
+        let start = Instant::now();
+        let vk = porep::prepare_vk(&key.vk);
+        let valid = porep::verify_seal::<Tree>(&statement, &vk, &bytes)?;
+        t.verify_ns += nanos(start.elapsed());
+        if !valid {
+            return Err(Error::new(Status::VerifyFailed, "the proof failed self-verification (inconsistent proving key?)"));
+        }
+    }
+    Ok(bytes)
+}
+
+fn verify_with_vk_file<Tree: 'static + MerkleTreeTrait>(engine: &Engine, statement: &SealStatement, proof: &[u8]) -> Result<bool> {
+    let config = porep::porep_config(statement.registered_proof)?;
+    let vk = engine.keys.verifying_key(&engine.key_path::<Tree>(&config, true)?)?;
+    porep::verify_seal::<Tree>(statement, &vk, proof)
+}
+
+fn log_timings(sector_id: u64, t: &Timings) {
+    if log::log_enabled!(log::Level::Debug) {
+        for (phase, ns) in t.phases() {
+            log::debug!("sector {sector_id}: {phase:<12} {:>10.3} ms", ns as f64 / 1e6);
+        }
+    }
+}

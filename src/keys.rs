@@ -1,0 +1,158 @@
+//! Proving and verifying keys, read from a filecoin-proofs parameter cache directory once and
+//! kept in memory, keyed by file identity (path, size, modification time) so that a replaced
+//! file is read again. Concurrent first requests for one key read it once.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{BufReader, ErrorKind};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Instant, SystemTime};
+
+use bellperson::groth16::{Parameters, PreparedVerifyingKey, VerifyingKey};
+use blstrs::Bls12;
+use once_cell::sync::OnceCell;
+
+use crate::error::{Error, Result, Status};
+use crate::groth16::ProvingKey;
+use crate::timings::nanos;
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct FileIdentity {
+    path: PathBuf,
+    len: u64,
+    modified: Option<SystemTime>,
+}
+
+fn open(path: &Path) -> Result<(File, FileIdentity)> {
+    let file = File::open(path).map_err(|e| {
+        let status = if e.kind() == ErrorKind::NotFound { Status::ParametersNotFound } else { Status::ParametersInvalid };
+        Error::new(
+            status,
+            format!(
+                "cannot open {}: {e} (production parameters come from `paramfetch`; test parameters from `cuzk-fixtures params`)",
+                path.display()
+            ),
+        )
+    })?;
+    let meta = file.metadata().map_err(|e| Error::new(Status::ParametersInvalid, format!("{}: {e}", path.display())))?;
+    let identity = FileIdentity { path: path.to_path_buf(), len: meta.len(), modified: meta.modified().ok() };
+    Ok((file, identity))
+}
+
+fn corrupt(path: &Path, e: std::io::Error) -> Error {
+    Error::new(Status::ParametersInvalid, format!("corrupt parameter file {}: {e}", path.display()))
+}
+
+type Slot<T> = Arc<OnceCell<Arc<T>>>;
+
+/// A map from file identity to a value loaded at most once (per identity) at a time.
+struct LoadOnce<T> {
+    slots: Mutex<HashMap<FileIdentity, Slot<T>>>,
+}
+
+impl<T> LoadOnce<T> {
+    fn new() -> Self {
+        LoadOnce { slots: Mutex::new(HashMap::new()) }
+    }
+
+    /// The value for `path`, loading it with `load` if it is not resident. Returns the value
+    /// and whether this call did the loading.
+    fn get(&self, path: &Path, load: impl FnOnce(File) -> Result<T>) -> Result<(Arc<T>, bool)> {
+        let (file, identity) = open(path)?;
+        let slot = {
+            let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+            // A file that changed on disk replaces the old entry instead of piling up beside it.
+            slots.retain(|id, _| id.path != identity.path || *id == identity);
+            slots.entry(identity).or_default().clone()
+        };
+        let mut loaded_here = false;
+        let value = slot.get_or_try_init(|| {
+            loaded_here = true;
+            load(file).map(Arc::new)
+        })?;
+        Ok((value.clone(), loaded_here))
+    }
+}
+
+pub struct KeyStore {
+    proving: LoadOnce<ProvingKey>,
+    verifying: LoadOnce<PreparedVerifyingKey<Bls12>>,
+}
+
+impl Default for KeyStore {
+    fn default() -> Self {
+        KeyStore { proving: LoadOnce::new(), verifying: LoadOnce::new() }
+    }
+}
+
+impl KeyStore {
+    /// The proving key in `path`; `load_ns` gets the time spent reading it (0 when resident).
+    pub fn proving_key(&self, path: &Path, load_ns: &mut u64) -> Result<Arc<ProvingKey>> {
+        let start = Instant::now();
+        let (key, loaded) = self.proving.get(path, |file| {
+            let reader = BufReader::with_capacity(1 << 22, file);
+            let key = Parameters::<Bls12>::read(reader, false).map_err(|e| corrupt(path, e))?;
+            log::info!("loaded proving key {} in {:.2?}", path.display(), start.elapsed());
+            Ok(key)
+        })?;
+        if loaded {
+            *load_ns += nanos(start.elapsed());
+        }
+        Ok(key)
+    }
+
+    /// The prepared verifying key in `path` (a `.vk` file).
+    pub fn verifying_key(&self, path: &Path) -> Result<Arc<PreparedVerifyingKey<Bls12>>> {
+        let (vk, _) = self.verifying.get(path, |file| {
+            let vk = VerifyingKey::<Bls12>::read(BufReader::new(file)).map_err(|e| corrupt(path, e))?;
+            Ok(bellperson::groth16::prepare_verifying_key(&vk))
+        })?;
+        Ok(vk)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[test]
+    fn loads_once_per_identity_and_reloads_changed_files() {
+        let dir = std::env::temp_dir().join(format!("cuzk-keys-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("k");
+        std::fs::write(&path, b"one").unwrap();
+        let cache = LoadOnce::<usize>::new();
+        let loads = AtomicUsize::new(0);
+        let load = |_f: File| {
+            loads.fetch_add(1, Ordering::SeqCst);
+            Ok(std::fs::metadata(&path).unwrap().len() as usize)
+        };
+        std::thread::scope(|s| {
+            for _ in 0..8 {
+                s.spawn(|| assert_eq!(*cache.get(&path, load).unwrap().0, 3));
+            }
+        });
+        assert_eq!(loads.load(Ordering::SeqCst), 1, "concurrent first calls must load once");
+        std::fs::write(&path, b"three").unwrap();
+        assert_eq!(*cache.get(&path, load).unwrap().0, 5);
+        assert_eq!(loads.load(Ordering::SeqCst), 2);
+        assert_eq!(cache.slots.lock().unwrap().len(), 1, "the stale entry is dropped");
+        let missing = cache.get(&dir.join("missing"), load).unwrap_err();
+        assert_eq!(missing.status, Status::ParametersNotFound);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn failed_load_is_not_cached() {
+        let dir = std::env::temp_dir().join(format!("cuzk-keys-fail-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("k");
+        std::fs::write(&path, b"x").unwrap();
+        let cache = LoadOnce::<u8>::new();
+        assert!(cache.get(&path, |_| Err(Error::internal("boom"))).is_err());
+        assert_eq!(*cache.get(&path, |_| Ok(7)).unwrap().0, 7);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
