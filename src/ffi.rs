@@ -123,11 +123,11 @@ const SEAL_PROOFS: [RegisteredSealProof; 20] = {
     ]
 };
 
-fn seal_proof_from_abi(n: u32) -> Result<RegisteredSealProof> {
+pub fn seal_proof_from_abi(n: u32) -> Result<RegisteredSealProof> {
     SEAL_PROOFS.get(n as usize).copied().ok_or_else(|| Error::invalid(format!("unknown registered seal proof {n}")))
 }
 
-fn seal_proof_to_abi(proof: RegisteredSealProof) -> u32 {
+pub fn seal_proof_to_abi(proof: RegisteredSealProof) -> u32 {
     SEAL_PROOFS.iter().position(|p| *p == proof).expect("every registered proof has an ABI number") as u32
 }
 

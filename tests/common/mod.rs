@@ -1,0 +1,180 @@
+//! Shared by the integration tests: the 2KiB fixture (random-setup parameters, made once by
+//! `cuzk-fixtures params` or scripts/test.sh, and a sector sealed fresh for every test process)
+//! and thin wrappers over the C ABI.
+#![allow(dead_code)]
+
+use std::ffi::CStr;
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use cuzk::error::Status;
+use cuzk::ffi::*;
+use cuzk::fixtures::{default_test_params_dir, registered_proof_for, seal_random_sector, SealedSector};
+use cuzk::timings::Timings;
+use rand::SeedableRng;
+
+pub struct Fixture {
+    pub params_dir: PathBuf,
+    pub c1_json: Vec<u8>,
+    pub sector: SealedSector,
+}
+
+/// The 2KiB fixture of this test process. Fails (never skips) when the parameters are
+/// missing: CPU tests must run everywhere.
+pub fn fixture() -> &'static Fixture {
+    static FIXTURE: OnceLock<Fixture> = OnceLock::new();
+    FIXTURE.get_or_init(|| {
+        let params_dir = default_test_params_dir();
+        let has_params = std::fs::read_dir(&params_dir)
+            .map(|d| d.flatten().any(|e| e.file_name().to_string_lossy().ends_with(".params")))
+            .unwrap_or(false);
+        assert!(
+            has_params,
+            "no test parameters in {}: run `scripts/test.sh` or `cuzk-fixtures params --sector-size 2KiB` first",
+            params_dir.display()
+        );
+        // filecoin-proofs' own verifier (used as the independent check) reads this once.
+        if std::env::var_os("FIL_PROOFS_PARAMETER_CACHE").as_deref() != Some(params_dir.as_os_str()) {
+            std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &params_dir);
+        }
+        let work = std::env::temp_dir().join(format!("cuzk-test-seal-{}", std::process::id()));
+        let mut rng = rand_chacha::ChaCha20Rng::from_entropy();
+        let sector_id = rand::Rng::gen_range(&mut rng, 1..1_000_000);
+        let (c1_json, sector) =
+            seal_random_sector(registered_proof_for("2KiB").unwrap(), 1000, sector_id, &work, &mut rng).expect("sealing a 2KiB sector");
+        let _ = std::fs::remove_dir_all(&work);
+        Fixture { params_dir, c1_json, sector }
+    })
+}
+
+/// A C-ABI engine handle on the fixture's parameters.
+pub struct Engine(pub *mut cuzk_engine);
+
+// SAFETY: the engine behind the handle is Sync; the handle is only freed in Drop.
+unsafe impl Send for Engine {}
+unsafe impl Sync for Engine {}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        cuzk_engine_free(self.0);
+    }
+}
+
+pub fn c_config(dir: &CStr) -> cuzk_config {
+    let mut config = cuzk_config {
+        struct_size: std::mem::size_of::<cuzk_config>() as u32,
+        num_threads: 0,
+        cpu_only: false,
+        self_verify: false,
+        param_cache_dir: std::ptr::null(),
+    };
+    assert_eq!(cuzk_config_default(&mut config, std::ptr::null_mut()), Status::Ok);
+    config.param_cache_dir = dir.as_ptr();
+    config
+}
+
+pub fn engine_for(dir: &std::path::Path) -> Result<Engine, (Status, String)> {
+    let dir = std::ffi::CString::new(dir.to_str().unwrap()).unwrap();
+    let config = c_config(&dir);
+    let mut engine = std::ptr::null_mut();
+    let mut err = std::ptr::null_mut();
+    let status = cuzk_engine_new(&config, &mut engine, &mut err);
+    if status == Status::Ok {
+        Ok(Engine(engine))
+    } else {
+        Err(take_error(err))
+    }
+}
+
+pub fn engine() -> Engine {
+    engine_for(&fixture().params_dir).expect("engine")
+}
+
+/// Status and message of an error object, which is freed.
+pub fn take_error(err: *mut cuzk_error) -> (Status, String) {
+    assert!(!err.is_null(), "a failing call must return an error object");
+    let status = cuzk_error_status(err);
+    let message = unsafe { CStr::from_ptr(cuzk_error_message(err)) }.to_string_lossy().into_owned();
+    cuzk_error_free(err);
+    (status, message)
+}
+
+pub struct Proved {
+    pub proof: Vec<u8>,
+    pub timings: Timings,
+}
+
+/// `cuzk_seal_commit_phase2` through the C ABI.
+pub fn prove(
+    engine: &Engine,
+    c1_json: &[u8],
+    sector_id: u64,
+    prover_id: &[u8; 32],
+    options: Option<&cuzk_prove_options>,
+) -> Result<Proved, (Status, String)> {
+    let mut proof = std::ptr::null_mut();
+    let mut timings = Timings { struct_size: std::mem::size_of::<Timings>() as u32, ..Default::default() };
+    let mut err = std::ptr::null_mut();
+    let status = cuzk_seal_commit_phase2(
+        engine.0,
+        c1_json.as_ptr(),
+        c1_json.len(),
+        sector_id,
+        prover_id.as_ptr(),
+        options.map_or(std::ptr::null(), |o| o as *const _),
+        &mut proof,
+        &mut timings,
+        &mut err,
+    );
+    if status != Status::Ok {
+        assert!(proof.is_null(), "no proof on failure");
+        let (s, m) = take_error(err);
+        assert_eq!(s, status);
+        return Err((s, m));
+    }
+    assert!(err.is_null());
+    let bytes = unsafe { std::slice::from_raw_parts((*proof).data, (*proof).len) }.to_vec();
+    cuzk_bytes_free(proof);
+    Ok(Proved { proof: bytes, timings })
+}
+
+/// `cuzk_verify_seal` through the C ABI.
+pub fn verify(engine: &Engine, s: &SealedSector, proof: &[u8]) -> Result<bool, (Status, String)> {
+    let mut valid = false;
+    let mut err = std::ptr::null_mut();
+    let registered = seal_proof_to_abi(s.registered_proof);
+    let status = cuzk_verify_seal(
+        engine.0,
+        registered,
+        s.comm_r.as_ptr(),
+        s.comm_d.as_ptr(),
+        s.prover_id.as_ptr(),
+        s.sector_id,
+        s.ticket.as_ptr(),
+        s.seed.as_ptr(),
+        proof.as_ptr(),
+        proof.len(),
+        &mut valid,
+        &mut err,
+    );
+    if status == Status::Ok {
+        Ok(valid)
+    } else {
+        Err(take_error(err))
+    }
+}
+
+/// filecoin-proofs-api's own `verify_seal` (the independent check).
+pub fn filecoin_verify(s: &SealedSector, proof: &[u8]) -> bool {
+    filecoin_proofs_api::seal::verify_seal(
+        s.registered_proof,
+        s.comm_r,
+        s.comm_d,
+        s.prover_id,
+        s.sector_id.into(),
+        s.ticket,
+        s.seed,
+        proof,
+    )
+    .expect("filecoin-proofs verify_seal")
+}
