@@ -9,7 +9,7 @@ use group::Group;
 use rayon::prelude::*;
 
 /// Affine points that can be added into their projective accumulator (mixed addition).
-pub trait MixedAdd: PrimeCurveAffine + Sync {
+pub trait MixedAdd: PrimeCurveAffine<Scalar = Scalar> + Sync {
     fn add_to(&self, acc: &mut Self::Curve);
 }
 
@@ -155,8 +155,8 @@ mod tests {
     use group::Curve;
     use rand::{Rng, SeedableRng};
 
-    fn naive<G: PrimeCurveAffine>(points: &[G], scalars: &[Scalar]) -> G::Curve {
-        points.iter().zip(scalars).map(|(p, s)| p.to_curve() * s).fold(G::Curve::identity(), |a, b| a + b)
+    fn naive<G: PrimeCurveAffine<Scalar = Scalar>>(points: &[G], scalars: &[Scalar]) -> G::Curve {
+        points.iter().zip(scalars).map(|(p, s)| p.to_curve() * *s).fold(G::Curve::identity(), |a, b| a + b)
     }
 
     fn porep_like_scalars(rng: &mut impl Rng, n: usize) -> Vec<Scalar> {

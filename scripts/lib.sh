@@ -1,0 +1,45 @@
+# Shared by the scripts: paths and the 2KiB test fixture. Source it; it sets `root`.
+# Expensive artefacts live outside the clone so that every clone and CI run reuses them:
+#   CUZK_TEST_PARAMS (default ~/.cache/cuzk/test-params): random-setup Groth16 parameters,
+#   FOR TESTS ONLY — never point it at a production parameter directory.
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+export CUZK_TEST_PARAMS="${CUZK_TEST_PARAMS:-$HOME/.cache/cuzk/test-params}"
+export CARGO_BUILD_JOBS="${CARGO_BUILD_JOBS:-2}"
+
+step() { printf '\n==> %s\n' "$*"; }
+
+build_release() {
+    step "cargo build --release (library, fixtures tool)"
+    (cd "$root" && cargo build --release --locked)
+}
+
+# Random-setup parameters for a sector size, generated once (2KiB: ~12 min on 2 cores).
+ensure_params() {
+    step "Groth16 parameters for $1 (random setup, tests only) in $CUZK_TEST_PARAMS"
+    "$root/target/release/cuzk-fixtures" params --sector-size "$1" --dir "$CUZK_TEST_PARAMS"
+}
+
+# Seals a fresh random sector of size $1 into directory $2 (c1.json, sector.json).
+seal_fixture() {
+    step "sealing a random $1 sector into $2"
+    rm -rf "$2"
+    "$root/target/release/cuzk-fixtures" seal --sector-size "$1" --out "$2" --miner 1000 --sector "$((RANDOM + 1))"
+}
+
+json_field() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"; }
+
+# Installs libcuzk into target/cuzk-prefix and builds the C example against it.
+build_c_example() {
+    step "C example against the installed library (pkg-config)"
+    "$root/scripts/install.sh" "$root/target/cuzk-prefix" >/dev/null
+    export PKG_CONFIG_PATH="$root/target/cuzk-prefix/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+    # shellcheck disable=SC2046
+    cc -std=c11 -O2 -Wall -Wextra -Werror -o "$root/target/prove_c2" "$root/examples/prove_c2.c" $(pkg-config --cflags --libs cuzk)
+}
+
+run_c_example() {
+    local fixture="$1"
+    "$root/target/prove_c2" "$fixture/c1.json" "$(json_field "$fixture/sector.json" sector_id)" \
+        "$(json_field "$fixture/sector.json" miner_id)" "$CUZK_TEST_PARAMS"
+}

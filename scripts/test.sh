@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# All tests: Rust unit and integration tests (C ABI, filecoin-proofs verification, bit-for-bit
+# comparison with bellperson, bad input), the C example, and the Go package.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+build_release
+ensure_params 2KiB
+# filecoin-proofs' own verifier (the tests' independent check) reads its keys from here.
+export FIL_PROOFS_PARAMETER_CACHE="$CUZK_TEST_PARAMS"
+
+step "cargo test --release"
+(cd "$root" && cargo test --release --locked -- --test-threads=2)
+
+fixture="$root/target/fixtures/test-2k"
+seal_fixture 2KiB "$fixture"
+build_c_example
+step "C example: prove + verify"
+run_c_example "$fixture"
+
+step "Go package"
+CUZK_FIXTURE_DIR="$fixture" "$root/scripts/test-go.sh"
+
+step "all tests passed"

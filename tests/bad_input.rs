@@ -1,0 +1,107 @@
+//! Bad input through the C ABI: every case gets its status and a useful message, and the
+//! process stays alive. (Needs the test parameters only for the "wrong size" case's engine.)
+
+mod common;
+
+use std::ptr::{null, null_mut};
+
+use common::*;
+use cuzk::error::Status;
+use cuzk::ffi::*;
+
+fn expect_err(result: Result<Proved, (Status, String)>, status: Status, needle: &str) {
+    match result {
+        Ok(_) => panic!("expected {status:?}, got a proof"),
+        Err((s, m)) => {
+            assert_eq!(s, status, "message: {m}");
+            assert!(m.to_lowercase().contains(&needle.to_lowercase()), "message {m:?} does not mention {needle:?}");
+        }
+    }
+}
+
+#[test]
+fn malformed_json_is_a_parse_error() {
+    let f = fixture();
+    let e = engine();
+    let (id, prover) = (f.sector.sector_id, f.sector.prover_id);
+    expect_err(prove(&e, b"", id, &prover, None), Status::ParseError, "empty");
+    expect_err(prove(&e, &f.c1_json[..f.c1_json.len() / 2], id, &prover, None), Status::ParseError, "C1 JSON");
+    expect_err(prove(&e, b"\x00\xffgarbage{{", id, &prover, None), Status::ParseError, "C1 JSON");
+    expect_err(prove(&e, br#"{"registered_proof":"StackedDrg2KiBV1_1"}"#, id, &prover, None), Status::ParseError, "missing field");
+}
+
+#[test]
+fn oversized_json_is_refused_without_parsing() {
+    let f = fixture();
+    let huge = vec![b' '; CUZK_MAX_C1_JSON_BYTES + 1];
+    expect_err(prove(&engine(), &huge, 1, &f.sector.prover_id, None), Status::InvalidArgument, "limit");
+}
+
+#[test]
+fn c1_of_another_sector_size_than_its_registered_proof() {
+    let f = fixture();
+    let mut c1: serde_json::Value = serde_json::from_slice(&f.c1_json).unwrap();
+    c1["registered_proof"] = serde_json::json!("StackedDrg8MiBV1_1");
+    let mismatched = serde_json::to_vec(&c1).unwrap();
+    expect_err(prove(&engine(), &mismatched, f.sector.sector_id, &f.sector.prover_id, None), Status::InvalidArgument, "sector size");
+    c1["registered_proof"] = serde_json::json!("StackedDrg2KiBV1_2_Feat_NonInteractivePoRep");
+    let ni = serde_json::to_vec(&c1).unwrap();
+    expect_err(prove(&engine(), &ni, f.sector.sector_id, &f.sector.prover_id, None), Status::InvalidArgument, "non-interactive");
+}
+
+#[test]
+fn null_pointers_are_reported_per_argument() {
+    let f = fixture();
+    let e = engine();
+    let c1 = &f.c1_json;
+    let prover = f.sector.prover_id;
+    let mut proof = null_mut();
+    let call = |engine: *const cuzk_engine, json: *const u8, prover: *const u8, proof: *mut *mut cuzk_bytes| {
+        let mut err = null_mut();
+        let status = cuzk_seal_commit_phase2(engine, json, c1.len(), 1, prover, null(), proof, null_mut(), &mut err);
+        let (s, m) = take_error(err);
+        assert_eq!(s, status);
+        (s, m)
+    };
+    for (engine, json, prover_ptr, out, name) in [
+        (null(), c1.as_ptr(), prover.as_ptr(), &mut proof as *mut _, "engine"),
+        (e.0 as *const _, null(), prover.as_ptr(), &mut proof as *mut _, "c1_json"),
+        (e.0 as *const _, c1.as_ptr(), null(), &mut proof as *mut _, "prover_id"),
+        (e.0 as *const _, c1.as_ptr(), prover.as_ptr(), null_mut(), "proof_out"),
+    ] {
+        let (status, message) = call(engine, json, prover_ptr, out);
+        assert_eq!(status, Status::NullArgument, "{name}: {message}");
+        assert!(message.contains(name), "{message}");
+    }
+    // NULL error pointer: the status alone still comes back.
+    assert_eq!(cuzk_seal_commit_phase2(null(), null(), 0, 0, null(), null(), null_mut(), null_mut(), null_mut()), Status::NullArgument);
+
+    let mut valid = true;
+    let s = &f.sector;
+    let status = cuzk_verify_seal(e.0, 5, s.comm_r.as_ptr(), null(), s.prover_id.as_ptr(), 1, s.ticket.as_ptr(), s.seed.as_ptr(), c1.as_ptr(), 1, &mut valid, null_mut());
+    assert_eq!(status, Status::NullArgument);
+    assert!(!valid);
+    let status = cuzk_verify_seal(e.0, 99, s.comm_r.as_ptr(), s.comm_d.as_ptr(), s.prover_id.as_ptr(), 1, s.ticket.as_ptr(), s.seed.as_ptr(), c1.as_ptr(), 1, &mut valid, null_mut());
+    assert_eq!(status, Status::InvalidArgument, "unknown registered proof");
+    assert_eq!(cuzk_engine_new(null(), null_mut(), null_mut()), Status::NullArgument);
+    assert_eq!(cuzk_c1_info_parse(c1.as_ptr(), c1.len(), null_mut(), null_mut()), Status::NullArgument);
+}
+
+#[test]
+fn struct_size_too_small_is_refused() {
+    let f = fixture();
+    let e = engine();
+    let options = cuzk_prove_options { struct_size: 2, cancel: null() };
+    expect_err(prove(&e, &f.c1_json, 1, &f.sector.prover_id, Some(&options)), Status::InvalidArgument, "struct_size");
+}
+
+#[test]
+fn second_engine_with_another_config_is_a_clean_error() {
+    let f = fixture();
+    let _first = engine();
+    let same = engine_for(&f.params_dir);
+    assert!(same.is_ok(), "same config joins the engine");
+    let other = engine_for(std::path::Path::new("/nonexistent/other-params"));
+    let (status, message) = other.err().expect("a different config must be refused");
+    assert_eq!(status, Status::EngineState, "{message}");
+}

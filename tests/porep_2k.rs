@@ -1,0 +1,173 @@
+//! 2KiB PoRep C2 end to end through the C ABI, checked by filecoin-proofs' own verifier, and
+//! our proof compared bit for bit with bellperson's for the same r, s.
+
+mod common;
+
+use std::sync::OnceLock;
+
+use bellperson::groth16::create_proof_batch;
+use blstrs::Scalar;
+use common::*;
+use cuzk::cancel::CancelToken;
+use cuzk::engine::{Engine as RustEngine, EngineConfig, ProveOptions};
+use cuzk::error::Status;
+use cuzk::ffi::*;
+use cuzk::porep;
+use ff::Field;
+use filecoin_proofs::constants::SectorShape2KiB;
+
+/// One proof of the fixture, shared by the tests that only inspect it.
+fn proved() -> &'static Proved {
+    static PROVED: OnceLock<Proved> = OnceLock::new();
+    PROVED.get_or_init(|| {
+        let f = fixture();
+        prove(&engine(), &f.c1_json, f.sector.sector_id, &f.sector.prover_id, None).expect("2KiB C2 through the C ABI")
+    })
+}
+
+#[test]
+fn c2_proof_is_accepted_by_filecoin_proofs_and_by_cuzk() {
+    let f = fixture();
+    let p = proved();
+    assert_eq!(p.proof.len(), 192, "one partition, 192 bytes");
+    assert!(filecoin_verify(&f.sector, &p.proof), "filecoin-proofs-api verify_seal rejects the proof");
+    assert_eq!(verify(&engine(), &f.sector, &p.proof), Ok(true));
+}
+
+#[test]
+fn proof_is_rejected_for_another_seed_or_comm_r() {
+    let f = fixture();
+    let p = proved();
+    let mut other_seed = f.sector.clone();
+    other_seed.seed[0] ^= 1;
+    assert!(!filecoin_verify(&other_seed, &p.proof));
+    assert_eq!(verify(&engine(), &other_seed, &p.proof), Ok(false));
+    let mut other_comm_r = f.sector.clone();
+    other_comm_r.comm_r[3] ^= 1;
+    assert!(matches!(verify(&engine(), &other_comm_r, &p.proof), Ok(false) | Err((Status::InvalidArgument, _))));
+    let mut flipped = p.proof.clone();
+    flipped[100] ^= 1;
+    assert!(matches!(verify(&engine(), &f.sector, &flipped), Ok(false) | Err((Status::InvalidArgument, _))));
+}
+
+#[test]
+fn tampered_c1_is_refused_before_proving() {
+    let f = fixture();
+    let mut c1: serde_json::Value = serde_json::from_slice(&f.c1_json).unwrap();
+    let seed = c1["seed"].as_array_mut().unwrap();
+    seed[0] = serde_json::json!((seed[0].as_u64().unwrap() + 1) % 256);
+    let tampered = serde_json::to_vec(&c1).unwrap();
+    let err = prove(&engine(), &tampered, f.sector.sector_id, &f.sector.prover_id, None).err().expect("tampered C1 must fail");
+    assert_eq!(err.0, Status::InvalidArgument, "{}", err.1);
+    assert!(err.1.contains("vanilla proofs"), "{}", err.1);
+    let err = prove(&engine(), &f.c1_json, f.sector.sector_id + 1, &f.sector.prover_id, None).err().expect("wrong sector id must fail");
+    assert_eq!(err.0, Status::InvalidArgument, "{}", err.1);
+}
+
+#[test]
+fn timings_are_filled_and_consistent() {
+    let t = proved().timings;
+    assert_eq!(t.struct_size as usize, std::mem::size_of::<cuzk::timings::Timings>());
+    assert_eq!(t.version, cuzk::timings::CUZK_TIMINGS_VERSION);
+    assert_eq!(t.backend, cuzk::backend::BackendKind::Cpu as u32);
+    assert_eq!(t.device_index, -1);
+    assert_eq!(t.partitions, 1);
+    assert_eq!(t.domain_log2, 22);
+    assert!(t.num_constraints > 2_000_000, "{}", t.num_constraints);
+    let cpu_fields = [
+        ("total", t.total_ns),
+        ("input_check", t.input_check_ns),
+        ("synthesis", t.synthesis_ns),
+        ("prep_msm", t.prep_msm_ns),
+        ("ntt", t.ntt_ns),
+        ("msm_h", t.msm_h_ns),
+        ("batch_add", t.batch_add_ns),
+        ("msm_l", t.msm_l_ns),
+        ("msm_a", t.msm_a_ns),
+        ("msm_b_g1", t.msm_b_g1_ns),
+        ("msm_b_g2", t.msm_b_g2_ns),
+        ("assembly", t.assembly_ns),
+        ("verify", t.verify_ns),
+    ];
+    for (name, ns) in cpu_fields {
+        assert!(ns > 0, "{name} is 0 on the CPU path");
+    }
+    assert_eq!(t.pin_h2d_ns, 0, "the CPU path has no host-to-device copies");
+    let parts: u64 = t.phases().iter().filter(|(name, _)| *name != "total").map(|(_, ns)| ns).sum();
+    assert!(parts <= t.total_ns, "phases {parts} ns exceed the total {} ns", t.total_ns);
+    assert!(parts * 100 >= t.total_ns * 98, "phases {parts} ns cover less than 98 % of the total {} ns", t.total_ns);
+}
+
+#[test]
+fn fixed_randomness_proof_equals_bellperson_bit_for_bit() {
+    let f = fixture();
+    let mut rng = rand::thread_rng();
+    let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
+    let engine = RustEngine::acquire(EngineConfig { param_cache_dir: Some(f.params_dir.clone()), ..Default::default() }).unwrap();
+    let options = ProveOptions { randomness: Some(vec![(r, s)]), ..Default::default() };
+    let (ours, _) = engine.seal_commit_phase2(&f.c1_json, f.sector.sector_id, f.sector.prover_id, &options).expect("cuzk proof");
+
+    let c1 = porep::parse_c1(&f.c1_json).unwrap();
+    let inputs = porep::check_c1::<SectorShape2KiB>(c1, f.sector.prover_id, f.sector.sector_id).unwrap();
+    let circuit = porep::partition_circuit(&inputs, 0).unwrap();
+    let key = bellperson::groth16::Parameters::<blstrs::Bls12>::read(
+        std::io::BufReader::new(std::fs::File::open(porep_params_path(&inputs.config)).unwrap()),
+        false,
+    )
+    .unwrap();
+    let theirs = create_proof_batch(vec![circuit], &key, vec![r], vec![s]).expect("bellperson proof").remove(0);
+    let mut expected = Vec::new();
+    theirs.write(&mut expected).unwrap();
+    assert_eq!(ours, expected, "cuzk and bellperson proofs differ for the same r, s");
+    assert!(filecoin_verify(&f.sector, &ours));
+}
+
+fn porep_params_path(config: &filecoin_proofs::types::PoRepConfig) -> std::path::PathBuf {
+    let id = porep::parameter_cache_id::<SectorShape2KiB>(config).unwrap();
+    fixture().params_dir.join(storage_proofs_core::parameter_cache::parameter_id(&id))
+}
+
+#[test]
+fn four_threads_proving_concurrently_all_verify() {
+    let f = fixture();
+    let engine = engine();
+    let proofs: Vec<_> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..4)
+            .map(|_| scope.spawn(|| prove(&engine, &f.c1_json, f.sector.sector_id, &f.sector.prover_id, None)))
+            .collect();
+        handles.into_iter().map(|h| h.join().expect("no panic")).collect()
+    });
+    for proof in proofs {
+        let proof = proof.expect("concurrent proof");
+        assert!(filecoin_verify(&f.sector, &proof.proof));
+    }
+}
+
+#[test]
+fn cancelled_call_stops_early_and_engine_keeps_working() {
+    let f = fixture();
+    let engine = engine();
+    let token = cuzk_cancel_token_new();
+    let options = cuzk_prove_options { struct_size: std::mem::size_of::<cuzk_prove_options>() as u32, cancel: token };
+    cuzk_cancel_token_cancel(token);
+    let start = std::time::Instant::now();
+    let err = prove(&engine, &f.c1_json, f.sector.sector_id, &f.sector.prover_id, Some(&options)).err().expect("cancelled");
+    assert_eq!(err.0, Status::Cancelled, "{}", err.1);
+    assert!(start.elapsed().as_secs() < 10, "a cancelled call must stop at the first phase boundary");
+    cuzk_cancel_token_free(token);
+
+    // Cancel mid-synthesis from another thread.
+    let token = CancelToken::new();
+    let options = ProveOptions { cancel: Some(token.clone()), ..Default::default() };
+    let rust_engine = RustEngine::acquire(EngineConfig { param_cache_dir: Some(f.params_dir.clone()), ..Default::default() }).unwrap();
+    let canceller = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        token.cancel();
+        std::time::Instant::now()
+    });
+    let err = rust_engine.seal_commit_phase2(&f.c1_json, f.sector.sector_id, f.sector.prover_id, &options).unwrap_err();
+    let cancelled_at = canceller.join().unwrap();
+    assert_eq!(err.status, Status::Cancelled, "{err}");
+    assert!(cancelled_at.elapsed().as_secs() < 5, "stopped {:?} after the cancel", cancelled_at.elapsed());
+    assert!(prove(&engine, &f.c1_json, f.sector.sector_id, &f.sector.prover_id, None).is_ok(), "next proof after a cancel");
+}
