@@ -139,7 +139,8 @@ typedef struct cuzk_timings {
   uint64_t srs_load_ns;
   // Decoding the input and checking the vanilla proofs.
   uint64_t input_check_ns;
-  // Running the circuits through the constraint system (a, b, c and the witness).
+  // Building the partition circuits and running them through the constraint system
+  // (a, b, c and the witness).
   uint64_t synthesis_ns;
   // Sorting scalars into zero / one / full-width and building the MSM inputs.
   uint64_t prep_msm_ns;

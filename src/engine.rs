@@ -213,7 +213,7 @@ fn prove_sector<Tree: 'static + MerkleTreeTrait>(
     let mut bytes = Vec::with_capacity(partitions * 192);
     for k in 0..partitions {
         options.check_cancel()?;
-        let circuit = porep::partition_circuit(&inputs, k)?;
+        let circuit = timed(&mut t.synthesis_ns, || porep::partition_circuit(&inputs, k))?;
         let proof = engine.prove_circuit(&key, circuit, options.randomness_for(k)?, options.cancel.as_ref(), t)?;
         timed(&mut t.assembly_ns, || proof.write(&mut bytes)).map_err(|e| Error::internal(format!("writing proof: {e}")))?;
     }

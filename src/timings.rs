@@ -34,7 +34,8 @@ pub struct Timings {
     pub srs_load_ns: u64,
     /// Decoding the input and checking the vanilla proofs.
     pub input_check_ns: u64,
-    /// Running the circuits through the constraint system (a, b, c and the witness).
+    /// Building the partition circuits and running them through the constraint system
+    /// (a, b, c and the witness).
     pub synthesis_ns: u64,
     /// Sorting scalars into zero / one / full-width and building the MSM inputs.
     pub prep_msm_ns: u64,
