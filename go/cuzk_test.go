@@ -1,0 +1,525 @@
+package cuzk
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	commcid "github.com/filecoin-project/go-fil-commcid"
+	"github.com/filecoin-project/go-state-types/abi"
+	"github.com/filecoin-project/go-state-types/proof"
+)
+
+// The proving tests need a 2KiB PoRep fixture and its parameters, given by the environment
+// (scripts/test-go.sh sets both):
+//
+//	CUZK_FIXTURE_DIR  a directory with c1.json and sector.json (cuzk-fixtures seal --out DIR)
+//	CUZK_TEST_PARAMS  the parameter cache directory (Config.ParamCacheDir)
+var (
+	fixtureDir = os.Getenv("CUZK_FIXTURE_DIR")
+	testParams = os.Getenv("CUZK_TEST_PARAMS")
+)
+
+func testConfig() Config {
+	cfg := DefaultConfig()
+	cfg.ParamCacheDir = testParams
+	return cfg
+}
+
+func TestMain(m *testing.M) {
+	if err := Init(testConfig()); err != nil {
+		fmt.Fprintln(os.Stderr, "cuzk test: Init:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	if err := Close(); err != nil {
+		fmt.Fprintln(os.Stderr, "cuzk test: Close:", err)
+	}
+	os.Exit(code)
+}
+
+type fixture struct {
+	c1        []byte
+	proofType abi.RegisteredSealProof
+	miner     abi.ActorID
+	sector    abi.SectorNumber
+	proverID  [32]byte
+	commR     [32]byte
+	commD     [32]byte
+	ticket    [32]byte
+	seed      [32]byte
+}
+
+// sealProofByName maps go-state-types' names of the seal proof types ("StackedDrg2KiBV1_1")
+// to their numbers.
+func sealProofByName(name string) (abi.RegisteredSealProof, error) {
+	if n, err := strconv.ParseInt(name, 10, 64); err == nil {
+		return abi.RegisteredSealProof(n), nil
+	}
+	for i, size := range []string{"2KiB", "8MiB", "512MiB", "32GiB", "64GiB"} {
+		for base, suffix := range map[int]string{0: "V1", 5: "V1_1", 10: "V1_1_Feat_SyntheticPoRep", 15: "V1_2_Feat_NiPoRep"} {
+			if name == "StackedDrg"+size+suffix {
+				return abi.RegisteredSealProof(base + i), nil
+			}
+		}
+	}
+	return 0, fmt.Errorf("unknown registered seal proof %q", name)
+}
+
+// needFixture loads the fixture, or skips the test when CUZK_FIXTURE_DIR is not set.
+func needFixture(t *testing.T) *fixture {
+	t.Helper()
+	if fixtureDir == "" {
+		t.Skip("CUZK_FIXTURE_DIR is not set: no 2KiB PoRep fixture to prove with (scripts/test-go.sh sets it and CUZK_TEST_PARAMS)")
+	}
+	c1, err := os.ReadFile(filepath.Join(fixtureDir, "c1.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(fixtureDir, "sector.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s struct {
+		RegisteredProof string `json:"registered_proof"`
+		MinerID         uint64 `json:"miner_id"`
+		ProverID        string `json:"prover_id"`
+		SectorID        uint64 `json:"sector_id"`
+		CommR           string `json:"comm_r"`
+		CommD           string `json:"comm_d"`
+		Ticket          string `json:"ticket"`
+		Seed            string `json:"seed"`
+	}
+	if err := json.Unmarshal(raw, &s); err != nil {
+		t.Fatalf("sector.json: %v", err)
+	}
+	f := &fixture{c1: c1, miner: abi.ActorID(s.MinerID), sector: abi.SectorNumber(s.SectorID)}
+	if f.proofType, err = sealProofByName(s.RegisteredProof); err != nil {
+		t.Fatalf("sector.json: %v", err)
+	}
+	for _, h := range []struct {
+		name string
+		hex  string
+		dst  *[32]byte
+	}{{"prover_id", s.ProverID, &f.proverID}, {"comm_r", s.CommR, &f.commR}, {"comm_d", s.CommD, &f.commD}, {"ticket", s.Ticket, &f.ticket}, {"seed", s.Seed, &f.seed}} {
+		b, err := hex.DecodeString(h.hex)
+		if err != nil || len(b) != 32 {
+			t.Fatalf("sector.json: %s %q is not 32 bytes of hex", h.name, h.hex)
+		}
+		copy(h.dst[:], b)
+	}
+	return f
+}
+
+func (f *fixture) verify(t *testing.T, proofBytes []byte) {
+	t.Helper()
+	ok, err := VerifySeal(f.proofType, f.commR, f.commD, f.miner, f.sector, f.ticket, f.seed, proofBytes)
+	if err != nil {
+		t.Fatalf("VerifySeal: %v", err)
+	}
+	if !ok {
+		t.Fatalf("VerifySeal: the proof does not verify")
+	}
+}
+
+func wantIs(t *testing.T, err, sentinel error) {
+	t.Helper()
+	if !errors.Is(err, sentinel) {
+		t.Fatalf("got error %v, want %v", err, sentinel)
+	}
+	var e *Error
+	if !errors.As(err, &e) {
+		t.Fatalf("error %v is not a *cuzk.Error", err)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	v := Version()
+	if !regexp.MustCompile(`^\d+\.\d+\.\d+`).MatchString(v) {
+		t.Fatalf("Version() = %q, not a semantic version", v)
+	}
+	if LibraryABIVersion() != ABIVersion {
+		t.Fatalf("library ABI %d, header ABI %d", LibraryABIVersion(), ABIVersion)
+	}
+	t.Logf("libcuzk %s, ABI %d", v, ABIVersion)
+}
+
+func TestDefaultConfig(t *testing.T) {
+	got := DefaultConfig()
+	want := Config{ParamCacheDir: "", CPUOnly: false, NumThreads: 0, SelfVerify: true}
+	if got != want {
+		t.Fatalf("DefaultConfig() = %+v, want %+v", got, want)
+	}
+}
+
+func TestProverID(t *testing.T) {
+	for _, c := range []struct {
+		miner abi.ActorID
+		want  string // hex of the leading bytes; the rest is zero
+	}{
+		{0, "00"},
+		{1000, "e807"}, // uvarint(1000), as filecoin-ffi derives it
+		{1<<63 - 1, "ffffffffffffffff7f"},
+	} {
+		id, err := ProverID(c.miner)
+		if err != nil {
+			t.Fatalf("ProverID(%d): %v", c.miner, err)
+		}
+		want := make([]byte, 32)
+		prefix, _ := hex.DecodeString(c.want)
+		copy(want, prefix)
+		if hex.EncodeToString(id[:]) != hex.EncodeToString(want) {
+			t.Errorf("ProverID(%d) = %x, want %x", c.miner, id, want)
+		}
+	}
+	// ID addresses stop at 2^63 - 1.
+	_, err := ProverID(1 << 63)
+	wantIs(t, err, ErrInvalidArgument)
+}
+
+func TestErrorSentinels(t *testing.T) {
+	all := []error{ErrNullArgument, ErrInvalidArgument, ErrParse, ErrParametersNotFound, ErrParametersInvalid,
+		ErrGPU, ErrOutOfMemory, ErrCancelled, ErrPanic, ErrInternal, ErrEngineState, ErrVerifyFailed}
+	for i, sentinel := range all {
+		status := Status(i + 1)
+		err := fmt.Errorf("context: %w", &Error{Status: status, Message: "the message"})
+		for j, other := range all {
+			if got := errors.Is(err, other); got != (i == j) {
+				t.Errorf("status %d: errors.Is(err, %v) = %v", status, other, got)
+			}
+		}
+		if status.Sentinel() != sentinel {
+			t.Errorf("Status(%d).Sentinel() = %v, want %v", status, status.Sentinel(), sentinel)
+		}
+		var e *Error
+		if !errors.As(err, &e) || e.Status != status || e.Message != "the message" {
+			t.Errorf("status %d: errors.As gave %+v", status, e)
+		}
+		if want := sentinel.Error() + ": the message"; e.Error() != want {
+			t.Errorf("Error() = %q, want %q", e.Error(), want)
+		}
+	}
+	unknown := &Error{Status: 99, Message: "m"}
+	if unknown.Unwrap() != nil || unknown.Error() != "cuzk: status 99: m" {
+		t.Errorf("unknown status: Unwrap() = %v, Error() = %q", unknown.Unwrap(), unknown.Error())
+	}
+}
+
+func TestParseC1InfoBadInput(t *testing.T) {
+	for name, input := range map[string][]byte{
+		"nil":     nil,
+		"empty":   {},
+		"garbage": []byte("this is not JSON \x00\xff"),
+		"object":  []byte(`{"unexpected": true}`),
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := ParseC1Info(input)
+			wantIs(t, err, ErrParse)
+		})
+	}
+}
+
+func TestParseC1Info(t *testing.T) {
+	f := needFixture(t)
+	info, err := ParseC1Info(f.c1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.RegisteredProof != f.proofType || info.CommR != f.commR || info.CommD != f.commD ||
+		info.Ticket != f.ticket || info.Seed != f.seed {
+		t.Fatalf("ParseC1Info = %+v, does not match sector.json", info)
+	}
+	if info.Partitions < 1 || info.ProofLen() != 192*info.Partitions {
+		t.Fatalf("Partitions = %d", info.Partitions)
+	}
+}
+
+func TestSealCommitPhase2BadInput(t *testing.T) {
+	// Empty and malformed C1 outputs fail while decoding: no parameters are needed.
+	for name, input := range map[string][]byte{
+		"empty":   nil,
+		"garbage": []byte("not a C1 output"),
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := SealCommitPhase2(input, 1, 1000)
+			wantIs(t, err, ErrParse)
+		})
+	}
+	t.Run("wrong-miner", func(t *testing.T) {
+		f := needFixture(t)
+		_, err := SealCommitPhase2(f.c1, f.sector, f.miner+1)
+		wantIs(t, err, ErrInvalidArgument)
+	})
+	t.Run("wrong-sector", func(t *testing.T) {
+		f := needFixture(t)
+		_, err := SealCommitPhase2(f.c1, f.sector+1, f.miner)
+		wantIs(t, err, ErrInvalidArgument)
+	})
+}
+
+func TestVerifySealBadInput(t *testing.T) {
+	f := needFixture(t)
+	// A proof of the wrong length for the sector's partitions.
+	_, err := VerifySeal(f.proofType, f.commR, f.commD, f.miner, f.sector, f.ticket, f.seed, []byte{1, 2, 3})
+	wantIs(t, err, ErrInvalidArgument)
+	_, err = VerifySeal(-1, f.commR, f.commD, f.miner, f.sector, f.ticket, f.seed, make([]byte, 192))
+	wantIs(t, err, ErrInvalidArgument)
+}
+
+func TestContextCancelledBeforeCall(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, _, err := SealCommitPhase2WithTimings(ctx, []byte("anything"), 1, 1000)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("got %v, want context.Canceled", err)
+	}
+}
+
+// Contexts that end while, or just after, calls that fail quickly return: the cancel token
+// is cancelled and freed concurrently (run with -race to check the locking).
+func TestCancelRacesWithReturn(t *testing.T) {
+	var wg sync.WaitGroup
+	for i := range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Duration(i%8)*50*time.Microsecond)
+			defer cancel()
+			_, _, err := SealCommitPhase2WithTimings(ctx, []byte("{not json"), 1, 1000)
+			if !errors.Is(err, ErrParse) && !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("got %v, want ErrParse or context.DeadlineExceeded", err)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func TestInitDifferentConfig(t *testing.T) {
+	base := testConfig()
+	if err := Init(base); err != nil {
+		t.Fatalf("Init with the same config: %v", err)
+	}
+	other := base
+	other.SelfVerify = !base.SelfVerify
+	wantIs(t, Init(other), ErrEngineState)
+	other = base
+	other.ParamCacheDir = t.TempDir()
+	wantIs(t, Init(other), ErrEngineState)
+
+	// Closed, the engine takes a new configuration; then back to the tests' one.
+	if err := Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := Init(other); err != nil {
+		t.Fatalf("Init after Close: %v", err)
+	}
+	wantIs(t, Init(base), ErrEngineState)
+	if err := Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := Init(base); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func checkTimings(t *testing.T, tm Timings) {
+	t.Helper()
+	if tm.Backend != BackendCPU && tm.Backend != BackendGPU {
+		t.Errorf("Backend = %v", tm.Backend)
+	}
+	if tm.Total <= 0 || tm.Synthesis <= 0 {
+		t.Errorf("Total = %v, Synthesis = %v: want both > 0", tm.Total, tm.Synthesis)
+	}
+	var sum time.Duration
+	for _, p := range tm.Phases() {
+		if p.Duration < 0 {
+			t.Errorf("%s = %v", p.Name, p.Duration)
+		}
+		sum += p.Duration
+	}
+	if sum > tm.Total {
+		t.Errorf("phases sum to %v, more than Total %v", sum, tm.Total)
+	}
+	if tm.Partitions < 1 || tm.NumConstraints == 0 || tm.DomainLog2 == 0 {
+		t.Errorf("Partitions = %d, NumConstraints = %d, DomainLog2 = %d", tm.Partitions, tm.NumConstraints, tm.DomainLog2)
+	}
+	if tm.Backend == BackendCPU && tm.DeviceIndex != -1 {
+		t.Errorf("DeviceIndex = %d on the CPU backend, want -1", tm.DeviceIndex)
+	}
+}
+
+func logTimings(t *testing.T, tm Timings) {
+	t.Helper()
+	line := fmt.Sprintf("backend=%v partitions=%d constraints=%d total=%v", tm.Backend, tm.Partitions, tm.NumConstraints, tm.Total.Round(time.Millisecond))
+	for _, p := range tm.Phases() {
+		if p.Duration > 0 {
+			line += fmt.Sprintf(" %s=%v", p.Name, p.Duration.Round(time.Millisecond))
+		}
+	}
+	t.Log(line)
+}
+
+func TestProveAndVerify(t *testing.T) {
+	f := needFixture(t)
+	start := time.Now()
+	proofBytes, tm, err := SealCommitPhase2WithTimings(context.Background(), f.c1, f.sector, f.miner)
+	if err != nil {
+		t.Fatalf("SealCommitPhase2WithTimings: %v", err)
+	}
+	t.Logf("proved in %v", time.Since(start).Round(time.Millisecond))
+	logTimings(t, tm)
+	checkTimings(t, tm)
+	info, err := ParseC1Info(f.c1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(proofBytes) != info.ProofLen() || tm.Partitions != info.Partitions {
+		t.Fatalf("proof is %d bytes from %d partitions, want %d bytes from %d", len(proofBytes), tm.Partitions, info.ProofLen(), info.Partitions)
+	}
+	f.verify(t, proofBytes)
+
+	// filecoin-ffi's shape of the same check, through the sector's CIDs.
+	sealed, err := commcid.ReplicaCommitmentV1ToCID(f.commR[:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	unsealed, err := commcid.DataCommitmentV1ToCID(f.commD[:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	svi := proof.SealVerifyInfo{
+		SealProof:             f.proofType,
+		SectorID:              abi.SectorID{Miner: f.miner, Number: f.sector},
+		Randomness:            f.ticket[:],
+		InteractiveRandomness: f.seed[:],
+		Proof:                 proofBytes,
+		SealedCID:             sealed,
+		UnsealedCID:           unsealed,
+	}
+	if ok, err := VerifySealInfo(svi); err != nil || !ok {
+		t.Fatalf("VerifySealInfo = %v, %v", ok, err)
+	}
+
+	// The same proof does not verify for another sector, miner or seed.
+	otherSeed := f.seed
+	otherSeed[0] ^= 1
+	for name, check := range map[string]func() (bool, error){
+		"sector": func() (bool, error) {
+			return VerifySeal(f.proofType, f.commR, f.commD, f.miner, f.sector+1, f.ticket, f.seed, proofBytes)
+		},
+		"miner": func() (bool, error) {
+			return VerifySeal(f.proofType, f.commR, f.commD, f.miner+1, f.sector, f.ticket, f.seed, proofBytes)
+		},
+		"seed": func() (bool, error) {
+			return VerifySeal(f.proofType, f.commR, f.commD, f.miner, f.sector, f.ticket, otherSeed, proofBytes)
+		},
+	} {
+		if ok, err := check(); ok || err != nil {
+			t.Errorf("verify with another %s = %v, %v; want false, nil", name, ok, err)
+		}
+	}
+}
+
+// Four goroutines prove at once on the one engine; every proof and every error belongs to
+// its own call (nothing lives in thread-local state).
+func TestConcurrentProofs(t *testing.T) {
+	f := needFixture(t)
+	const n = 4
+	type result struct {
+		proof   []byte
+		timings Timings
+		err     error
+		elapsed time.Duration
+	}
+	results := make([]result, n)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p, tm, err := SealCommitPhase2WithTimings(context.Background(), f.c1, f.sector, f.miner)
+			results[i] = result{p, tm, err, time.Since(start)}
+		}()
+	}
+	wg.Wait()
+	t.Logf("%d proofs in %v", n, time.Since(start).Round(time.Millisecond))
+	for i, r := range results {
+		if r.err != nil {
+			t.Errorf("goroutine %d: %v", i, r.err)
+			continue
+		}
+		t.Logf("goroutine %d: done after %v, queue_wait=%v total=%v", i, r.elapsed.Round(time.Millisecond),
+			r.timings.QueueWait.Round(time.Millisecond), r.timings.Total.Round(time.Millisecond))
+		checkTimings(t, r.timings)
+		f.verify(t, r.proof)
+	}
+}
+
+// A context cancelled mid-proof returns context.Canceled at once, the engine stops the proof
+// soon after, and the next proof on the same engine succeeds.
+func TestCancelMidProof(t *testing.T) {
+	f := needFixture(t)
+	returned := make(chan error, 1)
+	testHookCallReturned = func(err error) {
+		select {
+		case returned <- err:
+		default:
+		}
+	}
+	defer func() { testHookCallReturned = nil }()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	type outcome struct {
+		proof []byte
+		err   error
+	}
+	out := make(chan outcome, 1)
+	start := time.Now()
+	go func() {
+		p, _, err := SealCommitPhase2WithTimings(ctx, f.c1, f.sector, f.miner)
+		out <- outcome{p, err}
+	}()
+	time.Sleep(2 * time.Second)
+	cancel()
+	cancelled := time.Now()
+	select {
+	case o := <-out:
+		if !errors.Is(o.err, context.Canceled) {
+			t.Fatalf("got proof of %d bytes and error %v, want context.Canceled (the proof finished within 2 s?)", len(o.proof), o.err)
+		}
+		t.Logf("returned %v after cancel", time.Since(cancelled).Round(time.Microsecond))
+	case <-time.After(5 * time.Second):
+		t.Fatalf("still running 5 s after the context was cancelled")
+	}
+
+	// The engine notices the token at its next phase boundary; the library call then returns
+	// ErrCancelled in the background.
+	select {
+	case err := <-returned:
+		t.Logf("library call returned %v after cancel (%v into the proof): %v", time.Since(cancelled).Round(time.Millisecond),
+			cancelled.Sub(start).Round(time.Millisecond), err)
+		if !errors.Is(err, ErrCancelled) {
+			t.Errorf("library call returned %v, want ErrCancelled", err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Errorf("library call still running 60 s after cancel")
+	}
+
+	p, tm, err := SealCommitPhase2WithTimings(context.Background(), f.c1, f.sector, f.miner)
+	if err != nil {
+		t.Fatalf("the next proof: %v", err)
+	}
+	logTimings(t, tm)
+	f.verify(t, p)
+}

@@ -1,0 +1,268 @@
+package cuzk
+
+/*
+#include "cuzk.h"
+*/
+import "C"
+
+import (
+	"context"
+	"errors"
+	"math"
+	"strconv"
+	"sync"
+	"time"
+	"unsafe"
+
+	"github.com/filecoin-project/go-address"
+	"github.com/filecoin-project/go-state-types/abi"
+)
+
+// Backend says which kind of backend ran a proof.
+type Backend uint32
+
+// Backends (cuzk_backend_kind).
+const (
+	BackendNone Backend = C.CUZK_BACKEND_KIND_NONE
+	BackendCPU  Backend = C.CUZK_BACKEND_KIND_CPU
+	BackendGPU  Backend = C.CUZK_BACKEND_KIND_GPU
+)
+
+func (b Backend) String() string {
+	switch b {
+	case BackendNone:
+		return "none"
+	case BackendCPU:
+		return "cpu"
+	case BackendGPU:
+		return "gpu"
+	}
+	return "backend(" + strconv.FormatUint(uint64(b), 10) + ")"
+}
+
+// Timings are the per-phase timings of one proof (cuzk_timings). The phases never overlap, so
+// their sum is at most Total; phases a backend does not have are 0.
+type Timings struct {
+	Backend        Backend // BackendCPU or BackendGPU
+	DeviceIndex    int     // CUDA device that ran the GPU phases; -1 on the CPU backend
+	Partitions     int     // Groth16 proofs (PoRep partitions) made
+	NumConstraints uint64  // constraints of one partition circuit
+	DomainLog2     int     // log2 of the FFT domain of one partition circuit
+
+	Total      time.Duration // wall time of the whole call
+	QueueWait  time.Duration // waiting for another call to release the backend
+	SRSLoad    time.Duration // reading the proving key (0 when already resident)
+	InputCheck time.Duration // decoding the C1 and checking its vanilla proofs
+	Synthesis  time.Duration // running the circuits (a, b, c and the witness)
+	PrepMSM    time.Duration // sorting scalars and building the MSM inputs
+	PinH2D     time.Duration // pinning and host-to-device copies (GPU only)
+	NTT        time.Duration // the NTTs and pointwise steps of H
+	MSMH       time.Duration
+	BatchAdd   time.Duration // additions of the bases whose scalar is 1
+	MSML       time.Duration
+	MSMA       time.Duration
+	MSMBG1     time.Duration
+	MSMBG2     time.Duration
+	Assembly   time.Duration // combining into A, B, C and serialising the proof
+	Verify     time.Duration // self-verification (0 when it is off)
+}
+
+// Phase is one named phase of Timings.
+type Phase struct {
+	Name     string
+	Duration time.Duration
+}
+
+// Phases lists the phases in the order they run (Total not included).
+func (t Timings) Phases() []Phase {
+	return []Phase{
+		{"queue_wait", t.QueueWait},
+		{"srs_load", t.SRSLoad},
+		{"input_check", t.InputCheck},
+		{"synthesis", t.Synthesis},
+		{"prep_msm", t.PrepMSM},
+		{"pin_h2d", t.PinH2D},
+		{"ntt", t.NTT},
+		{"msm_h", t.MSMH},
+		{"batch_add", t.BatchAdd},
+		{"msm_l", t.MSML},
+		{"msm_a", t.MSMA},
+		{"msm_b_g1", t.MSMBG1},
+		{"msm_b_g2", t.MSMBG2},
+		{"assembly", t.Assembly},
+		{"verify", t.Verify},
+	}
+}
+
+func nanos(ns C.uint64_t) time.Duration {
+	if uint64(ns) > math.MaxInt64 {
+		return time.Duration(math.MaxInt64)
+	}
+	return time.Duration(ns)
+}
+
+func timingsFromC(ct *C.cuzk_timings) Timings {
+	return Timings{
+		Backend:        Backend(ct.backend),
+		DeviceIndex:    int(ct.device_index),
+		Partitions:     int(ct.partitions),
+		NumConstraints: uint64(ct.num_constraints),
+		DomainLog2:     int(ct.domain_log2),
+		Total:          nanos(ct.total_ns),
+		QueueWait:      nanos(ct.queue_wait_ns),
+		SRSLoad:        nanos(ct.srs_load_ns),
+		InputCheck:     nanos(ct.input_check_ns),
+		Synthesis:      nanos(ct.synthesis_ns),
+		PrepMSM:        nanos(ct.prep_msm_ns),
+		PinH2D:         nanos(ct.pin_h2d_ns),
+		NTT:            nanos(ct.ntt_ns),
+		MSMH:           nanos(ct.msm_h_ns),
+		BatchAdd:       nanos(ct.batch_add_ns),
+		MSML:           nanos(ct.msm_l_ns),
+		MSMA:           nanos(ct.msm_a_ns),
+		MSMBG1:         nanos(ct.msm_b_g1_ns),
+		MSMBG2:         nanos(ct.msm_b_g2_ns),
+		Assembly:       nanos(ct.assembly_ns),
+		Verify:         nanos(ct.verify_ns),
+	}
+}
+
+// ProverID is the 32-byte prover id of a miner, derived as filecoin-ffi does: the payload of
+// the miner's ID address, zero-padded.
+func ProverID(minerID abi.ActorID) ([32]byte, error) {
+	var id [32]byte
+	addr, err := address.NewIDAddress(uint64(minerID))
+	if err != nil {
+		return id, newError(StatusInvalidArgument, "miner id %d: %v", minerID, err)
+	}
+	payload := addr.Payload()
+	if len(payload) > len(id) {
+		return id, newError(StatusInvalidArgument, "miner id %d: address payload is %d bytes", minerID, len(payload))
+	}
+	copy(id[:], payload)
+	return id, nil
+}
+
+// SealCommitPhase2 makes the PoRep proof of a sector from its commit phase 1 output (the JSON
+// of filecoin-proofs-api's SealCommitPhase1Output), like filecoin-ffi's function of the same
+// signature. It blocks until the proof is made and cannot be cancelled: see
+// SealCommitPhase2WithTimings.
+func SealCommitPhase2(phase1Output []byte, sectorNum abi.SectorNumber, minerID abi.ActorID) ([]byte, error) {
+	proof, _, err := SealCommitPhase2WithTimings(context.Background(), phase1Output, sectorNum, minerID)
+	return proof, err
+}
+
+// SealCommitPhase2WithTimings is SealCommitPhase2 with a context and the per-phase timings.
+//
+// When ctx is done before the proof is made, it returns ctx.Err() at once (the proof is then
+// lost) and the engine stops the proof at its next phase boundary, in the background: a proof
+// queued behind it may wait until then, and Close waits for it.
+func SealCommitPhase2WithTimings(ctx context.Context, phase1Output []byte, sectorNum abi.SectorNumber, minerID abi.ActorID) ([]byte, Timings, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, Timings{}, err
+	}
+	proverID, err := ProverID(minerID)
+	if err != nil {
+		return nil, Timings{}, err
+	}
+	eng, err := acquire()
+	if err != nil {
+		return nil, Timings{}, err
+	}
+	if ctx.Done() == nil { // never cancelled: no token, no goroutine
+		defer eng.release()
+		r := eng.sealCommitPhase2(phase1Output, uint64(sectorNum), &proverID, nil)
+		return r.proof, r.timings, r.err
+	}
+
+	tok := &cancelToken{ptr: C.cuzk_cancel_token_new()}
+	done := make(chan proveResult, 1)
+	go func() {
+		defer eng.release()
+		r := eng.sealCommitPhase2(phase1Output, uint64(sectorNum), &proverID, tok.ptr)
+		tok.free() // the library call has returned: nothing uses the token any more
+		if h := testHookCallReturned; h != nil {
+			h(r.err)
+		}
+		done <- r
+	}()
+
+	select {
+	case r := <-done:
+		return r.resultFor(ctx)
+	case <-ctx.Done():
+		select {
+		case r := <-done: // finished at the same time: keep the proof
+			return r.resultFor(ctx)
+		default:
+		}
+		tok.cancel()
+		return nil, Timings{}, ctx.Err()
+	}
+}
+
+// testHookCallReturned, when set (by tests only), is called when a cancellable library call
+// has returned, with its error.
+var testHookCallReturned func(error)
+
+type proveResult struct {
+	proof   []byte
+	timings Timings
+	err     error
+}
+
+func (r proveResult) resultFor(ctx context.Context) ([]byte, Timings, error) {
+	if errors.Is(r.err, ErrCancelled) && ctx.Err() != nil {
+		return nil, Timings{}, ctx.Err()
+	}
+	return r.proof, r.timings, r.err
+}
+
+// cancelToken owns a cuzk_cancel_token; cancel and free may race (a context cancelled just as
+// the call returns), so both take mu and the token is cancelled only while not yet freed.
+type cancelToken struct {
+	mu  sync.Mutex
+	ptr *C.cuzk_cancel_token
+}
+
+func (t *cancelToken) cancel() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ptr != nil {
+		C.cuzk_cancel_token_cancel(t.ptr)
+	}
+}
+
+func (t *cancelToken) free() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	C.cuzk_cancel_token_free(t.ptr)
+	t.ptr = nil
+}
+
+// sealCommitPhase2 makes the library call. Only Go memory without Go pointers is passed
+// (the input bytes, the prover id, the options and timings structs, the out-pointers), and
+// only for the duration of the call; the proof is copied out and the library's bytes freed.
+func (e *engine) sealCommitPhase2(c1 []byte, sector uint64, proverID *[32]byte, tok *C.cuzk_cancel_token) proveResult {
+	var opts C.cuzk_prove_options
+	opts.struct_size = C.uint32_t(unsafe.Sizeof(opts))
+	opts.cancel = tok
+	var ct C.cuzk_timings
+	ct.struct_size = C.uint32_t(unsafe.Sizeof(ct))
+	var out *C.cuzk_bytes
+	var cerr *C.cuzk_error
+	status := C.cuzk_seal_commit_phase2(e.ptr, bytesArg(c1), C.size_t(len(c1)), C.uint64_t(sector),
+		(*C.uint8_t)(unsafe.Pointer(&proverID[0])), &opts, &out, &ct, &cerr)
+	defer C.cuzk_bytes_free(out) // NULL on failure
+	if err := takeError(status, cerr); err != nil {
+		return proveResult{err: err}
+	}
+	if out == nil || (out.data == nil && out.len != 0) {
+		return proveResult{err: newError(StatusInternal, "cuzk_seal_commit_phase2 returned no proof")}
+	}
+	if out.len > math.MaxInt32 {
+		return proveResult{err: newError(StatusInternal, "proof of %d bytes", uint64(out.len))}
+	}
+	proof := C.GoBytes(unsafe.Pointer(out.data), C.int(out.len))
+	return proveResult{proof: proof, timings: timingsFromC(&ct)}
+}

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Tests the Go binding (go/) against the release build of libcuzk.
+#
+# Needs `cargo build --release` to have run. Installs the library into target/cuzk-prefix
+# (scripts/install.sh), points pkg-config there, then runs `go vet` and `go test` in go/; Go
+# fetches its modules from the module proxy by itself.
+#
+# The proving tests need a 2KiB fixture and its parameters, from the environment:
+#   CUZK_TEST_PARAMS   parameter cache directory (cuzk-fixtures params makes one)
+#   CUZK_FIXTURE_DIR   directory with c1.json and sector.json (cuzk-fixtures seal makes one);
+#                      when unset but CUZK_TEST_PARAMS is set, one is made here.
+# Without them the proving tests skip (and say so); the other tests still run.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+prefix="$root/target/cuzk-prefix"
+
+command -v go >/dev/null 2>&1 || { echo "test-go.sh: go is not installed" >&2; exit 1; }
+command -v pkg-config >/dev/null 2>&1 || { echo "test-go.sh: pkg-config is not installed" >&2; exit 1; }
+
+"$root/scripts/install.sh" "$prefix"
+export PKG_CONFIG_PATH="$prefix/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+export CGO_ENABLED=1
+
+if [[ -n "${CUZK_TEST_PARAMS:-}" && -z "${CUZK_FIXTURE_DIR:-}" ]]; then
+    fixtures="$root/target/release/cuzk-fixtures"
+    if [[ -x "$fixtures" ]]; then
+        export CUZK_FIXTURE_DIR="$root/target/cuzk-go-fixture"
+        "$fixtures" seal --sector-size 2KiB --out "$CUZK_FIXTURE_DIR" --miner 1000 --sector 1
+    fi
+fi
+if [[ -z "${CUZK_FIXTURE_DIR:-}" ]]; then
+    echo "test-go.sh: CUZK_FIXTURE_DIR is not set: the proving tests will be skipped" >&2
+else
+    echo "test-go.sh: fixture ${CUZK_FIXTURE_DIR}, parameters ${CUZK_TEST_PARAMS:-(library default)}"
+fi
+
+cd "$root/go"
+go version
+go vet ./...
+# -p 1: one package at a time, so -v streams each test as it runs.
+go test -p 1 -count=1 -timeout 30m -v ./...
