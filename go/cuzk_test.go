@@ -458,8 +458,8 @@ func TestConcurrentProofs(t *testing.T) {
 			t.Errorf("goroutine %d: %v", i, r.err)
 			continue
 		}
-		t.Logf("goroutine %d: done after %v, queue_wait=%v total=%v", i, r.elapsed.Round(time.Millisecond),
-			r.timings.QueueWait.Round(time.Millisecond), r.timings.Total.Round(time.Millisecond))
+		t.Logf("goroutine %d: done after %v", i, r.elapsed.Round(time.Millisecond))
+		logTimings(t, r.timings)
 		checkTimings(t, r.timings)
 		f.verify(t, r.proof)
 	}
