@@ -27,6 +27,10 @@
 // Version of the `cuzk_timings` layout this library writes.
 #define CUZK_TIMINGS_VERSION 1
 
+#define OK 0
+
+#define OUT_OF_MEMORY 2
+
 // Outcome of a cuzk call. The numeric values are part of the C ABI (`cuzk_status`): never
 // renumber, only append.
 typedef enum cuzk_status {
@@ -133,7 +137,8 @@ typedef struct cuzk_timings {
   uint64_t num_constraints;
   // Wall time of the whole call.
   uint64_t total_ns;
-  // Waiting for the engine (another call holding the backend) before work started.
+  // Waiting for the engine: for its worker threads, and for the GPU while another call's
+  // GPU phases run.
   uint64_t queue_wait_ns;
   // Reading the proving key from disk (0 when it was already resident).
   uint64_t srs_load_ns;
@@ -174,6 +179,23 @@ typedef struct cuzk_c1_info {
   uint8_t ticket[32];
   uint8_t seed[32];
 } cuzk_c1_info;
+
+typedef struct Message {
+  char text[512];
+} Message;
+
+typedef struct G1 {
+  uint64_t x[6];
+  uint64_t y[6];
+  uint32_t infinity;
+  uint32_t padding;
+} G1;
+
+typedef struct HTimes {
+  uint64_t h2d_ns;
+  uint64_t ntt_ns;
+  uint64_t msm_ns;
+} HTimes;
 
 #ifdef __cplusplus
 extern "C" {
@@ -231,6 +253,16 @@ enum cuzk_status cuzk_verify_seal(const struct cuzk_engine *engine, uint32_t reg
 
 // Reads the sector facts out of a C1 JSON (what `cuzk_verify_seal` needs besides the ids).
 enum cuzk_status cuzk_c1_info_parse(const uint8_t *c1_json, size_t c1_json_len, struct cuzk_c1_info *info, struct cuzk_error **err);
+
+extern int cuzk_gpu_device_count(int *count, struct Message *msg);
+
+extern int cuzk_gpu_device_info(int device, char *name, uint64_t *total_memory, struct Message *msg);
+
+extern int cuzk_gpu_quotient_msm(int device, const void *a, const void *b, const void *c, size_t n, uint32_t lg_domain, const void *h_points, struct G1 *out, struct HTimes *times, struct Message *msg);
+
+extern int cuzk_gpu_batch_add(int device, const void *points, size_t npoints, const uint32_t *bitmap, struct G1 *out, struct Message *msg);
+
+extern int cuzk_gpu_msm(int device, const void *points, const void *scalars, size_t n, struct G1 *out, struct Message *msg);
 
 #ifdef __cplusplus
 }  // extern "C"

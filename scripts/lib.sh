@@ -9,8 +9,18 @@ export CARGO_BUILD_JOBS="${CARGO_BUILD_JOBS:-2}"
 
 step() { printf '\n==> %s\n' "$*"; }
 
+# The CUDA compiler (PyPI wheels into .cuda/ unless an nvcc is installed): the `cuda` feature
+# is on by default, so every build compiles cuda/ even where no GPU will run it.
+cuda_toolchain() {
+    step "CUDA compiler"
+    "$root/scripts/install-cuda.sh" >/dev/null
+    # shellcheck source=scripts/nvcc-env.sh
+    source "$root/scripts/nvcc-env.sh"
+}
+
 build_release() {
-    step "cargo build --release (library, fixtures tool)"
+    cuda_toolchain
+    step "cargo build --release (library with the CUDA backend, tools)"
     (cd "$root" && cargo build --release --locked)
 }
 

@@ -9,7 +9,7 @@ ensure_params 2KiB
 # filecoin-proofs' own verifier (the tests' independent check) reads its keys from here.
 export FIL_PROOFS_PARAMETER_CACHE="$CUZK_TEST_PARAMS"
 
-step "cargo test --release"
+step "cargo test --release (CPU tests; the GPU target tests/gpu.rs is reported as ignored without CUZK_GPU_TESTS=1)"
 (cd "$root" && cargo test --release --locked -- --test-threads=2)
 
 fixture="$root/target/fixtures/test-2k"

@@ -122,7 +122,8 @@ impl Engine {
             .thread_name(|i| format!("cuzk-worker-{i}"))
             .build()
             .map_err(|e| Error::internal(format!("starting worker threads: {e}")))?;
-        let engine = Arc::new(Engine { backend: Box::new(CpuBackend), config, pool, keys: KeyStore::default() });
+        let backend = select_backend(&config)?;
+        let engine = Arc::new(Engine { backend, config, pool, keys: KeyStore::default() });
         *current = Arc::downgrade(&engine);
         log::info!("cuzk engine started: {:?}", engine.config);
         Ok(engine)
@@ -145,9 +146,16 @@ impl Engine {
         let mut t = Timings::new();
         t.backend = self.backend.kind() as u32;
         t.device_index = self.backend.device_index();
+        options.check_cancel()?;
         let c1 = timed(&mut t.input_check_ns, || porep::parse_c1(c1_json))?;
         let proof = c1.registered_proof;
-        let bytes = self.pool.install(|| with_porep_shape!(proof, prove_sector(self, c1, sector_id, prover_id, options, &mut t)))?;
+        let queued = Instant::now();
+        let bytes = self.pool.install(|| {
+            // Calls wait here while the engine's workers are busy with other calls.
+            t.queue_wait_ns += nanos(queued.elapsed());
+            options.check_cancel()?;
+            with_porep_shape!(proof, prove_sector(self, c1, sector_id, prover_id, options, &mut t))
+        })?;
         t.total_ns = nanos(start.elapsed());
         log_timings(sector_id, &t);
         Ok((bytes, t))
@@ -165,27 +173,61 @@ impl Engine {
         Ok(self.config.param_dir().join(file))
     }
 
+    /// The backend proofs run on.
+    pub fn backend(&self) -> &dyn Backend {
+        self.backend.as_ref()
+    }
+
     /// Synthesizes `circuit` and proves it with this engine's backend.
     pub fn prove_circuit<C: Circuit<Scalar>>(
         &self,
         key: &ProvingKey,
         circuit: C,
-        (r, s): (Scalar, Scalar),
+        randomness: (Scalar, Scalar),
         cancel: Option<&CancelToken>,
         t: &mut Timings,
     ) -> Result<Proof<Bls12>> {
-        let synthesized = timed(&mut t.synthesis_ns, || synthesize(circuit, cancel)).map_err(|e| match cancel {
-            Some(c) if c.is_cancelled() => Error::new(Status::Cancelled, "the call was cancelled during synthesis"),
-            _ => Error::from_dependency(Status::InvalidArgument, "circuit synthesis failed", e),
-        })?;
-        t.num_constraints = synthesized.num_constraints() as u64;
-        t.domain_log2 = Domain::for_len(synthesized.num_constraints()).map_or(0, |d| d.log_size);
-        if let Some(c) = cancel {
-            c.check()?;
-        }
-        let msm = self.backend.compute_msms(key, synthesized, t)?;
-        Ok(timed(&mut t.assembly_ns, || assemble(key, &msm, r, s)))
+        prove_with(self.backend(), key, circuit, randomness, cancel, t)
     }
+}
+
+/// Synthesizes `circuit` and proves it on `backend` with the randomness (r, s).
+pub fn prove_with<C: Circuit<Scalar>>(
+    backend: &dyn Backend,
+    key: &ProvingKey,
+    circuit: C,
+    (r, s): (Scalar, Scalar),
+    cancel: Option<&CancelToken>,
+    t: &mut Timings,
+) -> Result<Proof<Bls12>> {
+    let synthesized = timed(&mut t.synthesis_ns, || synthesize(circuit, cancel)).map_err(|e| match cancel {
+        Some(c) if c.is_cancelled() => Error::new(Status::Cancelled, "the call was cancelled during synthesis"),
+        _ => Error::from_dependency(Status::InvalidArgument, "circuit synthesis failed", e),
+    })?;
+    t.num_constraints = synthesized.num_constraints() as u64;
+    t.domain_log2 = Domain::for_len(synthesized.num_constraints()).map_or(0, |d| d.log_size);
+    if let Some(c) = cancel {
+        c.check()?;
+    }
+    let msm = backend.compute_msms(key, synthesized, t)?;
+    Ok(timed(&mut t.assembly_ns, || assemble(key, &msm, r, s)))
+}
+
+/// GPU when one is usable and not switched off (config `cpu_only`, `CUZK_NO_GPU=1`), else CPU.
+fn select_backend(config: &EngineConfig) -> Result<Box<dyn Backend>> {
+    let no_gpu_env = std::env::var_os("CUZK_NO_GPU").is_some_and(|v| v == "1");
+    if config.cpu_only || no_gpu_env {
+        log::info!("CPU backend (GPU switched off by {})", if config.cpu_only { "config" } else { "CUZK_NO_GPU=1" });
+        return Ok(Box::new(CpuBackend));
+    }
+    #[cfg(feature = "cuda")]
+    match crate::backend::gpu::device_count() {
+        // CUDA_VISIBLE_DEVICES decides which physical device is ordinal 0.
+        Ok(n) if n > 0 => return Ok(Box::new(crate::backend::gpu::GpuBackend::new(0)?)),
+        Ok(_) => log::info!("no CUDA device: CPU backend"),
+        Err(e) => log::warn!("CUDA unavailable, CPU backend: {e}"),
+    }
+    Ok(Box::new(CpuBackend))
 }
 
 fn prove_sector<Tree: 'static + MerkleTreeTrait>(

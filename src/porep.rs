@@ -6,7 +6,7 @@ use filecoin_proofs::constants::DefaultPieceHasher;
 use filecoin_proofs::parameters::{public_params, setup_params};
 use filecoin_proofs::types::{MerkleTreeTrait, PoRepConfig};
 use filecoin_proofs::as_safe_commitment;
-use filecoin_proofs_api::seal::SealCommitPhase1Output;
+use filecoin_proofs_api::seal::{SealCommitPhase1Output, VanillaSealProof};
 use filecoin_proofs_api::{RegisteredSealProof, SectorId};
 use bellperson::groth16::{PreparedVerifyingKey, VerifyingKey};
 use blstrs::Bls12;
@@ -121,6 +121,14 @@ pub fn check_c1<Tree: 'static + MerkleTreeTrait>(
     sector_id: u64,
 ) -> Result<SealInputs<Tree>> {
     let config = porep_config(c1.registered_proof)?;
+    let (proof_size, vanilla_size) = (u64::from(c1.registered_proof.sector_size()), vanilla_sector_size(&c1.vanilla_proofs));
+    if proof_size != vanilla_size {
+        // Some shapes share a tree type (2KiB and 8MiB), so the conversion below would not notice.
+        return Err(Error::invalid(format!(
+            "C1's vanilla proofs are for a {vanilla_size} byte sector, its registered proof {:?} is for {proof_size} byte sectors",
+            c1.registered_proof
+        )));
+    }
     let vanilla_proofs: VanillaProofs<Tree> = c1
         .vanilla_proofs
         .try_into()
@@ -146,6 +154,18 @@ pub fn check_c1<Tree: 'static + MerkleTreeTrait>(
         return Err(Error::invalid("the vanilla proofs in C1 do not verify against comm_r, comm_d and the seed"));
     }
     Ok(SealInputs { config, public_inputs, vanilla_proofs })
+}
+
+/// The sector size the vanilla proofs of a C1 output were made for.
+fn vanilla_sector_size(proofs: &VanillaSealProof) -> u64 {
+    use filecoin_proofs::constants as c;
+    match proofs {
+        VanillaSealProof::StackedDrg2KiBV1(_) => c::SECTOR_SIZE_2_KIB,
+        VanillaSealProof::StackedDrg8MiBV1(_) => c::SECTOR_SIZE_8_MIB,
+        VanillaSealProof::StackedDrg512MiBV1(_) => c::SECTOR_SIZE_512_MIB,
+        VanillaSealProof::StackedDrg32GiBV1(_) => c::SECTOR_SIZE_32_GIB,
+        VanillaSealProof::StackedDrg64GiBV1(_) => c::SECTOR_SIZE_64_GIB,
+    }
 }
 
 /// The circuit of partition `k`.

@@ -28,7 +28,8 @@ pub struct Timings {
     pub num_constraints: u64,
     /// Wall time of the whole call.
     pub total_ns: u64,
-    /// Waiting for the engine (another call holding the backend) before work started.
+    /// Waiting for the engine: for its worker threads, and for the GPU while another call's
+    /// GPU phases run.
     pub queue_wait_ns: u64,
     /// Reading the proving key from disk (0 when it was already resident).
     pub srs_load_ns: u64,

@@ -43,7 +43,7 @@ fn c1_of_another_sector_size_than_its_registered_proof() {
     let mut c1: serde_json::Value = serde_json::from_slice(&f.c1_json).unwrap();
     c1["registered_proof"] = serde_json::json!("StackedDrg8MiBV1_1");
     let mismatched = serde_json::to_vec(&c1).unwrap();
-    expect_err(prove(&engine(), &mismatched, f.sector.sector_id, &f.sector.prover_id, None), Status::InvalidArgument, "sector size");
+    expect_err(prove(&engine(), &mismatched, f.sector.sector_id, &f.sector.prover_id, None), Status::InvalidArgument, "byte sector");
     c1["registered_proof"] = serde_json::json!("StackedDrg2KiBV1_2_Feat_NonInteractivePoRep");
     let ni = serde_json::to_vec(&c1).unwrap();
     expect_err(prove(&engine(), &ni, f.sector.sector_id, &f.sector.prover_id, None), Status::InvalidArgument, "non-interactive");

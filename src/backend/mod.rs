@@ -3,6 +3,9 @@
 //! backend plugs in behind the same trait.
 
 pub mod cpu;
+#[cfg(feature = "cuda")]
+pub mod gpu;
+pub mod prep;
 
 use crate::error::Result;
 use crate::groth16::{MsmResults, ProvingKey};

@@ -1,8 +1,9 @@
 //! cuzk-bench: PoRep C2 timed on one system per process (so peak RSS belongs to that system),
 //! on a fixture made by `cuzk-fixtures seal`. Prints a table row and a JSON line per run.
 //!
-//!   cuzk-bench c2 --system cuzk|bellperson --fixture DIR --params DIR [--repeat N]
+//!   cuzk-bench c2 --system cuzk|cuzk-cpu|bellperson --fixture DIR --params DIR [--repeat N]
 //!
+//! `cuzk` uses the GPU when one is usable (else the CPU), `cuzk-cpu` always the CPU backend.
 //! `bellperson` is filecoin-proofs-api's own `seal_commit_phase2` (bellperson's CPU prover,
 //! with filecoin-proofs' verification of the result), the reference the CPU path is held to.
 
@@ -24,7 +25,7 @@ struct Args {
 fn parse_args() -> Result<Args> {
     let mut argv = std::env::args().skip(1);
     if argv.next().as_deref() != Some("c2") {
-        bail!("usage: cuzk-bench c2 --system cuzk|bellperson --fixture DIR --params DIR [--repeat N]");
+        bail!("usage: cuzk-bench c2 --system cuzk|cuzk-cpu|bellperson --fixture DIR --params DIR [--repeat N]");
     }
     let (mut system, mut fixture, mut params, mut repeat) = (None, None, None, 1);
     while let Some(flag) = argv.next() {
@@ -66,18 +67,22 @@ fn run() -> Result<()> {
     for run in 0..args.repeat {
         let start = Instant::now();
         let phases = match args.system.as_str() {
-            "cuzk" => {
-                let config = EngineConfig { param_cache_dir: Some(args.params.clone()), cpu_only: true, ..Default::default() };
+            "cuzk" | "cuzk-cpu" => {
+                let cpu_only = args.system == "cuzk-cpu";
+                let config = EngineConfig { param_cache_dir: Some(args.params.clone()), cpu_only, ..Default::default() };
                 let engine = Engine::acquire(config)?;
                 let (_, t) = engine.seal_commit_phase2(&c1_json, sector.sector_id, sector.prover_id, &ProveOptions::default())?;
-                t.phases().iter().map(|(name, ns)| format!("\"{name}_s\":{:.3}", *ns as f64 / 1e9)).collect::<Vec<_>>().join(",")
+                let backend = if t.backend == cuzk::backend::BackendKind::Gpu as u32 { "gpu" } else { "cpu" };
+                let mut fields = vec![format!("\"backend\":\"{backend}\"")];
+                fields.extend(t.phases().iter().map(|(name, ns)| format!("\"{name}_s\":{:.4}", *ns as f64 / 1e9)));
+                fields.join(",")
             }
             "bellperson" => {
                 let c1 = cuzk::porep::parse_c1(&c1_json)?;
                 filecoin_proofs_api::seal::seal_commit_phase2(c1, sector.prover_id, sector.sector_id.into())?;
                 String::new()
             }
-            other => bail!("unknown system {other:?} (cuzk, bellperson)"),
+            other => bail!("unknown system {other:?} (cuzk, cuzk-cpu, bellperson)"),
         };
         let total = start.elapsed().as_secs_f64();
         let rss = peak_rss_mib();

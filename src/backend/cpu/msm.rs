@@ -3,7 +3,7 @@
 //! the remaining full-width scalars ("the tail") go through Pippenger's bucket method.
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
-use ff::{Field, PrimeField};
+use ff::PrimeField;
 use group::prime::PrimeCurveAffine;
 use group::Group;
 use rayon::prelude::*;
@@ -25,46 +25,8 @@ impl MixedAdd for G2Affine {
     }
 }
 
-/// The scalars of one MSM sorted into the three classes (the "prep_msm" stage).
-#[derive(Default, Debug)]
-pub struct ClassifiedScalars {
-    /// Indices (into the query's points) whose scalar is 1.
-    pub ones: Vec<u32>,
-    /// Indices and canonical little-endian bytes of the other non-zero scalars.
-    pub tail_indices: Vec<u32>,
-    pub tail_scalars: Vec<[u8; 32]>,
-}
-
-impl ClassifiedScalars {
-    /// Classifies `scalars[i]` for the i that `selected` keeps; the k-th kept scalar belongs to
-    /// point k (the layout of density-filtered A and B queries).
-    pub fn new(scalars: &[Scalar], selected: impl Fn(usize) -> bool) -> Self {
-        let mut out = ClassifiedScalars::default();
-        let mut point = 0u32;
-        for (i, s) in scalars.iter().enumerate() {
-            if !selected(i) {
-                continue;
-            }
-            if *s == Scalar::ONE {
-                out.ones.push(point);
-            } else if !bool::from(s.is_zero()) {
-                out.tail_indices.push(point);
-                out.tail_scalars.push(s.to_repr());
-            }
-            point += 1;
-        }
-        out
-    }
-
-    /// Classifies every scalar: scalar i belongs to point i (the full-density L and H queries).
-    pub fn all(scalars: &[Scalar]) -> Self {
-        Self::new(scalars, |_| true)
-    }
-}
-
 /// Σ P[i] over `indices`, the 1-scalar part, in parallel.
-pub fn sum_points<G: MixedAdd>(points: &[G], indices: &[u32]) -> G::Curve
-{
+pub fn sum_points<G: MixedAdd>(points: &[G], indices: &[u32]) -> G::Curve {
     indices
         .par_chunks(1 << 14)
         .map(|chunk| {
@@ -152,6 +114,8 @@ pub fn pippenger<G: MixedAdd>(points: &[G], indices: &[u32], scalars: &[[u8; 32]
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::backend::prep::ClassifiedScalars;
+    use ff::Field;
     use group::Curve;
     use rand::{Rng, SeedableRng};
 
@@ -188,15 +152,6 @@ mod tests {
             check(&g1, &porep);
             check(&g2, &porep);
         }
-    }
-
-    #[test]
-    fn density_selection_maps_kth_selected_scalar_to_point_k() {
-        let scalars = [Scalar::ONE, Scalar::from(5u64), Scalar::ONE, Scalar::ZERO, Scalar::from(9u64)];
-        let classes = ClassifiedScalars::new(&scalars, |i| i != 1);
-        assert_eq!(classes.ones, vec![0, 1]);
-        assert_eq!(classes.tail_indices, vec![3]);
-        assert_eq!(classes.tail_scalars, vec![Scalar::from(9u64).to_repr()]);
     }
 
     #[test]

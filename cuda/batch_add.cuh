@@ -1,0 +1,44 @@
+// Stage batch addition: Σ Pᵢ over the bases whose scalar is 1 (about half of a PoRep
+// witness), one mixed addition per base instead of a Pippenger pass.
+#pragma once
+
+template __global__
+void batch_addition<bucket_t>(bucket_t::mem_t ret[], const affine_t::mem_t points[],
+                              uint32_t npoints, const uint32_t bitmap[], bool accumulate,
+                              uint32_t sid);
+
+#ifndef __CUDA_ARCH__
+
+static point_t batch_add_on_device(const gpu_t& gpu, const affine_t* points, size_t npoints,
+                                   const uint32_t* bitmap)
+{
+    point_t sum;
+    sum.inf();
+    if (npoints == 0)
+        return sum;
+    if (npoints > UINT32_MAX - 32 * WARP_SZ)
+        throw std::invalid_argument("batch addition handles at most 2^32 points per call");
+    const int sm_count = gpu.sm_count();
+    const uint32_t nbuckets = sm_count * BATCH_ADD_BLOCK_SIZE / WARP_SZ;
+    // The kernel reads the bitmap in whole chunks of 32 words: pad it with zeros.
+    const size_t words = (npoints + 31) / 32;
+    const size_t padded_words = (words + 32 * WARP_SZ - 1) / 32 * 32 + 32 * WARP_SZ;
+    std::vector<uint32_t> padded(padded_words, 0);
+    std::copy(bitmap, bitmap + words, padded.begin());
+
+    dev_ptr_t<affine_t::mem_t> d_points{npoints};
+    dev_ptr_t<uint32_t> d_bitmap{padded_words};
+    dev_ptr_t<bucket_t::mem_t> d_buckets{nbuckets};
+    gpu.HtoD(&d_points[0], points, npoints);
+    gpu.HtoD(&d_bitmap[0], padded.data(), padded_words);
+    gpu.launch_coop(batch_addition<bucket_t>, {sm_count, BATCH_ADD_BLOCK_SIZE},
+                    &d_buckets[0], (const affine_t::mem_t*)&d_points[0], (uint32_t)npoints,
+                    (const uint32_t*)&d_bitmap[0], false, 0u);
+    std::vector<bucket_t> buckets(nbuckets);
+    gpu.DtoH(&buckets[0], &d_buckets[0], nbuckets);
+    gpu.sync();
+    sum = sum_up(buckets);
+    return sum;
+}
+
+#endif

@@ -1,0 +1,168 @@
+// cuzk's CUDA backend: one translation unit that includes one file per pipeline stage and
+// exposes them through the thin extern "C" surface of cuzk_gpu.h. No C++ exception leaves
+// this file: an escaping exception would terminate the host process.
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <new>
+#include <stdexcept>
+#include <vector>
+
+#include "cuzk_gpu.h"
+#include "bls12_381.cuh"
+
+#ifndef __CUDA_ARCH__
+
+static uint64_t elapsed_ns(std::chrono::steady_clock::time_point start)
+{
+    auto d = std::chrono::steady_clock::now() - start;
+    return (uint64_t)std::chrono::duration_cast<std::chrono::nanoseconds>(d).count();
+}
+
+// A sequence of CUDA events recorded on a stream; ns(i, j) is the device time between marks.
+class timed_events {
+    std::vector<cudaEvent_t> events;
+public:
+    explicit timed_events(cudaStream_t stream) { mark(stream); }
+    ~timed_events() { for (auto e : events) (void)cudaEventDestroy(e); }
+    void mark(cudaStream_t stream)
+    {
+        cudaEvent_t e;
+        CUDA_OK(cudaEventCreate(&e));
+        events.push_back(e);
+        CUDA_OK(cudaEventRecord(e, stream));
+    }
+    uint64_t ns(size_t from, size_t to) const
+    {
+        float ms = 0;
+        CUDA_OK(cudaEventElapsedTime(&ms, events[from], events[to]));
+        return (uint64_t)((double)ms * 1e6);
+    }
+};
+
+// sppark's MSM reports errors as values; turn them into the exceptions the boundary catches.
+static void check(RustError err)
+{
+    if (err.code == 0)
+        return;
+    std::string text = err.message ? err.message : "sppark error";
+    free(err.message);
+    throw cuda_error{err.code, text};
+}
+
+#endif
+
+#include "quotient.cuh"
+#include "batch_add.cuh"
+#include "tail_msm.cuh"
+
+#ifndef __CUDA_ARCH__
+
+static void set_message(cuzk_gpu_message* msg, const char* text)
+{
+    if (msg) {
+        std::strncpy(msg->text, text, sizeof msg->text - 1);
+        msg->text[sizeof msg->text - 1] = '\0';
+    }
+}
+
+// The exception boundary of every entry point.
+template<class F>
+static int guarded(cuzk_gpu_message* msg, F&& body)
+{
+    set_message(msg, "");
+    try {
+        body();
+        return CUZK_GPU_OK;
+    } catch (const cuda_error& e) {
+        set_message(msg, e.what());
+        return e.code() == -cudaErrorMemoryAllocation ? CUZK_GPU_OUT_OF_MEMORY : CUZK_GPU_ERROR;
+    } catch (const std::bad_alloc&) {
+        set_message(msg, "host memory allocation failed");
+        return CUZK_GPU_OUT_OF_MEMORY;
+    } catch (const std::exception& e) {
+        set_message(msg, e.what());
+        return CUZK_GPU_INTERNAL;
+    } catch (...) {
+        set_message(msg, "unknown C++ exception in the CUDA backend");
+        return CUZK_GPU_INTERNAL;
+    }
+}
+
+static const gpu_t& selected_device(int index)
+{
+    if (index < 0 || (size_t)index >= ngpus())
+        throw std::invalid_argument("no such CUDA device");
+    const gpu_t& gpu = select_gpu(index);
+    gpu.select();
+    return gpu;
+}
+
+static void to_g1(const point_t& p, cuzk_gpu_g1* out)
+{
+    std::memset(out, 0, sizeof *out);
+    affine_t affine = p;
+    if (affine.is_inf()) {
+        out->infinity = 1;
+        return;
+    }
+    static_assert(sizeof(affine_t) == sizeof out->x + sizeof out->y, "affine layout");
+    std::memcpy(out->x, &affine, sizeof(affine_t));
+}
+
+extern "C" int cuzk_gpu_device_count(int* count, cuzk_gpu_message* msg)
+{
+    return guarded(msg, [&] {
+        int n = 0;
+        // Without a driver or device this fails; that only means "no GPU here".
+        if (cudaGetDeviceCount(&n) != cudaSuccess) {
+            (void)cudaGetLastError();
+            n = 0;
+        }
+        *count = n > 0 ? (int)ngpus() : 0;
+    });
+}
+
+extern "C" int cuzk_gpu_device_info(int index, char name[256], uint64_t* total_memory,
+                                    cuzk_gpu_message* msg)
+{
+    return guarded(msg, [&] {
+        const gpu_t& gpu = selected_device(index);
+        std::strncpy(name, gpu.props().name, 255);
+        name[255] = '\0';
+        *total_memory = gpu.props().totalGlobalMem;
+    });
+}
+
+extern "C" int cuzk_gpu_quotient_msm(int index, const void* a, const void* b, const void* c,
+                                     size_t n, uint32_t lg_domain, const void* h_points,
+                                     cuzk_gpu_g1* out, cuzk_gpu_h_times* times,
+                                     cuzk_gpu_message* msg)
+{
+    return guarded(msg, [&] {
+        point_t h;
+        quotient_stage::run(selected_device(index), (const fr_t*)a, (const fr_t*)b, (const fr_t*)c, n,
+                            lg_domain, (const affine_t*)h_points, h, *times);
+        to_g1(h, out);
+    });
+}
+
+extern "C" int cuzk_gpu_batch_add(int index, const void* points, size_t npoints,
+                                  const uint32_t* bitmap, cuzk_gpu_g1* out, cuzk_gpu_message* msg)
+{
+    return guarded(msg, [&] {
+        to_g1(batch_add_on_device(selected_device(index), (const affine_t*)points, npoints, bitmap), out);
+    });
+}
+
+extern "C" int cuzk_gpu_msm(int index, const void* points, const void* scalars, size_t n,
+                            cuzk_gpu_g1* out, cuzk_gpu_message* msg)
+{
+    return guarded(msg, [&] {
+        to_g1(tail_msm_on_device(selected_device(index), (const affine_t*)points, (const scalar_t*)scalars, n),
+              out);
+    });
+}
+
+#endif

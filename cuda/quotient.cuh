@@ -1,0 +1,72 @@
+// Stage H: the coefficients of H = (A·B − C)/Z on the device, then their MSM with the H
+// query. 3 inverse NTTs, 3 coset NTTs, a pointwise a·b − c scaled by 1/Z (constant on the
+// coset), 1 inverse coset NTT: 7 NTTs of the domain size.
+#pragma once
+
+__launch_bounds__(1024) __global__
+void quotient_pointwise(fr_t* a, const fr_t* b, const fr_t* c, fr_t z_inverse, size_t n)
+{
+    for (size_t i = threadIdx.x + (size_t)blockIdx.x * blockDim.x; i < n;
+         i += (size_t)blockDim.x * gridDim.x)
+        a[i] = (a[i] * b[i] - c[i]) * z_inverse;
+}
+
+#ifndef __CUDA_ARCH__
+
+class quotient_stage : public NTT {
+    // Z(x) = x^n − 1 is g^n − 1 everywhere on the coset g·⟨ω⟩.
+    static fr_t z_inverse_on_coset(uint32_t lg_domain)
+    {
+        fr_t g_pow_n = group_gen;
+        for (uint32_t i = 0; i < lg_domain; i++)
+            g_pow_n ^= 2;
+        return (g_pow_n - fr_t::one()).reciprocal();
+    }
+
+    // Evaluations → coefficients → evaluations on the coset, in place.
+    static void to_coset(fr_t* d, uint32_t lg_domain, stream_t& stream)
+    {
+        NTT_internal(d, lg_domain, InputOutputOrder::NR, Direction::inverse, Type::standard, stream);
+        NTT_internal(d, lg_domain, InputOutputOrder::RN, Direction::forward, Type::coset, stream);
+    }
+
+public:
+    static void run(const gpu_t& gpu, const fr_t* a, const fr_t* b, const fr_t* c, size_t n,
+                    uint32_t lg_domain, const affine_t* h_points, point_t& out,
+                    cuzk_gpu_h_times& times)
+    {
+        const size_t domain = (size_t)1 << lg_domain;
+        if (n > domain)
+            throw std::invalid_argument("more evaluations than the domain holds");
+        stream_t& stream = gpu[0];
+        dev_ptr_t<fr_t> d_abc{3 * domain};
+        fr_t* d[3] = {&d_abc[0], &d_abc[domain], &d_abc[2 * domain]};
+        const fr_t* host[3] = {a, b, c};
+
+        timed_events ev(stream);
+        for (int k = 0; k < 3; k++) {
+            stream.HtoD(d[k], host[k], n);
+            if (n < domain)
+                CUDA_OK(cudaMemsetAsync(d[k] + n, 0, (domain - n) * sizeof(fr_t), stream));
+        }
+        ev.mark(stream);
+        for (int k = 0; k < 3; k++)
+            to_coset(d[k], lg_domain, stream);
+        quotient_pointwise<<<gpu.sm_count(), 1024, 0, stream>>>(d[0], d[1], d[2],
+                                                               z_inverse_on_coset(lg_domain),
+                                                               domain);
+        CUDA_OK(cudaGetLastError());
+        NTT_internal(d[0], lg_domain, InputOutputOrder::NN, Direction::inverse, Type::coset, stream);
+        ev.mark(stream);
+        stream.sync();
+
+        auto start = std::chrono::steady_clock::now();
+        g1_msm_t msm{nullptr, domain - 1, sizeof(affine_t), gpu.id()};
+        check(msm.invoke(out, h_points, domain - 1, d_abc, true));
+        times.msm_ns = elapsed_ns(start);
+        times.h2d_ns = ev.ns(0, 1);
+        times.ntt_ns = ev.ns(1, 2);
+    }
+};
+
+#endif

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Builds what scripts/gpu-run.sh runs on the GPU machine into carry/ (git-ignored, < 64 MiB):
+# the GPU test target built with CUZK_GPU_TESTS=1, cuzk-fixtures and cuzk-bench, stripped.
+# CUZK_CUDA_ARCHS narrows the GPU architectures (default: all of build.rs's list).
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+"$root/scripts/install-cuda.sh" >/dev/null
+source "$root/scripts/nvcc-env.sh"
+cd "$root"
+export CUZK_GPU_TESTS=1
+cargo build --release --locked --bins
+tests_bin=$(cargo test --release --locked --test gpu --no-run --message-format=json 2>/dev/null |
+    python3 -c 'import json,sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "gpu" and m.get("executable"):
+        print(m["executable"])')
+rm -rf carry && mkdir -p carry
+cp "$tests_bin" carry/gpu-tests
+cp target/release/cuzk-fixtures target/release/cuzk-bench carry/
+strip carry/*
+git rev-parse HEAD >carry/COMMIT
+du -sh carry
