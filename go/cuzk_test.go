@@ -503,17 +503,17 @@ func TestCancelMidProof(t *testing.T) {
 		t.Fatalf("still running 5 s after the context was cancelled")
 	}
 
-	// The engine notices the token at its next phase boundary; the library call then returns
-	// ErrCancelled in the background.
+	// The engine notices the token at its next phase boundary: the library call then returns
+	// ErrCancelled in the background, without finishing the proof.
 	select {
 	case err := <-returned:
 		t.Logf("library call returned %v after cancel (%v into the proof): %v", time.Since(cancelled).Round(time.Millisecond),
 			cancelled.Sub(start).Round(time.Millisecond), err)
 		if !errors.Is(err, ErrCancelled) {
-			t.Errorf("library call returned %v, want ErrCancelled", err)
+			t.Errorf("the cancelled library call returned %v, want ErrCancelled: the engine finished the proof instead of stopping at a phase boundary", err)
 		}
-	case <-time.After(60 * time.Second):
-		t.Errorf("library call still running 60 s after cancel")
+	case <-time.After(5 * time.Minute):
+		t.Fatalf("library call still running 5 min after cancel")
 	}
 
 	p, tm, err := SealCommitPhase2WithTimings(context.Background(), f.c1, f.sector, f.miner)

@@ -14,7 +14,6 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-	"text/tabwriter"
 	"time"
 
 	"github.com/filecoin-project/go-state-types/abi"
@@ -60,7 +59,8 @@ func run() error {
 	if err := cuzk.Init(cfg); err != nil {
 		return err
 	}
-	defer cuzk.Close()
+	// No cuzk.Close here: it would wait for a cancelled proof to unwind, and exiting the
+	// process releases the engine anyway. A long-lived service calls Close on shutdown.
 	fmt.Printf("cuzk %s: sector %d of f0%d, seal proof %d, %d partition(s)\n",
 		cuzk.Version(), *sector, *miner, info.RegisteredProof, info.Partitions)
 
@@ -107,14 +107,12 @@ func printTimings(t cuzk.Timings) {
 	}
 	fmt.Printf("backend %v%s, %d partition(s), %d constraints each, domain 2^%d\n",
 		t.Backend, device, t.Partitions, t.NumConstraints, t.DomainLog2)
-	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "phase\ttime\tshare\t")
+	fmt.Printf("%-12s %14s %7s\n", "phase", "time", "share")
 	for _, p := range t.Phases() {
 		if p.Duration == 0 {
 			continue
 		}
-		fmt.Fprintf(w, "%s\t%v\t%.1f%%\t\n", p.Name, p.Duration.Round(time.Microsecond), 100*p.Duration.Seconds()/t.Total.Seconds())
+		fmt.Printf("%-12s %14v %6.1f%%\n", p.Name, p.Duration.Round(time.Microsecond), 100*p.Duration.Seconds()/t.Total.Seconds())
 	}
-	fmt.Fprintf(w, "total\t%v\t\t\n", t.Total.Round(time.Microsecond))
-	w.Flush()
+	fmt.Printf("%-12s %14v\n", "total", t.Total.Round(time.Microsecond))
 }
