@@ -27,10 +27,6 @@
 // Version of the `cuzk_timings` layout this library writes.
 #define CUZK_TIMINGS_VERSION 1
 
-#define OK 0
-
-#define OUT_OF_MEMORY 2
-
 // Outcome of a cuzk call. The numeric values are part of the C ABI (`cuzk_status`): never
 // renumber, only append.
 typedef enum cuzk_status {
@@ -61,7 +57,7 @@ typedef enum cuzk_status {
   CUZK_STATUS_VERIFY_FAILED = 12,
 } cuzk_status;
 
-// Which kind of backend ran a proof (a field of `cuzk_timings`).
+// Which kind of backend ran a proof (the `backend` field of `cuzk_timings`).
 enum cuzk_backend_kind
 #if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
   : uint32_t
@@ -82,7 +78,8 @@ typedef uint32_t cuzk_backend_kind;
 // A cancellation token: pass it in `cuzk_prove_options` and cancel it from any thread.
 typedef struct cuzk_cancel_token cuzk_cancel_token;
 
-// A handle to the process's engine. Free with `cuzk_engine_free`.
+// A handle to the process's engine. Free with `cuzk_engine_free`, and only after every call
+// that uses it has returned.
 typedef struct cuzk_engine cuzk_engine;
 
 // An error: its status and a message. Owned by the caller; free with `cuzk_error_free`.
@@ -180,23 +177,6 @@ typedef struct cuzk_c1_info {
   uint8_t seed[32];
 } cuzk_c1_info;
 
-typedef struct Message {
-  char text[512];
-} Message;
-
-typedef struct G1 {
-  uint64_t x[6];
-  uint64_t y[6];
-  uint32_t infinity;
-  uint32_t padding;
-} G1;
-
-typedef struct HTimes {
-  uint64_t h2d_ns;
-  uint64_t ntt_ns;
-  uint64_t msm_ns;
-} HTimes;
-
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -253,16 +233,6 @@ enum cuzk_status cuzk_verify_seal(const struct cuzk_engine *engine, uint32_t reg
 
 // Reads the sector facts out of a C1 JSON (what `cuzk_verify_seal` needs besides the ids).
 enum cuzk_status cuzk_c1_info_parse(const uint8_t *c1_json, size_t c1_json_len, struct cuzk_c1_info *info, struct cuzk_error **err);
-
-extern int cuzk_gpu_device_count(int *count, struct Message *msg);
-
-extern int cuzk_gpu_device_info(int device, char *name, uint64_t *total_memory, struct Message *msg);
-
-extern int cuzk_gpu_quotient_msm(int device, const void *a, const void *b, const void *c, size_t n, uint32_t lg_domain, const void *h_points, struct G1 *out, struct HTimes *times, struct Message *msg);
-
-extern int cuzk_gpu_batch_add(int device, const void *points, size_t npoints, const uint32_t *bitmap, struct G1 *out, struct Message *msg);
-
-extern int cuzk_gpu_msm(int device, const void *points, const void *scalars, size_t n, struct G1 *out, struct Message *msg);
 
 #ifdef __cplusplus
 }  // extern "C"

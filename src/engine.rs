@@ -24,6 +24,9 @@ use crate::synthesis::synthesize;
 use crate::timings::{nanos, timed, Timings};
 use crate::with_porep_shape;
 
+/// Bytes of one Groth16 proof (compressed A, B, C): one per partition.
+pub const GROTH_PROOF_BYTES: usize = 192;
+
 /// Where filecoin-proofs keeps parameters when FIL_PROOFS_PARAMETER_CACHE is not set.
 pub const DEFAULT_PARAMETER_CACHE: &str = "/var/tmp/filecoin-proof-parameters";
 
@@ -209,7 +212,8 @@ pub fn prove_with<C: Circuit<Scalar>>(
     if let Some(c) = cancel {
         c.check()?;
     }
-    let msm = backend.compute_msms(key, synthesized, t)?;
+    let never = CancelToken::new();
+    let msm = backend.compute_msms(key, synthesized, cancel.unwrap_or(&never), t)?;
     Ok(timed(&mut t.assembly_ns, || assemble(key, &msm, r, s)))
 }
 
@@ -252,13 +256,14 @@ fn prove_sector<Tree: 'static + MerkleTreeTrait>(
     let key = engine.keys.proving_key(&engine.key_path::<Tree>(&inputs.config, false)?, &mut t.srs_load_ns)?;
     let partitions = inputs.vanilla_proofs.len();
     t.partitions = partitions as u32;
-    let mut bytes = Vec::with_capacity(partitions * 192);
+    let mut bytes = Vec::with_capacity(partitions * GROTH_PROOF_BYTES);
     for k in 0..partitions {
         options.check_cancel()?;
         let circuit = timed(&mut t.synthesis_ns, || porep::partition_circuit(&inputs, k))?;
         let proof = engine.prove_circuit(&key, circuit, options.randomness_for(k)?, options.cancel.as_ref(), t)?;
         timed(&mut t.assembly_ns, || proof.write(&mut bytes)).map_err(|e| Error::internal(format!("writing proof: {e}")))?;
     }
+    options.check_cancel()?;
     if engine.config.self_verify {
         let start = Instant::now();
         let vk = porep::prepare_vk(&key.vk);
@@ -273,6 +278,10 @@ fn prove_sector<Tree: 'static + MerkleTreeTrait>(
 
 fn verify_with_vk_file<Tree: 'static + MerkleTreeTrait>(engine: &Engine, statement: &SealStatement, proof: &[u8]) -> Result<bool> {
     let config = porep::porep_config(statement.registered_proof)?;
+    let expected = GROTH_PROOF_BYTES * usize::from(config.partitions);
+    if proof.len() != expected {
+        return Err(Error::invalid(format!("proof is {} bytes, {:?} proofs are {expected}", proof.len(), statement.registered_proof)));
+    }
     let vk = engine.keys.verifying_key(&engine.key_path::<Tree>(&config, true)?)?;
     porep::verify_seal::<Tree>(statement, &vk, proof)
 }

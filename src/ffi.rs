@@ -38,7 +38,8 @@ pub struct cuzk_error {
     message: CString,
 }
 
-/// A handle to the process's engine. Free with `cuzk_engine_free`.
+/// A handle to the process's engine. Free with `cuzk_engine_free`, and only after every call
+/// that uses it has returned.
 pub struct cuzk_engine {
     engine: Arc<Engine>,
 }
@@ -161,7 +162,11 @@ fn out_ptr<'a, T>(ptr: *mut T, name: &str) -> Result<&'a mut T> {
     unsafe { ptr.as_mut() }.ok_or_else(|| Error::new(Status::NullArgument, format!("{name} is NULL")))
 }
 
+/// `len` bytes at `ptr`; (NULL, 0) is the empty input (what Go passes for an empty slice).
 fn bytes<'a>(ptr: *const u8, len: usize, name: &str) -> Result<&'a [u8]> {
+    if ptr.is_null() && len == 0 {
+        return Ok(&[]);
+    }
     if ptr.is_null() {
         return Err(Error::new(Status::NullArgument, format!("{name} is NULL")));
     }

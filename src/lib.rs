@@ -14,4 +14,5 @@ pub mod groth16;
 pub mod keys;
 pub mod porep;
 pub mod synthesis;
+pub mod testing;
 pub mod timings;

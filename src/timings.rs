@@ -7,6 +7,15 @@ use std::time::{Duration, Instant};
 /// Version of the `cuzk_timings` layout this library writes.
 pub const CUZK_TIMINGS_VERSION: u32 = 1;
 
+/// Which kind of backend ran a proof (the `backend` field of `cuzk_timings`).
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BackendKind {
+    None = 0,
+    Cpu = 1,
+    Gpu = 2,
+}
+
 /// Per-phase timings of one call in nanoseconds (`cuzk_timings`). Phases never overlap, so
 /// their sum is at most `total_ns`; phases a backend does not have are 0.
 #[repr(C)]

@@ -7,21 +7,18 @@ mod common;
 
 use std::sync::Arc;
 
-use bellperson::groth16::{create_proof_batch, generate_random_parameters, prepare_verifying_key, verify_proof, Parameters, VerifyingKey};
-use blstrs::{Bls12, G1Projective, G2Projective, Scalar};
-use common::circuits::RandomCircuit;
+use bellperson::groth16::{create_proof_batch, generate_random_parameters, prepare_verifying_key, verify_proof, Parameters};
+use blstrs::{Bls12, Scalar};
 use common::fixture;
-use cuzk::backend::cpu::{CpuBackend, Domain};
+use cuzk::backend::cpu::CpuBackend;
 use cuzk::backend::gpu::GpuBackend;
 use cuzk::backend::BackendKind;
 use cuzk::engine::{prove_with, Engine, EngineConfig, ProveOptions};
 use cuzk::error::Status;
-use cuzk::synthesis::synthesize;
+use cuzk::testing::{synthetic_key, RandomCircuit};
 use cuzk::timings::Timings;
 use ff::Field;
-use group::{Curve, Group};
 use rand::SeedableRng;
-use rayon::prelude::*;
 
 fn gpu_engine() -> Arc<Engine> {
     let config = EngineConfig { param_cache_dir: Some(fixture().params_dir.clone()), ..Default::default() };
@@ -36,54 +33,6 @@ fn proof_bytes(p: &bellperson::groth16::Proof<Bls12>) -> Vec<u8> {
     out
 }
 
-/// `n` distinct pseudo-random points, fast: each thread walks from a random start by a random
-/// step. For MSM comparisons only (no setup behind them).
-fn random_points<P: Group + Curve + Send>(n: usize, seed: u64) -> Vec<P::AffineRepr>
-where
-    P::AffineRepr: Send + Default + Copy,
-{
-    let chunk = 1 << 14;
-    let mut out = vec![P::AffineRepr::default(); n];
-    out.par_chunks_mut(chunk).enumerate().for_each(|(i, dst)| {
-        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed ^ (i as u64) << 20);
-        let (mut p, step) = (P::random(&mut rng), P::random(&mut rng));
-        let mut projective = Vec::with_capacity(dst.len());
-        for _ in 0..dst.len() {
-            projective.push(p);
-            p += step;
-        }
-        P::batch_normalize(&projective, dst);
-    });
-    out
-}
-
-/// A proving key of the right shape for `circuit` with random points: GPU and CPU backends
-/// must produce the same MSMs with it, though no proof made with it verifies.
-fn synthetic_key(circuit: &RandomCircuit, seed: u64) -> Parameters<Bls12> {
-    let s = synthesize(circuit.clone(), None).unwrap();
-    let m = Domain::for_len(s.num_constraints()).unwrap().size();
-    let b_len = s.b_input_density.count_ones() + s.b_aux_density.count_ones();
-    let g1 = |n: usize, k: u64| Arc::new(random_points::<G1Projective>(n, seed + k));
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-    let vk = VerifyingKey::<Bls12> {
-        alpha_g1: G1Projective::random(&mut rng).to_affine(),
-        beta_g1: G1Projective::random(&mut rng).to_affine(),
-        beta_g2: G2Projective::random(&mut rng).to_affine(),
-        gamma_g2: G2Projective::random(&mut rng).to_affine(),
-        delta_g1: G1Projective::random(&mut rng).to_affine(),
-        delta_g2: G2Projective::random(&mut rng).to_affine(),
-        ic: random_points::<G1Projective>(s.input_assignment.len(), seed + 9),
-    };
-    Parameters {
-        vk,
-        h: g1(m - 1, 1),
-        l: g1(s.aux_assignment.len(), 2),
-        a: g1(s.input_assignment.len() + s.a_aux_density.count_ones(), 3),
-        b_g1: g1(b_len, 4),
-        b_g2: Arc::new(random_points::<G2Projective>(b_len, seed + 5)),
-    }
-}
-
 fn check_gpu_equals_cpu(constraints: usize, bit_heavy: bool) {
     let engine = gpu_engine();
     let seed: u64 = rand::random();
@@ -94,10 +43,9 @@ fn check_gpu_equals_cpu(constraints: usize, bit_heavy: bool) {
     let (mut tg, mut tc) = (Timings::new(), Timings::new());
     let gpu = prove_with(engine.backend(), &key, circuit.clone(), rs, None, &mut tg).expect("GPU proof");
     let cpu = prove_with(&CpuBackend, &key, circuit, rs, None, &mut tc).expect("CPU proof");
-    assert_eq!(proof_bytes(&gpu), proof_bytes(&cpu), "2^{} constraints (bit_heavy {bit_heavy}, seed {seed}): GPU and CPU differ", constraints.ilog2());
+    assert_eq!(proof_bytes(&gpu), proof_bytes(&cpu), "{constraints} constraints (bit_heavy {bit_heavy}, seed {seed}): GPU and CPU differ");
     eprintln!(
-        "2^{:<2} bit_heavy={bit_heavy:<5} GPU: ntt {:.3} s, msm_h {:.3} s, batch_add {:.3} s, tails {:.3} s | CPU: ntt {:.3} s, msm_h {:.3} s",
-        constraints.ilog2(),
+        "{constraints:>8} constraints bit_heavy={bit_heavy:<5} GPU: ntt {:.3} s, msm_h {:.3} s, batch_add {:.3} s, tails {:.3} s | CPU: ntt {:.3} s, msm_h {:.3} s",
         tg.ntt_ns as f64 / 1e9,
         tg.msm_h_ns as f64 / 1e9,
         tg.batch_add_ns as f64 / 1e9,

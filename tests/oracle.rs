@@ -1,14 +1,12 @@
 //! Our synthesis + CPU backend against bellperson's prover on random circuits: with the same
 //! r, s the proofs must be identical byte for byte, and bellperson's verifier must accept them.
 
-mod common;
-
 use std::sync::Arc;
 
 use bellperson::groth16::{create_proof_batch, generate_random_parameters, prepare_verifying_key, verify_proof, Proof};
 use blstrs::{Bls12, Scalar};
-use common::circuits::RandomCircuit;
 use cuzk::engine::{Engine, EngineConfig};
+use cuzk::testing::RandomCircuit;
 use cuzk::timings::Timings;
 use ff::Field;
 use rand::SeedableRng;

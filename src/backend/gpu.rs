@@ -16,6 +16,7 @@ use group::Group;
 use super::cpu::{b_g2_msm, Domain};
 use super::prep::{ClassifiedScalars, PreparedMsms};
 use super::{Backend, BackendKind};
+use crate::cancel::CancelToken;
 use crate::error::{Error, Result, Status};
 use crate::groth16::{check_key_fits, MsmResults, ProvingKey};
 use crate::synthesis::SynthesizedCircuit;
@@ -163,7 +164,7 @@ impl Backend for GpuBackend {
         self.device
     }
 
-    fn compute_msms(&self, key: &ProvingKey, circuit: SynthesizedCircuit, t: &mut Timings) -> Result<MsmResults> {
+    fn compute_msms(&self, key: &ProvingKey, circuit: SynthesizedCircuit, cancel: &CancelToken, t: &mut Timings) -> Result<MsmResults> {
         let domain = Domain::for_len(circuit.num_constraints())
             .ok_or_else(|| Error::invalid("circuit has more constraints than the field's 2^32 FFT domain"))?;
         let layout = check_key_fits(key, &circuit, domain.size())?;
@@ -171,6 +172,7 @@ impl Backend for GpuBackend {
             circuit;
 
         let device_turn = timed(&mut t.queue_wait_ns, || self.in_use.lock().unwrap_or_else(|p| p.into_inner()));
+        cancel.check()?;
         let mut h = sys::G1::default();
         let mut times = sys::HTimes::default();
         // SAFETY: a, b, c hold n scalars each and key.h the domain size - 1 points (checked by
@@ -193,6 +195,7 @@ impl Backend for GpuBackend {
         t.ntt_ns += times.ntt_ns;
         t.msm_h_ns += times.msm_ns;
         drop((a, b, c));
+        cancel.check()?;
 
         let (p, tails) = timed(&mut t.prep_msm_ns, || {
             let p = PreparedMsms::new(&layout, &input_assignment, &aux_assignment, &a_aux_density, &b_input_density, &b_aux_density);
@@ -200,6 +203,7 @@ impl Backend for GpuBackend {
             (p, tails)
         });
         drop((input_assignment, aux_assignment));
+        cancel.check()?;
 
         let (l_ones, a_ones, b_g1_ones) = timed(&mut t.batch_add_ns, || -> Result<_> {
             Ok((self.batch_add(&key.l, &p.l)?, self.batch_add(&key.a, &p.a)?, self.batch_add(&key.b_g1, &p.b)?))
@@ -208,6 +212,7 @@ impl Backend for GpuBackend {
         let a = a_ones + timed(&mut t.msm_a_ns, || self.tail_msm(&tails[1], &p.a))?;
         let b_g1 = b_g1_ones + timed(&mut t.msm_b_g1_ns, || self.tail_msm(&tails[2], &p.b))?;
         drop(device_turn);
+        cancel.check()?;
         let b_g2 = b_g2_msm(&key.b_g2, &p.b, t);
         Ok(MsmResults { h: to_projective(&h), l, a, b_g1, b_g2 })
     }

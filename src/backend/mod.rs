@@ -10,16 +10,9 @@ pub mod prep;
 use crate::error::Result;
 use crate::groth16::{MsmResults, ProvingKey};
 use crate::synthesis::SynthesizedCircuit;
+use crate::cancel::CancelToken;
+pub use crate::timings::BackendKind;
 use crate::timings::Timings;
-
-/// Which kind of backend ran a proof (a field of `cuzk_timings`).
-#[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum BackendKind {
-    None = 0,
-    Cpu = 1,
-    Gpu = 2,
-}
 
 pub trait Backend: Send + Sync {
     fn kind(&self) -> BackendKind;
@@ -29,6 +22,12 @@ pub trait Backend: Send + Sync {
 
     /// The H, L, A, B_G1 and B_G2 sums of one circuit. Consumes the circuit so that its large
     /// vectors can be freed (or handed to the device) as soon as they are used. Adds the time
-    /// of each phase to `timings`.
-    fn compute_msms(&self, key: &ProvingKey, circuit: SynthesizedCircuit, timings: &mut Timings) -> Result<MsmResults>;
+    /// of each phase to `timings`; stops with `Cancelled` between phases once `cancel` is set.
+    fn compute_msms(
+        &self,
+        key: &ProvingKey,
+        circuit: SynthesizedCircuit,
+        cancel: &CancelToken,
+        timings: &mut Timings,
+    ) -> Result<MsmResults>;
 }

@@ -1,7 +1,11 @@
-//! cuzk-bench: PoRep C2 timed on one system per process (so peak RSS belongs to that system),
-//! on a fixture made by `cuzk-fixtures seal`. Prints a table row and a JSON line per run.
+//! cuzk-bench: one system per process (so peak RSS belongs to that system); prints a table row
+//! on stderr and a JSON line on stdout per run.
 //!
 //!   cuzk-bench c2 --system cuzk|cuzk-cpu|bellperson --fixture DIR --params DIR [--repeat N]
+//!       PoRep C2 of a fixture made by `cuzk-fixtures seal`.
+//!   cuzk-bench circuit --system cuzk|cuzk-cpu --log-constraints K [--witness porep|uniform] [--repeat N]
+//!       a random circuit of 2^K constraints with a synthetic key: PERFORMANCE ONLY (its proofs
+//!       cannot verify), for sizes no test parameters exist for.
 //!
 //! `cuzk` uses the GPU when one is usable (else the CPU), `cuzk-cpu` always the CPU backend.
 //! `bellperson` is filecoin-proofs-api's own `seal_commit_phase2` (bellperson's CPU prover,
@@ -11,39 +15,61 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
+use std::sync::Arc;
+
 use anyhow::{bail, Context, Result};
+use blstrs::Scalar;
+use cuzk::backend::BackendKind;
 use cuzk::engine::{Engine, EngineConfig, ProveOptions};
 use cuzk::fixtures::SealedSector;
+use cuzk::testing::{synthetic_key, RandomCircuit};
+use cuzk::timings::Timings;
+use ff::Field;
+use rand::SeedableRng;
 
 struct Args {
+    workload: String,
     system: String,
-    fixture: PathBuf,
-    params: PathBuf,
+    fixture: Option<PathBuf>,
+    params: Option<PathBuf>,
+    log_constraints: u32,
+    witness: String,
     repeat: usize,
 }
 
+const USAGE: &str = "usage: cuzk-bench c2 --system cuzk|cuzk-cpu|bellperson --fixture DIR --params DIR [--repeat N]\n       cuzk-bench circuit --system cuzk|cuzk-cpu --log-constraints K [--witness porep|uniform] [--repeat N]";
+
 fn parse_args() -> Result<Args> {
     let mut argv = std::env::args().skip(1);
-    if argv.next().as_deref() != Some("c2") {
-        bail!("usage: cuzk-bench c2 --system cuzk|cuzk-cpu|bellperson --fixture DIR --params DIR [--repeat N]");
+    let workload = argv.next().unwrap_or_default();
+    if workload != "c2" && workload != "circuit" {
+        bail!("{USAGE}");
     }
-    let (mut system, mut fixture, mut params, mut repeat) = (None, None, None, 1);
+    let mut args = Args {
+        workload,
+        system: String::new(),
+        fixture: None,
+        params: None,
+        log_constraints: 20,
+        witness: "porep".into(),
+        repeat: 1,
+    };
     while let Some(flag) = argv.next() {
         let value = argv.next().with_context(|| format!("{flag} needs a value"))?;
         match flag.as_str() {
-            "--system" => system = Some(value),
-            "--fixture" => fixture = Some(PathBuf::from(value)),
-            "--params" => params = Some(PathBuf::from(value)),
-            "--repeat" => repeat = value.parse().context("--repeat")?,
-            _ => bail!("unknown flag {flag}"),
+            "--system" => args.system = value,
+            "--fixture" => args.fixture = Some(PathBuf::from(value)),
+            "--params" => args.params = Some(PathBuf::from(value)),
+            "--log-constraints" => args.log_constraints = value.parse().context("--log-constraints")?,
+            "--witness" => args.witness = value,
+            "--repeat" => args.repeat = value.parse().context("--repeat")?,
+            _ => bail!("unknown flag {flag}\n{USAGE}"),
         }
     }
-    Ok(Args {
-        system: system.context("--system is required")?,
-        fixture: fixture.context("--fixture is required")?,
-        params: params.context("--params is required")?,
-        repeat,
-    })
+    if !["cuzk", "cuzk-cpu", "bellperson"].contains(&args.system.as_str()) || (args.workload == "circuit" && args.system == "bellperson") {
+        bail!("unknown --system {:?}\n{USAGE}", args.system);
+    }
+    Ok(args)
 }
 
 fn peak_rss_mib() -> f64 {
@@ -56,44 +82,89 @@ fn peak_rss_mib() -> f64 {
     usage.ru_maxrss as f64 / 1024.0
 }
 
-fn run() -> Result<()> {
-    let args = parse_args()?;
+fn engine(args: &Args) -> Result<Arc<Engine>> {
+    let config = EngineConfig { param_cache_dir: args.params.clone(), cpu_only: args.system == "cuzk-cpu", ..Default::default() };
+    Ok(Engine::acquire(config)?)
+}
+
+/// The JSON fields of a cuzk run: backend and every phase in seconds.
+fn timing_fields(t: &Timings) -> String {
+    let backend = if t.backend == BackendKind::Gpu as u32 { "gpu" } else { "cpu" };
+    let mut fields = vec![format!("\"backend\":\"{backend}\""), format!("\"log_domain\":{}", t.domain_log2)];
+    fields.extend(t.phases().iter().map(|(name, ns)| format!("\"{name}_s\":{:.4}", *ns as f64 / 1e9)));
+    fields.join(",")
+}
+
+fn report(args: &Args, label: &str, run: usize, wall: f64, fields: &str) {
+    let rss = peak_rss_mib();
+    let threads = rayon::current_num_threads();
+    eprintln!("{:<11} {label} run {run}: wall {wall:8.3} s  peak RSS {rss:8.0} MiB  ({threads} threads)", args.system);
+    let sep = if fields.is_empty() { "" } else { "," };
+    println!(
+        "{{\"workload\":\"{label}\",\"system\":\"{}\",\"run\":{run},\"threads\":{threads},\"wall_s\":{wall:.3},\"peak_rss_mib\":{rss:.0}{sep}{fields}}}",
+        args.system
+    );
+}
+
+fn run_c2(args: &Args) -> Result<()> {
+    let fixture = args.fixture.as_ref().context("c2 needs --fixture")?;
+    let params = args.params.as_ref().context("c2 needs --params")?;
     // filecoin-proofs reads its parameter directory once, from the environment; set it while
     // this process is still single-threaded.
-    std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &args.params);
-    let c1_json = std::fs::read(args.fixture.join("c1.json"))?;
-    let sector: SealedSector = serde_json::from_slice(&std::fs::read(args.fixture.join("sector.json"))?)?;
-    let threads = rayon::current_num_threads();
+    std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", params);
+    let c1_json = std::fs::read(fixture.join("c1.json"))?;
+    let sector: SealedSector = serde_json::from_slice(&std::fs::read(fixture.join("sector.json"))?)?;
+    let label = format!("porep-c2 {:?}", sector.registered_proof);
+    let engine = if args.system == "bellperson" { None } else { Some(engine(args)?) };
     for run in 0..args.repeat {
         let start = Instant::now();
-        let phases = match args.system.as_str() {
-            "cuzk" | "cuzk-cpu" => {
-                let cpu_only = args.system == "cuzk-cpu";
-                let config = EngineConfig { param_cache_dir: Some(args.params.clone()), cpu_only, ..Default::default() };
-                let engine = Engine::acquire(config)?;
+        let fields = match &engine {
+            Some(engine) => {
                 let (_, t) = engine.seal_commit_phase2(&c1_json, sector.sector_id, sector.prover_id, &ProveOptions::default())?;
-                let backend = if t.backend == cuzk::backend::BackendKind::Gpu as u32 { "gpu" } else { "cpu" };
-                let mut fields = vec![format!("\"backend\":\"{backend}\"")];
-                fields.extend(t.phases().iter().map(|(name, ns)| format!("\"{name}_s\":{:.4}", *ns as f64 / 1e9)));
-                fields.join(",")
+                timing_fields(&t)
             }
-            "bellperson" => {
+            None => {
                 let c1 = cuzk::porep::parse_c1(&c1_json)?;
                 filecoin_proofs_api::seal::seal_commit_phase2(c1, sector.prover_id, sector.sector_id.into())?;
                 String::new()
             }
-            other => bail!("unknown system {other:?} (cuzk, cuzk-cpu, bellperson)"),
         };
-        let total = start.elapsed().as_secs_f64();
-        let rss = peak_rss_mib();
-        eprintln!("{:<11} run {run}: total {total:8.2} s  peak RSS {rss:8.0} MiB  ({threads} threads)", args.system);
-        let sep = if phases.is_empty() { "" } else { "," };
-        println!(
-            "{{\"workload\":\"porep-c2\",\"proof\":\"{:?}\",\"system\":\"{}\",\"run\":{run},\"threads\":{threads},\"total_s\":{total:.3},\"peak_rss_mib\":{rss:.0}{sep}{phases}}}",
-            sector.registered_proof, args.system
-        );
+        report(args, &label, run, start.elapsed().as_secs_f64(), &fields);
     }
     Ok(())
+}
+
+fn run_circuit(args: &Args) -> Result<()> {
+    let bit_heavy = match args.witness.as_str() {
+        "porep" => true,
+        "uniform" => false,
+        other => bail!("unknown --witness {other:?} (porep, uniform)"),
+    };
+    let constraints = (1usize << args.log_constraints) - 64; // room for the input constraints
+    let label = format!("circuit-2^{}-{} (synthetic key, performance only)", args.log_constraints, args.witness);
+    let start = Instant::now();
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(u64::from(args.log_constraints));
+    let circuit = RandomCircuit::new(&mut rng, constraints, bit_heavy);
+    let key = synthetic_key(&circuit, 7);
+    eprintln!("{label}: circuit and key made in {:.1} s", start.elapsed().as_secs_f64());
+    let engine = engine(args)?;
+    for run in 0..args.repeat {
+        let start = Instant::now();
+        let mut t = Timings::new();
+        t.backend = engine.backend().kind() as u32;
+        engine.prove_circuit(&key, circuit.clone(), (Scalar::ONE, Scalar::ONE), None, &mut t)?;
+        t.total_ns = cuzk::timings::nanos(start.elapsed());
+        report(args, &label, run, start.elapsed().as_secs_f64(), &timing_fields(&t));
+    }
+    Ok(())
+}
+
+fn run() -> Result<()> {
+    let args = parse_args()?;
+    match args.workload.as_str() {
+        "c2" => run_c2(&args),
+        _ => run_circuit(&args),
+    }
 }
 
 fn main() -> ExitCode {

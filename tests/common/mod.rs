@@ -3,8 +3,6 @@
 //! and thin wrappers over the C ABI.
 #![allow(dead_code)]
 
-pub mod circuits;
-
 use std::ffi::CStr;
 use std::path::PathBuf;
 use std::sync::OnceLock;

@@ -9,6 +9,7 @@ use blstrs::{G2Affine, G2Projective};
 use self::msm::{pippenger, sum_points, MixedAdd};
 use super::prep::{ClassifiedScalars, PreparedMsms};
 use super::{Backend, BackendKind};
+use crate::cancel::CancelToken;
 use crate::error::{Error, Result};
 use crate::groth16::{check_key_fits, MsmResults, ProvingKey};
 use crate::synthesis::SynthesizedCircuit;
@@ -28,7 +29,7 @@ impl Backend for CpuBackend {
         -1
     }
 
-    fn compute_msms(&self, key: &ProvingKey, circuit: SynthesizedCircuit, t: &mut Timings) -> Result<MsmResults> {
+    fn compute_msms(&self, key: &ProvingKey, circuit: SynthesizedCircuit, cancel: &CancelToken, t: &mut Timings) -> Result<MsmResults> {
         let domain = Domain::for_len(circuit.num_constraints())
             .ok_or_else(|| Error::invalid("circuit has more constraints than the field's 2^32 FFT domain"))?;
         let layout = check_key_fits(key, &circuit, domain.size())?;
@@ -36,6 +37,7 @@ impl Backend for CpuBackend {
             circuit;
 
         let h_coeffs = timed(&mut t.ntt_ns, || quotient_coefficients(a, b, c)).expect("domain checked above");
+        cancel.check()?;
         let (h_scalars, p) = timed(&mut t.prep_msm_ns, || {
             let prepared =
                 PreparedMsms::new(&layout, &input_assignment, &aux_assignment, &a_aux_density, &b_input_density, &b_aux_density);
@@ -43,13 +45,16 @@ impl Backend for CpuBackend {
         });
         drop((h_coeffs, aux_assignment, input_assignment));
 
+        cancel.check()?;
         let h = timed(&mut t.msm_h_ns, || sum_points(&key.h, &h_scalars.ones) + tail_msm(&key.h, &h_scalars));
+        cancel.check()?;
         let (l_ones, a_ones, b_g1_ones) = timed(&mut t.batch_add_ns, || {
             (sum_points(&key.l, &p.l.ones), sum_points(&key.a, &p.a.ones), sum_points(&key.b_g1, &p.b.ones))
         });
         let l = l_ones + timed(&mut t.msm_l_ns, || tail_msm(&key.l, &p.l));
         let a = a_ones + timed(&mut t.msm_a_ns, || tail_msm(&key.a, &p.a));
         let b_g1 = b_g1_ones + timed(&mut t.msm_b_g1_ns, || tail_msm(&key.b_g1, &p.b));
+        cancel.check()?;
         let b_g2 = b_g2_msm(&key.b_g2, &p.b, t);
         Ok(MsmResults { h, l, a, b_g1, b_g2 })
     }

@@ -1,0 +1,129 @@
+//! Circuits and keys for tests and benchmarks: random circuits whose witness is shaped like
+//! PoRep's (mostly 0/1, a few percent full-width) or uniformly random, and synthetic proving
+//! keys of the right shape made of random points — for comparing provers and timing them.
+//! Proofs made with a synthetic key never verify: performance and comparison only.
+
+use std::sync::Arc;
+
+use bellperson::groth16::{Parameters, VerifyingKey};
+use bellperson::{Circuit, ConstraintSystem, SynthesisError, Variable};
+use blstrs::{Bls12, G1Projective, G2Projective, Scalar};
+use ff::Field;
+use group::{Curve, Group};
+use rand::{Rng, SeedableRng};
+use rayon::prelude::*;
+
+use crate::backend::cpu::Domain;
+use crate::synthesis::synthesize;
+
+/// A circuit of `n` multiplication constraints over a witness shaped like PoRep's (mostly 0/1)
+/// or uniformly random, with a few public inputs mixed into the constraints.
+#[derive(Clone)]
+pub struct RandomCircuit {
+    constraints: usize,
+    pub inputs: Vec<Scalar>,
+    witness: Vec<Scalar>,
+    /// Per constraint: the operands x, y and the shape of the linear combinations.
+    wiring: Vec<(usize, usize, u8)>,
+}
+
+impl RandomCircuit {
+    pub fn new<R: Rng>(rng: &mut R, constraints: usize, bit_heavy: bool) -> Self {
+        let witness_len = constraints;
+        let witness = (0..witness_len)
+            .map(|_| match (bit_heavy, rng.gen_range(0..100)) {
+                (true, 0..=49) => Scalar::ZERO,
+                (true, 50..=95) => Scalar::ONE,
+                (true, _) => Scalar::random(&mut *rng),
+                (false, _) => Scalar::random(&mut *rng),
+            })
+            .collect();
+        let inputs = (0..3).map(|_| Scalar::random(&mut *rng)).collect();
+        // Every witness variable is used (x = k): the generator rejects unconstrained variables.
+        // Shapes 1, 2 bring the inputs in, shape 3 a zero-coefficient term; most constraints
+        // are plain x·y = z, so the full-width values of z stay as diverse as the witness.
+        let shape = |rng: &mut R| match rng.gen_range(0..64) {
+            0 => 1,
+            1 => 2,
+            2..=5 => 3,
+            _ => 0,
+        };
+        let wiring = (0..constraints).map(|k| (k, rng.gen_range(0..witness_len), shape(&mut *rng))).collect();
+        RandomCircuit { constraints, inputs, witness, wiring }
+    }
+}
+
+impl Circuit<Scalar> for RandomCircuit {
+    fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        let inputs: Vec<Variable> =
+            self.inputs.iter().enumerate().map(|(i, v)| cs.alloc_input(|| format!("in{i}"), || Ok(*v))).collect::<Result<_, _>>()?;
+        let vars: Vec<Variable> =
+            self.witness.iter().enumerate().map(|(i, v)| cs.alloc(|| format!("w{i}"), || Ok(*v))).collect::<Result<_, _>>()?;
+        for (k, &(x, y, shape)) in self.wiring.iter().enumerate().take(self.constraints) {
+            // z = (x + c·in) · y with c = 1, 2 for shapes 1, 2 (else 0), allocated so that the
+            // constraint holds.
+            let input = inputs[k % inputs.len()];
+            let coeff = Scalar::from(if shape == 3 { 0 } else { shape as u64 });
+            let left = self.witness[x] + coeff * self.inputs[k % inputs.len()];
+            let z_value = left * self.witness[y];
+            let z = cs.alloc(|| format!("z{k}"), || Ok(z_value))?;
+            cs.enforce(
+                || format!("c{k}"),
+                |lc| lc + vars[x] + (coeff, input),
+                // shape 3 leaves x in B with coefficient 0: it must not count in B's density.
+                |lc| if shape == 3 { lc + vars[y] + vars[x] - vars[x] } else { lc + vars[y] },
+                |lc| lc + z,
+            );
+        }
+        Ok(())
+    }
+}
+
+
+/// `n` distinct pseudo-random points, fast: each thread walks from a random start by a random
+/// step. For MSM comparisons only (no setup behind them).
+pub fn random_points<P: Group + Curve + Send>(n: usize, seed: u64) -> Vec<P::AffineRepr>
+where
+    P::AffineRepr: Send + Default + Copy,
+{
+    let chunk = 1 << 14;
+    let mut out = vec![P::AffineRepr::default(); n];
+    out.par_chunks_mut(chunk).enumerate().for_each(|(i, dst)| {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed ^ (i as u64) << 20);
+        let (mut p, step) = (P::random(&mut rng), P::random(&mut rng));
+        let mut projective = Vec::with_capacity(dst.len());
+        for _ in 0..dst.len() {
+            projective.push(p);
+            p += step;
+        }
+        P::batch_normalize(&projective, dst);
+    });
+    out
+}
+
+/// A proving key of the right shape for `circuit` with random points: GPU and CPU backends
+/// must produce the same MSMs with it, though no proof made with it verifies.
+pub fn synthetic_key(circuit: &RandomCircuit, seed: u64) -> Parameters<Bls12> {
+    let s = synthesize(circuit.clone(), None).unwrap();
+    let m = Domain::for_len(s.num_constraints()).unwrap().size();
+    let b_len = s.b_input_density.count_ones() + s.b_aux_density.count_ones();
+    let g1 = |n: usize, k: u64| Arc::new(random_points::<G1Projective>(n, seed + k));
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let vk = VerifyingKey::<Bls12> {
+        alpha_g1: G1Projective::random(&mut rng).to_affine(),
+        beta_g1: G1Projective::random(&mut rng).to_affine(),
+        beta_g2: G2Projective::random(&mut rng).to_affine(),
+        gamma_g2: G2Projective::random(&mut rng).to_affine(),
+        delta_g1: G1Projective::random(&mut rng).to_affine(),
+        delta_g2: G2Projective::random(&mut rng).to_affine(),
+        ic: random_points::<G1Projective>(s.input_assignment.len(), seed + 9),
+    };
+    Parameters {
+        vk,
+        h: g1(m - 1, 1),
+        l: g1(s.aux_assignment.len(), 2),
+        a: g1(s.input_assignment.len() + s.a_aux_density.count_ones(), 3),
+        b_g1: g1(b_len, 4),
+        b_g2: Arc::new(random_points::<G2Projective>(b_len, seed + 5)),
+    }
+}
