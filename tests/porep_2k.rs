@@ -156,7 +156,9 @@ fn cancelled_call_stops_early_and_engine_keeps_working() {
     assert!(start.elapsed().as_secs() < 10, "a cancelled call must stop at the first phase boundary");
     cuzk_cancel_token_free(token);
 
-    // Cancel mid-synthesis from another thread.
+    // Cancel mid-proof from another thread, once the key is resident (a key load itself cannot
+    // be interrupted: the call stops right after it).
+    proved();
     let token = CancelToken::new();
     let options = ProveOptions { cancel: Some(token.clone()), ..Default::default() };
     let rust_engine = RustEngine::acquire(EngineConfig { param_cache_dir: Some(f.params_dir.clone()), ..Default::default() }).unwrap();
