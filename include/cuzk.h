@@ -13,8 +13,13 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-/* Initializer for a growable struct: `cuzk_timings t = CUZK_SIZED(cuzk_timings);` */
+/* Initializer for a growable struct: `cuzk_timings t = CUZK_SIZED(cuzk_timings);` sets
+ * struct_size and zeroes the rest (designated in C, so -Wextra stays quiet). */
+#ifdef __cplusplus
 #define CUZK_SIZED(type) { (uint32_t)sizeof(type) }
+#else
+#define CUZK_SIZED(type) { .struct_size = (uint32_t)sizeof(type) }
+#endif
 
 
 // Version of the C ABI in include/cuzk.h. Bumped only for incompatible changes.
