@@ -109,6 +109,9 @@ impl Engine {
     /// they ask for the same configuration and an `EngineState` error otherwise. When every
     /// handle is dropped the engine (and its resident keys) goes away.
     pub fn acquire(config: EngineConfig) -> Result<Arc<Engine>> {
+        // RUST_LOG=cuzk=debug shows a line per phase per proof, also for C and Go callers;
+        // a host program that installed its own logger keeps it.
+        let _ = env_logger::Builder::from_default_env().try_init();
         let config = config.resolved();
         let mut current = ENGINE.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(engine) = current.upgrade() {
@@ -130,10 +133,6 @@ impl Engine {
         *current = Arc::downgrade(&engine);
         log::info!("cuzk engine started: {:?}", engine.config);
         Ok(engine)
-    }
-
-    pub fn config(&self) -> &EngineConfig {
-        &self.config
     }
 
     /// PoRep commit phase 2: what filecoin-ffi's `seal_commit_phase2` does, with timings.
