@@ -7,8 +7,6 @@ void batch_addition<bucket_t>(bucket_t::mem_t ret[], const affine_t::mem_t point
                               uint32_t npoints, const uint32_t bitmap[], bool accumulate,
                               uint32_t sid);
 
-#ifndef __CUDA_ARCH__
-
 static point_t batch_add_on_device(const gpu_t& gpu, const affine_t* points, size_t npoints,
                                    const uint32_t* bitmap)
 {
@@ -41,4 +39,3 @@ static point_t batch_add_on_device(const gpu_t& gpu, const affine_t* points, siz
     return sum;
 }
 
-#endif

@@ -1,6 +1,10 @@
 // cuzk's CUDA backend: one translation unit that includes one file per pipeline stage and
 // exposes them through the thin extern "C" surface of cuzk_gpu.h. No C++ exception leaves
 // this file: an escaping exception would terminate the host process.
+//
+// Host code is deliberately not hidden from the device pass (#ifndef __CUDA_ARCH__): the
+// kernels of sppark's templates (msm_t's breakdown, accumulate, integrate) are instantiated
+// for the device only where host code using them is visible there.
 
 #include <algorithm>
 #include <chrono>
@@ -11,8 +15,6 @@
 
 #include "cuzk_gpu.h"
 #include "bls12_381.cuh"
-
-#ifndef __CUDA_ARCH__
 
 static uint64_t elapsed_ns(std::chrono::steady_clock::time_point start)
 {
@@ -51,13 +53,9 @@ static void check(RustError err)
     throw cuda_error{err.code, text};
 }
 
-#endif
-
 #include "quotient.cuh"
 #include "batch_add.cuh"
 #include "tail_msm.cuh"
-
-#ifndef __CUDA_ARCH__
 
 static void set_message(cuzk_gpu_message* msg, const char* text)
 {
@@ -164,5 +162,3 @@ extern "C" int cuzk_gpu_msm(int index, const void* points, const void* scalars, 
               out);
     });
 }
-
-#endif

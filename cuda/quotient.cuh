@@ -11,8 +11,6 @@ void quotient_pointwise(fr_t* a, const fr_t* b, const fr_t* c, fr_t z_inverse, s
         a[i] = (a[i] * b[i] - c[i]) * z_inverse;
 }
 
-#ifndef __CUDA_ARCH__
-
 class quotient_stage : public NTT {
     // Z(x) = x^n − 1 is g^n − 1 everywhere on the coset g·⟨ω⟩.
     static fr_t z_inverse_on_coset(uint32_t lg_domain)
@@ -69,4 +67,3 @@ public:
     }
 };
 
-#endif

@@ -3,8 +3,6 @@
 // tails of L, A and B_G1 differ by an order of magnitude).
 #pragma once
 
-#ifndef __CUDA_ARCH__
-
 static point_t tail_msm_on_device(const gpu_t& gpu, const affine_t* points,
                                   const scalar_t* canonical_scalars, size_t n)
 {
@@ -17,4 +15,3 @@ static point_t tail_msm_on_device(const gpu_t& gpu, const affine_t* points,
     return out;
 }
 
-#endif
