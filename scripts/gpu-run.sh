@@ -31,12 +31,15 @@ tests)
     grep -E "^test |test result|constraints|porep-2k" "$out/gpu-tests.log"
     carry/cuzk-fixtures seal --sector-size 2KiB --out /tmp/fx --sector 7 >/dev/null 2>&1
     bench c2 --system cuzk --fixture /tmp/fx --params /tmp/cuzk-params --repeat 4
+    # The GPU's 0/1-split cost model against both forced choices, same sector.
+    CUZK_GPU_SPLIT=always bench c2 --system cuzk --fixture /tmp/fx --params /tmp/cuzk-params --repeat 3
+    CUZK_GPU_SPLIT=never bench c2 --system cuzk --fixture /tmp/fx --params /tmp/cuzk-params --repeat 3
     bench c2 --system cuzk-cpu --fixture /tmp/fx --params /tmp/cuzk-params --repeat 2
     bench c2 --system bellperson --fixture /tmp/fx --params /tmp/cuzk-params --repeat 2
     ;;
 circuits)
-    # Each process builds its circuit and key again (2^26: about a minute): the CPU path is
-    # measured at 2^24 only, to stay inside one device command.
+    # Each process builds its circuit, synthesizes it once for its key's shape and proves it;
+    # the CPU path is measured at 2^24 only, to stay inside one device command.
     status=0
     timeout 200 carry/cuzk-bench circuit --system cuzk --log-constraints 24 --repeat 2 >>"$out/bench.jsonl" 2>>"$out/bench.log" || status=1
     timeout 200 carry/cuzk-bench circuit --system cuzk-cpu --log-constraints 24 >>"$out/bench.jsonl" 2>>"$out/bench.log" || status=1

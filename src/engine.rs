@@ -20,7 +20,7 @@ use crate::error::{Error, Result, Status};
 use crate::groth16::{assemble, ProvingKey};
 use crate::keys::KeyStore;
 use crate::porep::{self, SealStatement};
-use crate::synthesis::synthesize;
+use crate::synthesis::{synthesize, SynthesizedCircuit};
 use crate::timings::{nanos, timed, Timings};
 use crate::with_porep_shape;
 
@@ -175,6 +175,11 @@ impl Engine {
         Ok(self.config.param_dir().join(file))
     }
 
+    /// Runs `f` on the engine's worker threads (where its calls run their parallel phases).
+    pub fn install<T: Send>(&self, f: impl FnOnce() -> T + Send) -> T {
+        self.pool.install(f)
+    }
+
     /// The backend proofs run on.
     pub fn backend(&self) -> &dyn Backend {
         self.backend.as_ref()
@@ -206,6 +211,18 @@ pub fn prove_with<C: Circuit<Scalar>>(
         Some(c) if c.is_cancelled() => Error::new(Status::Cancelled, "the call was cancelled during synthesis"),
         _ => Error::from_dependency(Status::InvalidArgument, "circuit synthesis failed", e),
     })?;
+    prove_synthesized(backend, key, synthesized, (r, s), cancel, t)
+}
+
+/// Proves an already synthesized circuit on `backend` with the randomness (r, s).
+pub fn prove_synthesized(
+    backend: &dyn Backend,
+    key: &ProvingKey,
+    synthesized: SynthesizedCircuit,
+    (r, s): (Scalar, Scalar),
+    cancel: Option<&CancelToken>,
+    t: &mut Timings,
+) -> Result<Proof<Bls12>> {
     t.num_constraints = synthesized.num_constraints() as u64;
     t.domain_log2 = Domain::for_len(synthesized.num_constraints()).map_or(0, |d| d.log_size);
     if let Some(c) = cancel {

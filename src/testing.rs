@@ -14,7 +14,7 @@ use rand::{Rng, SeedableRng};
 use rayon::prelude::*;
 
 use crate::backend::cpu::Domain;
-use crate::synthesis::synthesize;
+use crate::synthesis::SynthesizedCircuit;
 
 /// A circuit of `n` multiplication constraints over a witness shaped like PoRep's (mostly 0/1)
 /// or uniformly random, with a few public inputs mixed into the constraints.
@@ -101,13 +101,17 @@ where
     out
 }
 
-/// A proving key of the right shape for `circuit` with random points: GPU and CPU backends
-/// must produce the same MSMs with it, though no proof made with it verifies.
-pub fn synthetic_key(circuit: &RandomCircuit, seed: u64) -> Parameters<Bls12> {
-    let s = synthesize(circuit.clone(), None).unwrap();
-    let m = Domain::for_len(s.num_constraints()).unwrap().size();
-    let b_len = s.b_input_density.count_ones() + s.b_aux_density.count_ones();
-    let g1 = |n: usize, k: u64| Arc::new(random_points::<G1Projective>(n, seed + k));
+/// A proving key of the right shape for a circuit (given synthesized: its sizes and densities)
+/// made of random points: GPU, CPU and bellperson must produce the same proof with it, though
+/// none verifies. The G1 queries are prefixes of one pool of distinct points, so a 2^26 key
+/// costs one pool of points, not five.
+pub fn synthetic_key(shape: &SynthesizedCircuit, seed: u64) -> Parameters<Bls12> {
+    let m = Domain::for_len(shape.num_constraints()).expect("circuit fits the FFT domain").size();
+    let b_len = shape.b_input_density.count_ones() + shape.b_aux_density.count_ones();
+    let a_len = shape.input_assignment.len() + shape.a_aux_density.count_ones();
+    let l_len = shape.aux_assignment.len();
+    let pool = random_points::<G1Projective>([m - 1, l_len, a_len, b_len].into_iter().max().unwrap_or(0), seed);
+    let prefix = |n: usize| Arc::new(pool[..n].to_vec());
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
     let vk = VerifyingKey::<Bls12> {
         alpha_g1: G1Projective::random(&mut rng).to_affine(),
@@ -116,14 +120,14 @@ pub fn synthetic_key(circuit: &RandomCircuit, seed: u64) -> Parameters<Bls12> {
         gamma_g2: G2Projective::random(&mut rng).to_affine(),
         delta_g1: G1Projective::random(&mut rng).to_affine(),
         delta_g2: G2Projective::random(&mut rng).to_affine(),
-        ic: random_points::<G1Projective>(s.input_assignment.len(), seed + 9),
+        ic: random_points::<G1Projective>(shape.input_assignment.len(), seed + 1),
     };
     Parameters {
         vk,
-        h: g1(m - 1, 1),
-        l: g1(s.aux_assignment.len(), 2),
-        a: g1(s.input_assignment.len() + s.a_aux_density.count_ones(), 3),
-        b_g1: g1(b_len, 4),
-        b_g2: Arc::new(random_points::<G2Projective>(b_len, seed + 5)),
+        h: prefix(m - 1),
+        a: prefix(a_len),
+        b_g1: prefix(b_len),
+        l: prefix(l_len),
+        b_g2: Arc::new(random_points::<G2Projective>(b_len, seed + 2)),
     }
 }

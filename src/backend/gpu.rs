@@ -6,21 +6,24 @@
 // name the crate so that it is linked.
 extern crate sppark;
 
+use std::borrow::Cow;
 use std::ffi::{c_char, c_void, CStr};
 use std::sync::Mutex;
+use std::time::Instant;
 
-use blstrs::{Fp, G1Affine, G1Projective};
+use blstrs::{Fp, G1Affine, G1Projective, Scalar};
 use group::prime::PrimeCurveAffine;
 use group::Group;
+use rayon::prelude::*;
 
-use super::cpu::{b_g2_msm, Domain};
+use super::cpu::{b_g2_sum, Domain};
 use super::prep::{ClassifiedScalars, PreparedMsms};
 use super::{Backend, BackendKind};
 use crate::cancel::CancelToken;
 use crate::error::{Error, Result, Status};
 use crate::groth16::{check_key_fits, MsmResults, ProvingKey};
 use crate::synthesis::SynthesizedCircuit;
-use crate::timings::{timed, Timings};
+use crate::timings::{nanos, timed, Timings};
 
 mod sys {
     //! cuda/cuzk_gpu.h
@@ -105,18 +108,25 @@ pub struct GpuBackend {
     /// GPU phases of one device run one call at a time (sppark's batch-addition kernel keeps
     /// per-stream work counters in device memory); waiting for it is the call's queue wait.
     in_use: Mutex<()>,
+    split: SplitPolicy,
 }
 
 impl GpuBackend {
+    /// The backend of `device`, splitting MSMs by the cost model unless CUZK_GPU_SPLIT says
+    /// otherwise.
     pub fn new(device: i32) -> Result<Self> {
+        Self::with_split_policy(device, SplitPolicy::from_env()?)
+    }
+
+    pub fn with_split_policy(device: i32, split: SplitPolicy) -> Result<Self> {
         let mut name = [0 as c_char; 256];
         let mut memory = 0u64;
         // SAFETY: out-pointers to locals of the sizes the C side writes.
         call("querying the CUDA device", |msg| unsafe { sys::cuzk_gpu_device_info(device, name.as_mut_ptr(), &mut memory, msg) })?;
         // SAFETY: NUL-terminated by the C side.
         let name = unsafe { CStr::from_ptr(name.as_ptr()) }.to_string_lossy().into_owned();
-        log::info!("cuzk GPU backend on device {device}: {name}, {} GiB", memory >> 30);
-        Ok(GpuBackend { device, name, in_use: Mutex::new(()) })
+        log::info!("cuzk GPU backend on device {device}: {name}, {} GiB, 0/1 split: {split:?}", memory >> 30);
+        Ok(GpuBackend { device, name, in_use: Mutex::new(()), split })
     }
 
     pub fn name(&self) -> &str {
@@ -131,6 +141,32 @@ impl GpuBackend {
             sys::cuzk_gpu_batch_add(self.device, points.as_ptr() as *const c_void, points.len(), bitmap.as_ptr(), &mut out, msg)
         })?;
         Ok(to_projective(&out))
+    }
+
+    /// H on the device from a, b, c (which are freed as soon as they are on it).
+    fn quotient_msm(&self, key: &ProvingKey, (a, b, c): (Vec<Scalar>, Vec<Scalar>, Vec<Scalar>), lg_domain: u32, t: &mut Timings) -> Result<G1Projective> {
+        let mut h = sys::G1::default();
+        let mut times = sys::HTimes::default();
+        // SAFETY: a, b, c hold n scalars each and key.h the domain size - 1 points (checked by
+        // check_key_fits); all outlive the synchronous call.
+        call("H (NTT + MSM)", |msg| unsafe {
+            sys::cuzk_gpu_quotient_msm(
+                self.device,
+                a.as_ptr() as *const c_void,
+                b.as_ptr() as *const c_void,
+                c.as_ptr() as *const c_void,
+                a.len(),
+                lg_domain,
+                key.h.as_ptr() as *const c_void,
+                &mut h,
+                &mut times,
+                msg,
+            )
+        })?;
+        t.pin_h2d_ns += times.h2d_ns;
+        t.ntt_ns += times.ntt_ns;
+        t.msm_h_ns += times.msm_ns;
+        Ok(to_projective(&h))
     }
 
     fn tail_msm(&self, tail_points: &[G1Affine], classes: &ClassifiedScalars) -> Result<G1Projective> {
@@ -152,7 +188,75 @@ impl GpuBackend {
 
 /// The points of a query whose scalars are full-width, gathered contiguously for the device.
 fn gather_tail(points: &[G1Affine], classes: &ClassifiedScalars) -> Vec<G1Affine> {
-    classes.tail_indices.iter().map(|&i| points[i as usize]).collect()
+    classes.tail_indices.par_iter().map(|&i| points[i as usize]).collect()
+}
+
+/// The device's cost model of the 0/1 split (ns per point, H200, points streamed from host
+/// memory; docs/PERFORMANCE.md): batch addition sends every point of the query to the device
+/// and scans it, whatever its scalar; a point in the tail MSM costs its transfer (point +
+/// scalar) and its bucket additions.
+const BATCH_ADD_NS_PER_QUERY_POINT: f64 = 19.0;
+const TAIL_NS_PER_POINT: f64 = 23.0;
+
+/// How the backend decides the 0/1 split per MSM: by the cost model, or forced
+/// (`CUZK_GPU_SPLIT=always|never`, for measuring the model).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SplitPolicy {
+    CostModel,
+    Always,
+    Never,
+}
+
+impl SplitPolicy {
+    fn from_env() -> Result<Self> {
+        match std::env::var("CUZK_GPU_SPLIT").as_deref() {
+            Err(_) | Ok("") | Ok("auto") => Ok(SplitPolicy::CostModel),
+            Ok("always") => Ok(SplitPolicy::Always),
+            Ok("never") => Ok(SplitPolicy::Never),
+            Ok(other) => Err(Error::invalid(format!("CUZK_GPU_SPLIT={other:?}: expected auto, always or never"))),
+        }
+    }
+
+    /// Whether batch addition of the 1-scalars pays for a query of `npoints`, against adding
+    /// them to the tail MSM.
+    fn split_pays(self, npoints: usize, ones: usize) -> bool {
+        match self {
+            SplitPolicy::Always => true,
+            SplitPolicy::Never => false,
+            SplitPolicy::CostModel => ones as f64 * TAIL_NS_PER_POINT > npoints as f64 * BATCH_ADD_NS_PER_QUERY_POINT,
+        }
+    }
+}
+
+/// One G1 query's MSM as the device computes it: the sum of the bases whose scalar is 1 by
+/// batch addition (when the split pays) plus the tail MSM over the gathered points.
+struct G1Msm<'a> {
+    points: &'a [G1Affine],
+    classes: Cow<'a, ClassifiedScalars>,
+    tail_points: Vec<G1Affine>,
+}
+
+impl<'a> G1Msm<'a> {
+    fn plan(name: &str, points: &'a [G1Affine], classes: &'a ClassifiedScalars, policy: SplitPolicy) -> Self {
+        let mut classes = Cow::Borrowed(classes);
+        if !policy.split_pays(points.len(), classes.ones.len()) {
+            log::debug!("{name}: batch addition of {} 1-scalars does not pay over {} points", classes.ones.len(), points.len());
+            classes.to_mut().fold_ones_into_tail();
+        }
+        let tail_points = gather_tail(points, &classes);
+        G1Msm { points, classes, tail_points }
+    }
+
+    /// Σ sᵢ·Pᵢ on the device, the batch addition timed into `batch_ns` and the tail into
+    /// `tail_ns`.
+    fn run(&self, gpu: &GpuBackend, batch_ns: &mut u64, tail_ns: &mut u64) -> Result<G1Projective> {
+        let ones = if self.classes.ones.is_empty() {
+            G1Projective::identity()
+        } else {
+            timed(batch_ns, || gpu.batch_add(self.points, &self.classes))?
+        };
+        Ok(ones + timed(tail_ns, || gpu.tail_msm(&self.tail_points, &self.classes))?)
+    }
 }
 
 impl Backend for GpuBackend {
@@ -170,50 +274,40 @@ impl Backend for GpuBackend {
         let layout = check_key_fits(key, &circuit, domain.size())?;
         let SynthesizedCircuit { a, b, c, input_assignment, aux_assignment, a_aux_density, b_input_density, b_aux_density } =
             circuit;
+        let policy = self.split;
 
-        let device_turn = timed(&mut t.queue_wait_ns, || self.in_use.lock().unwrap_or_else(|p| p.into_inner()));
-        cancel.check()?;
-        let mut h = sys::G1::default();
-        let mut times = sys::HTimes::default();
-        // SAFETY: a, b, c hold n scalars each and key.h the domain size - 1 points (checked by
-        // check_key_fits); all outlive the synchronous call.
-        call("H (NTT + MSM)", |msg| unsafe {
-            sys::cuzk_gpu_quotient_msm(
-                self.device,
-                a.as_ptr() as *const c_void,
-                b.as_ptr() as *const c_void,
-                c.as_ptr() as *const c_void,
-                a.len(),
-                domain.log_size,
-                key.h.as_ptr() as *const c_void,
-                &mut h,
-                &mut times,
-                msg,
-            )
-        })?;
-        t.pin_h2d_ns += times.h2d_ns;
-        t.ntt_ns += times.ntt_ns;
-        t.msm_h_ns += times.msm_ns;
-        drop((a, b, c));
-        cancel.check()?;
-
-        let (p, tails) = timed(&mut t.prep_msm_ns, || {
-            let p = PreparedMsms::new(&layout, &input_assignment, &aux_assignment, &a_aux_density, &b_input_density, &b_aux_density);
-            let tails = [gather_tail(&key.l, &p.l), gather_tail(&key.a, &p.a), gather_tail(&key.b_g1, &p.b)];
-            (p, tails)
+        let p = timed(&mut t.prep_msm_ns, || {
+            PreparedMsms::new(&layout, &input_assignment, &aux_assignment, &a_aux_density, &b_input_density, &b_aux_density)
+        });
+        let [l, a_q, b_q] = timed(&mut t.prep_msm_ns, || {
+            [G1Msm::plan("L", &key.l, &p.l, policy), G1Msm::plan("A", &key.a, &p.a, policy), G1Msm::plan("B_G1", &key.b_g1, &p.b, policy)]
         });
         drop((input_assignment, aux_assignment));
         cancel.check()?;
 
-        let (l_ones, a_ones, b_g1_ones) = timed(&mut t.batch_add_ns, || -> Result<_> {
-            Ok((self.batch_add(&key.l, &p.l)?, self.batch_add(&key.a, &p.a)?, self.batch_add(&key.b_g1, &p.b)?))
-        })?;
-        let l = l_ones + timed(&mut t.msm_l_ns, || self.tail_msm(&tails[0], &p.l))?;
-        let a = a_ones + timed(&mut t.msm_a_ns, || self.tail_msm(&tails[1], &p.a))?;
-        let b_g1 = b_g1_ones + timed(&mut t.msm_b_g1_ns, || self.tail_msm(&tails[2], &p.b))?;
-        drop(device_turn);
-        cancel.check()?;
-        let b_g2 = b_g2_msm(&key.b_g2, &p.b, t);
-        Ok(MsmResults { h: to_projective(&h), l, a, b_g1, b_g2 })
+        // B_G2 on the CPU cores while the device works (its scalars are B's, split or not).
+        let gpu_phases = |t: &mut Timings| -> Result<(G1Projective, [G1Projective; 3], Instant)> {
+            let device_turn = timed(&mut t.queue_wait_ns, || self.in_use.lock().unwrap_or_else(|p| p.into_inner()));
+            cancel.check()?;
+            let h = self.quotient_msm(key, (a, b, c), domain.log_size, t)?;
+            cancel.check()?;
+            let sums = [
+                l.run(self, &mut t.batch_add_ns, &mut t.msm_l_ns)?,
+                a_q.run(self, &mut t.batch_add_ns, &mut t.msm_a_ns)?,
+                b_q.run(self, &mut t.batch_add_ns, &mut t.msm_b_g1_ns)?,
+            ];
+            drop(device_turn);
+            Ok((h, sums, Instant::now()))
+        };
+        let b_g2_on_cpu = || {
+            let start = Instant::now();
+            let sum = b_g2_sum(&key.b_g2, &p.b);
+            (sum, start.elapsed(), Instant::now())
+        };
+        let (gpu, (b_g2, b_g2_time, b_g2_end)) = rayon::join(|| gpu_phases(t), b_g2_on_cpu);
+        let (h, [l, a, b_g1], gpu_end) = gpu?;
+        t.b_g2_overlapped_ns += nanos(b_g2_time);
+        t.msm_b_g2_ns += nanos(b_g2_end.saturating_duration_since(gpu_end));
+        Ok(MsmResults { h, l, a, b_g1, b_g2 })
     }
 }

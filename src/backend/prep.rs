@@ -9,7 +9,7 @@ use crate::groth16::QueryLayout;
 use crate::synthesis::Density;
 
 /// The scalars of one MSM sorted into the three classes.
-#[derive(Default, Debug, PartialEq, Eq)]
+#[derive(Clone, Default, Debug, PartialEq, Eq)]
 pub struct ClassifiedScalars {
     /// Indices (into the query's points) whose scalar is 1.
     pub ones: Vec<u32>,
@@ -42,6 +42,15 @@ impl ClassifiedScalars {
         let mut out = Self::default();
         out.append(scalars, |_| true, 0);
         out
+    }
+
+    /// Moves the 1-scalars into the tail (as full-width scalars equal to 1): for a backend
+    /// whose batch addition costs a pass over every point of the query, that pass does not pay
+    /// when few scalars are 1. The sum is the same either way.
+    pub fn fold_ones_into_tail(&mut self) {
+        let one = Scalar::ONE.to_repr();
+        self.tail_scalars.extend(std::iter::repeat(one).take(self.ones.len()));
+        self.tail_indices.append(&mut self.ones);
     }
 
     /// One bit per point of a query of `npoints`, set where the scalar is 1 (bit i in word i/32).
@@ -98,5 +107,10 @@ mod tests {
         assert_eq!(classes.tail_scalars, vec![Scalar::from(9u64).to_repr()]);
         let bitmap = classes.ones_bitmap(40);
         assert_eq!(bitmap, vec![0b11 << 10, 0]);
+
+        classes.fold_ones_into_tail();
+        assert!(classes.ones.is_empty());
+        assert_eq!(classes.tail_indices, vec![13, 10, 11]);
+        assert_eq!(classes.tail_scalars, vec![Scalar::from(9u64).to_repr(), Scalar::ONE.to_repr(), Scalar::ONE.to_repr()]);
     }
 }
