@@ -6,7 +6,13 @@ template __global__
 void batch_addition<bucket_t>(bucket_t::mem_t ret[], const affine_t::mem_t points[],
                               uint32_t npoints, const uint32_t bitmap[], bool accumulate,
                               uint32_t sid);
+template __global__
+void batch_addition<g2_bucket_t>(g2_bucket_t::mem_t ret[], const g2_affine_t::mem_t points[],
+                                 uint32_t npoints, const uint32_t bitmap[], bool accumulate,
+                                 uint32_t sid);
 
+// For G1 (point_t, bucket_t, affine_t) and G2 (g2_point_t, ...).
+template<class point_t, class bucket_t, class affine_t>
 static point_t batch_add_on_device(const gpu_t& gpu, const affine_t* points, size_t npoints,
                                    const uint32_t* bitmap)
 {
@@ -24,13 +30,13 @@ static point_t batch_add_on_device(const gpu_t& gpu, const affine_t* points, siz
     std::vector<uint32_t> padded(padded_words, 0);
     std::copy(bitmap, bitmap + words, padded.begin());
 
-    dev_ptr_t<affine_t::mem_t> d_points{npoints};
+    dev_ptr_t<typename affine_t::mem_t> d_points{npoints};
     dev_ptr_t<uint32_t> d_bitmap{padded_words};
-    dev_ptr_t<bucket_t::mem_t> d_buckets{nbuckets};
+    dev_ptr_t<typename bucket_t::mem_t> d_buckets{nbuckets};
     gpu.HtoD(&d_points[0], points, npoints);
     gpu.HtoD(&d_bitmap[0], padded.data(), padded_words);
     gpu.launch_coop(batch_addition<bucket_t>, {sm_count, BATCH_ADD_BLOCK_SIZE},
-                    &d_buckets[0], (const affine_t::mem_t*)&d_points[0], (uint32_t)npoints,
+                    &d_buckets[0], (const typename affine_t::mem_t*)&d_points[0], (uint32_t)npoints,
                     (const uint32_t*)&d_bitmap[0], false, 0u);
     std::vector<bucket_t> buckets(nbuckets);
     gpu.DtoH(&buckets[0], &d_buckets[0], nbuckets);

@@ -109,6 +109,20 @@ static void to_g1(const point_t& p, cuzk_gpu_g1* out)
     std::memcpy(out->x, &affine, sizeof(affine_t));
 }
 
+static void to_g2(const g2_point_t& p, cuzk_gpu_g2* out)
+{
+    std::memset(out, 0, sizeof *out);
+    g2_affine_t affine = p;
+    if (affine.is_inf()) {
+        out->infinity = 1;
+        return;
+    }
+#ifndef __CUDA_ARCH__
+    static_assert(sizeof(g2_affine_t) == sizeof out->x + sizeof out->y, "G2 affine layout");
+#endif
+    std::memcpy(out->x, &affine, sizeof(g2_affine_t));
+}
+
 extern "C" int cuzk_gpu_device_count(int* count, cuzk_gpu_message* msg)
 {
     return guarded(msg, [&] {
@@ -150,7 +164,9 @@ extern "C" int cuzk_gpu_batch_add(int index, const void* points, size_t npoints,
                                   const uint32_t* bitmap, cuzk_gpu_g1* out, cuzk_gpu_message* msg)
 {
     return guarded(msg, [&] {
-        to_g1(batch_add_on_device(selected_device(index), (const affine_t*)points, npoints, bitmap), out);
+        to_g1(batch_add_on_device<point_t, bucket_t>(selected_device(index), (const affine_t*)points,
+                                                     npoints, bitmap),
+              out);
     });
 }
 
@@ -158,7 +174,31 @@ extern "C" int cuzk_gpu_msm(int index, const void* points, const void* scalars, 
                             cuzk_gpu_g1* out, cuzk_gpu_message* msg)
 {
     return guarded(msg, [&] {
-        to_g1(tail_msm_on_device(selected_device(index), (const affine_t*)points, (const scalar_t*)scalars, n),
+        to_g1(tail_msm_on_device<g1_msm_t, point_t>(selected_device(index), (const affine_t*)points,
+                                                    (const scalar_t*)scalars, n),
+              out);
+    });
+}
+
+extern "C" int cuzk_gpu_batch_add_g2(int index, const void* points, size_t npoints,
+                                     const uint32_t* bitmap, cuzk_gpu_g2* out,
+                                     cuzk_gpu_message* msg)
+{
+    return guarded(msg, [&] {
+        to_g2(batch_add_on_device<g2_point_t, g2_bucket_t>(selected_device(index),
+                                                          (const g2_affine_t*)points, npoints,
+                                                          bitmap),
+              out);
+    });
+}
+
+extern "C" int cuzk_gpu_msm_g2(int index, const void* points, const void* scalars, size_t n,
+                               cuzk_gpu_g2* out, cuzk_gpu_message* msg)
+{
+    return guarded(msg, [&] {
+        to_g2(tail_msm_on_device<g2_msm_t, g2_point_t>(selected_device(index),
+                                                       (const g2_affine_t*)points,
+                                                       (const scalar_t*)scalars, n),
               out);
     });
 }

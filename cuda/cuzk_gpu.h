@@ -27,6 +27,15 @@ typedef struct {
     uint32_t padding;
 } cuzk_gpu_g1;
 
+/* A G2 point in affine coordinates (blst_p2_affine layout: x = (x.re, x.im), 6 × u64 each)
+ * plus an infinity flag. */
+typedef struct {
+    uint64_t x[12];
+    uint64_t y[12];
+    uint32_t infinity;
+    uint32_t padding;
+} cuzk_gpu_g2;
+
 /* Device-side durations of the H stage, from CUDA events. */
 typedef struct {
     uint64_t h2d_ns;  /* a, b, c to the device */
@@ -58,6 +67,12 @@ int cuzk_gpu_batch_add(int device, const void *points, size_t npoints, const uin
 /* Σ sᵢ·Pᵢ, scalars in canonical little-endian form (32 bytes each). */
 int cuzk_gpu_msm(int device, const void *points, const void *scalars, size_t n, cuzk_gpu_g1 *out,
                  cuzk_gpu_message *msg);
+
+/* The same two operations in G2 (the B_G2 query). */
+int cuzk_gpu_batch_add_g2(int device, const void *points, size_t npoints, const uint32_t *bitmap,
+                          cuzk_gpu_g2 *out, cuzk_gpu_message *msg);
+int cuzk_gpu_msm_g2(int device, const void *points, const void *scalars, size_t n, cuzk_gpu_g2 *out,
+                    cuzk_gpu_message *msg);
 
 #ifdef __cplusplus
 }

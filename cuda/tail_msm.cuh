@@ -3,6 +3,8 @@
 // tails of L, A and B_G1 differ by an order of magnitude).
 #pragma once
 
+// For G1 (g1_msm_t) and G2 (g2_msm_t).
+template<class msm_type, class point_t, class affine_t>
 static point_t tail_msm_on_device(const gpu_t& gpu, const affine_t* points,
                                   const scalar_t* canonical_scalars, size_t n)
 {
@@ -10,7 +12,7 @@ static point_t tail_msm_on_device(const gpu_t& gpu, const affine_t* points,
     out.inf();
     if (n == 0)
         return out;
-    g1_msm_t msm{nullptr, n, sizeof(affine_t), gpu.id()};
+    msm_type msm{nullptr, n, sizeof(affine_t), gpu.id()};
     check(msm.invoke(out, points, n, canonical_scalars, false));
     return out;
 }

@@ -13,7 +13,8 @@
 #   EC_GPU_CUDA_NVCC_ARGS  ec-gpu-gen's kernels (bellperson/neptune `cuda`, unused by the
 #                          supraseal prover but built anyway): [sm_90 only, to save build time
 #                          and binary size]
-# A full build from scratch takes ~20-30 min on 2 cores (groth16_cuda.cu dominates).
+# From scratch on 2 cores: ~15 min (Rust deps; ec-gpu-gen kernels ~4 min; groth16_cuda.cu
+# ~3 min); afterwards only the peer's own crate is rebuilt (~3 min after a change).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 out="${1:-$root/carry/supraseal-bench}"

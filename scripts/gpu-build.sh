@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds what scripts/gpu-run.sh runs on the GPU machine into carry/ (git-ignored, < 64 MiB):
-# the GPU test target built with CUZK_GPU_TESTS=1, cuzk-fixtures and cuzk-bench, stripped.
+# the GPU test target built with CUZK_GPU_TESTS=1, cuzk-fixtures and cuzk-bench, stripped, and
+# the supraseal-c2 peer (scripts/build-peers.sh).
 # CUZK_CUDA_ARCHS narrows the GPU architectures (default: all of build.rs's list).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -19,5 +20,6 @@ rm -rf carry && mkdir -p carry
 cp "$tests_bin" carry/gpu-tests
 cp target/release/cuzk-fixtures target/release/cuzk-bench carry/
 strip carry/*
+"$root/scripts/build-peers.sh" carry/supraseal-bench >/dev/null
 git rev-parse HEAD >carry/COMMIT
 du -sh carry

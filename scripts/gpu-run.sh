@@ -2,7 +2,8 @@
 # Runs on the GPU machine (which has no cargo), from binaries built here by
 # scripts/gpu-build.sh into carry/; logs and JSON lines go to $OUT.
 #   scripts/gpu-run.sh tests      2KiB params, the GPU test target, the 2KiB C2 benchmark
-#                                 (cuzk GPU, cuzk CPU, bellperson in one run)
+#                                 (cuzk GPU, cuzk CPU, bellperson, supraseal-c2 in one run),
+#                                 the 2^24 circuit on the GPU
 #   scripts/gpu-run.sh circuits   per-phase timings of 2^24 (GPU and CPU) and 2^26 (GPU)
 #                                 PoRep-like circuits with synthetic keys (performance only)
 # device tool: run "scripts/gpu-run.sh tests" with carry ["carry"]
@@ -31,11 +32,14 @@ tests)
     grep -E "^test |test result|constraints|porep-2k" "$out/gpu-tests.log"
     carry/cuzk-fixtures seal --sector-size 2KiB --out /tmp/fx --sector 7 >/dev/null 2>&1
     bench c2 --system cuzk --fixture /tmp/fx --params /tmp/cuzk-params --repeat 4
-    # The GPU's 0/1-split cost model against both forced choices, same sector.
-    CUZK_GPU_SPLIT=always bench c2 --system cuzk --fixture /tmp/fx --params /tmp/cuzk-params --repeat 3
-    CUZK_GPU_SPLIT=never bench c2 --system cuzk --fixture /tmp/fx --params /tmp/cuzk-params --repeat 3
+    # B_G2 on the device (default) against B_G2 on the CPU cores overlapped, same sector.
+    CUZK_GPU_B_G2=cpu bench c2 --system cuzk --fixture /tmp/fx --params /tmp/cuzk-params --repeat 3
     bench c2 --system cuzk-cpu --fixture /tmp/fx --params /tmp/cuzk-params --repeat 2
     bench c2 --system bellperson --fixture /tmp/fx --params /tmp/cuzk-params --repeat 2
+    if [ -x carry/supraseal-bench ]; then
+        carry/supraseal-bench c2 --fixture /tmp/fx --params /tmp/cuzk-params --repeat 3 >>"$out/bench.jsonl" 2>>"$out/bench.log"
+    fi
+    timeout 150 carry/cuzk-bench circuit --system cuzk --log-constraints 24 >>"$out/bench.jsonl" 2>>"$out/bench.log" || status=1
     ;;
 circuits)
     # Each process builds its circuit, synthesizes it once for its key's shape and proves it;

@@ -11,7 +11,7 @@ use std::ffi::{c_char, c_void, CStr};
 use std::sync::Mutex;
 use std::time::Instant;
 
-use blstrs::{Fp, G1Affine, G1Projective, Scalar};
+use blstrs::{Fp, Fp2, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use group::prime::PrimeCurveAffine;
 use group::Group;
 use rayon::prelude::*;
@@ -37,6 +37,15 @@ mod sys {
     pub struct G1 {
         pub x: [u64; 6],
         pub y: [u64; 6],
+        pub infinity: u32,
+        pub padding: u32,
+    }
+
+    #[repr(C)]
+    #[derive(Default)]
+    pub struct G2 {
+        pub x: [u64; 12],
+        pub y: [u64; 12],
         pub infinity: u32,
         pub padding: u32,
     }
@@ -71,6 +80,8 @@ mod sys {
         ) -> c_int;
         pub fn cuzk_gpu_batch_add(device: c_int, points: *const c_void, npoints: usize, bitmap: *const u32, out: *mut G1, msg: *mut Message) -> c_int;
         pub fn cuzk_gpu_msm(device: c_int, points: *const c_void, scalars: *const c_void, n: usize, out: *mut G1, msg: *mut Message) -> c_int;
+        pub fn cuzk_gpu_batch_add_g2(device: c_int, points: *const c_void, npoints: usize, bitmap: *const u32, out: *mut G2, msg: *mut Message) -> c_int;
+        pub fn cuzk_gpu_msm_g2(device: c_int, points: *const c_void, scalars: *const c_void, n: usize, out: *mut G2, msg: *mut Message) -> c_int;
     }
 }
 
@@ -94,6 +105,15 @@ fn to_projective(p: &sys::G1) -> G1Projective {
     G1Affine::from_raw_unchecked(Fp::from_raw_unchecked(p.x), Fp::from_raw_unchecked(p.y), false).to_curve()
 }
 
+fn to_projective_g2(p: &sys::G2) -> G2Projective {
+    if p.infinity != 0 {
+        return G2Projective::identity();
+    }
+    let fp = |limbs: &[u64]| Fp::from_raw_unchecked(limbs.try_into().expect("6 limbs"));
+    let fp2 = |c: &[u64; 12]| Fp2::new(fp(&c[..6]), fp(&c[6..]));
+    G2Affine::from_raw_unchecked(fp2(&p.x), fp2(&p.y), false).to_curve()
+}
+
 /// Number of CUDA devices usable by this process (0 without a driver or device).
 pub fn device_count() -> Result<usize> {
     let mut count = 0;
@@ -109,24 +129,25 @@ pub struct GpuBackend {
     /// per-stream work counters in device memory); waiting for it is the call's queue wait.
     in_use: Mutex<()>,
     split: SplitPolicy,
+    b_g2: BG2Placement,
 }
 
 impl GpuBackend {
     /// The backend of `device`, splitting MSMs by the cost model unless CUZK_GPU_SPLIT says
     /// otherwise.
     pub fn new(device: i32) -> Result<Self> {
-        Self::with_split_policy(device, SplitPolicy::from_env()?)
+        Self::with_policies(device, SplitPolicy::from_env()?, BG2Placement::from_env()?)
     }
 
-    pub fn with_split_policy(device: i32, split: SplitPolicy) -> Result<Self> {
+    pub fn with_policies(device: i32, split: SplitPolicy, b_g2: BG2Placement) -> Result<Self> {
         let mut name = [0 as c_char; 256];
         let mut memory = 0u64;
         // SAFETY: out-pointers to locals of the sizes the C side writes.
         call("querying the CUDA device", |msg| unsafe { sys::cuzk_gpu_device_info(device, name.as_mut_ptr(), &mut memory, msg) })?;
         // SAFETY: NUL-terminated by the C side.
         let name = unsafe { CStr::from_ptr(name.as_ptr()) }.to_string_lossy().into_owned();
-        log::info!("cuzk GPU backend on device {device}: {name}, {} GiB, 0/1 split: {split:?}", memory >> 30);
-        Ok(GpuBackend { device, name, in_use: Mutex::new(()), split })
+        log::info!("cuzk GPU backend on device {device}: {name}, {} GiB, 0/1 split: {split:?}, B_G2: {b_g2:?}", memory >> 30);
+        Ok(GpuBackend { device, name, in_use: Mutex::new(()), split, b_g2 })
     }
 
     pub fn name(&self) -> &str {
@@ -141,6 +162,37 @@ impl GpuBackend {
             sys::cuzk_gpu_batch_add(self.device, points.as_ptr() as *const c_void, points.len(), bitmap.as_ptr(), &mut out, msg)
         })?;
         Ok(to_projective(&out))
+    }
+
+    /// The whole B_G2 MSM on the device: batch addition of the 1-scalars (timed into
+    /// batch_add), then the tail (into msm_b_g2).
+    fn b_g2_msm(&self, points: &[G2Affine], classes: &ClassifiedScalars, t: &mut Timings) -> Result<G2Projective> {
+        let mut ones = sys::G2::default();
+        let start = Instant::now();
+        if !classes.ones.is_empty() {
+            let bitmap = classes.ones_bitmap(points.len());
+            // SAFETY: `points` and `bitmap` (⌈len/32⌉ words) outlive the synchronous call.
+            call("G2 batch addition", |msg| unsafe {
+                sys::cuzk_gpu_batch_add_g2(self.device, points.as_ptr() as *const c_void, points.len(), bitmap.as_ptr(), &mut ones, msg)
+            })?;
+        }
+        t.batch_add_ns += nanos(start.elapsed());
+        let start = Instant::now();
+        let tail_points: Vec<G2Affine> = classes.tail_indices.par_iter().map(|&i| points[i as usize]).collect();
+        let mut tail = sys::G2::default();
+        // SAFETY: as many points as scalars, both alive for the synchronous call.
+        call("G2 tail MSM", |msg| unsafe {
+            sys::cuzk_gpu_msm_g2(
+                self.device,
+                tail_points.as_ptr() as *const c_void,
+                classes.tail_scalars.as_ptr() as *const c_void,
+                tail_points.len(),
+                &mut tail,
+                msg,
+            )
+        })?;
+        t.msm_b_g2_ns += nanos(start.elapsed());
+        Ok(to_projective_g2(&ones) + to_projective_g2(&tail))
     }
 
     /// H on the device from a, b, c (which are freed as soon as they are on it).
@@ -191,12 +243,13 @@ fn gather_tail(points: &[G1Affine], classes: &ClassifiedScalars) -> Vec<G1Affine
     classes.tail_indices.par_iter().map(|&i| points[i as usize]).collect()
 }
 
-/// The device's cost model of the 0/1 split (ns per point, H200, points streamed from host
-/// memory; docs/PERFORMANCE.md): batch addition sends every point of the query to the device
-/// and scans it, whatever its scalar; a point in the tail MSM costs its transfer (point +
-/// scalar) and its bucket additions.
-const BATCH_ADD_NS_PER_QUERY_POINT: f64 = 19.0;
-const TAIL_NS_PER_POINT: f64 = 23.0;
+/// The device's cost model of the 0/1 split, in ns, fitted to the 2KiB PoRep C2 and 2^22
+/// circuits on the H200 with points streamed from host memory (docs/PERFORMANCE.md): batch
+/// addition sends every point of the query to the device and scans it, whatever its scalar;
+/// a 1-scalar left in the tail MSM costs its gather on the host, its transfer, and additions
+/// into the one bucket all 1-scalars share. Splitting pays above ~28 % of 1-scalars.
+const BATCH_ADD_NS_PER_QUERY_POINT: f64 = 12.0;
+const ONE_IN_TAIL_NS: f64 = 42.0;
 
 /// How the backend decides the 0/1 split per MSM: by the cost model, or forced
 /// (`CUZK_GPU_SPLIT=always|never`, for measuring the model).
@@ -223,7 +276,25 @@ impl SplitPolicy {
         match self {
             SplitPolicy::Always => true,
             SplitPolicy::Never => false,
-            SplitPolicy::CostModel => ones as f64 * TAIL_NS_PER_POINT > npoints as f64 * BATCH_ADD_NS_PER_QUERY_POINT,
+            SplitPolicy::CostModel => ones as f64 * ONE_IN_TAIL_NS > npoints as f64 * BATCH_ADD_NS_PER_QUERY_POINT,
+        }
+    }
+}
+
+/// Where B_G2 runs: on the device after the G1 MSMs, or on the CPU cores concurrently with
+/// the device's phases (`CUZK_GPU_B_G2=gpu|cpu`, for measuring both).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BG2Placement {
+    Gpu,
+    CpuOverlapped,
+}
+
+impl BG2Placement {
+    fn from_env() -> Result<Self> {
+        match std::env::var("CUZK_GPU_B_G2").as_deref() {
+            Err(_) | Ok("") | Ok("gpu") => Ok(BG2Placement::Gpu),
+            Ok("cpu") => Ok(BG2Placement::CpuOverlapped),
+            Ok(other) => Err(Error::invalid(format!("CUZK_GPU_B_G2={other:?}: expected gpu or cpu"))),
         }
     }
 }
@@ -285,8 +356,8 @@ impl Backend for GpuBackend {
         drop((input_assignment, aux_assignment));
         cancel.check()?;
 
-        // B_G2 on the CPU cores while the device works (its scalars are B's, split or not).
-        let gpu_phases = |t: &mut Timings| -> Result<(G1Projective, [G1Projective; 3], Instant)> {
+        let b_g2_on_device = self.b_g2 == BG2Placement::Gpu;
+        let gpu_phases = |t: &mut Timings| -> Result<(G1Projective, [G1Projective; 3], Option<G2Projective>, Instant)> {
             let device_turn = timed(&mut t.queue_wait_ns, || self.in_use.lock().unwrap_or_else(|p| p.into_inner()));
             cancel.check()?;
             let h = self.quotient_msm(key, (a, b, c), domain.log_size, t)?;
@@ -296,18 +367,26 @@ impl Backend for GpuBackend {
                 a_q.run(self, &mut t.batch_add_ns, &mut t.msm_a_ns)?,
                 b_q.run(self, &mut t.batch_add_ns, &mut t.msm_b_g1_ns)?,
             ];
+            let b_g2 = if b_g2_on_device { Some(self.b_g2_msm(&key.b_g2, &p.b, t)?) } else { None };
             drop(device_turn);
-            Ok((h, sums, Instant::now()))
+            Ok((h, sums, b_g2, Instant::now()))
         };
-        let b_g2_on_cpu = || {
-            let start = Instant::now();
-            let sum = b_g2_sum(&key.b_g2, &p.b);
-            (sum, start.elapsed(), Instant::now())
+        let (h, [l, a, b_g1], b_g2) = if b_g2_on_device {
+            let (h, sums, b_g2, _) = gpu_phases(t)?;
+            (h, sums, b_g2.expect("computed on the device"))
+        } else {
+            // B_G2 on the CPU cores while the device works (its scalars are B's, split or not).
+            let b_g2_on_cpu = || {
+                let start = Instant::now();
+                let sum = b_g2_sum(&key.b_g2, &p.b);
+                (sum, start.elapsed(), Instant::now())
+            };
+            let (gpu, (b_g2, b_g2_time, b_g2_end)) = rayon::join(|| gpu_phases(t), b_g2_on_cpu);
+            let (h, sums, _, gpu_end) = gpu?;
+            t.b_g2_overlapped_ns += nanos(b_g2_time);
+            t.msm_b_g2_ns += nanos(b_g2_end.saturating_duration_since(gpu_end));
+            (h, sums, b_g2)
         };
-        let (gpu, (b_g2, b_g2_time, b_g2_end)) = rayon::join(|| gpu_phases(t), b_g2_on_cpu);
-        let (h, [l, a, b_g1], gpu_end) = gpu?;
-        t.b_g2_overlapped_ns += nanos(b_g2_time);
-        t.msm_b_g2_ns += nanos(b_g2_end.saturating_duration_since(gpu_end));
         Ok(MsmResults { h, l, a, b_g1, b_g2 })
     }
 }

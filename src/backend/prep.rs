@@ -4,6 +4,7 @@
 
 use blstrs::Scalar;
 use ff::{Field, PrimeField};
+use rayon::prelude::*;
 
 use crate::groth16::QueryLayout;
 use crate::synthesis::Density;
@@ -20,8 +21,34 @@ pub struct ClassifiedScalars {
 
 impl ClassifiedScalars {
     /// Classifies `scalars[i]` for the i that `selected` keeps; the k-th kept scalar belongs to
-    /// point `first_point + k` (the layout of density-filtered A and B queries).
-    fn append(&mut self, scalars: &[Scalar], selected: impl Fn(usize) -> bool, first_point: u32) {
+    /// point `first_point + k` (the layout of density-filtered A and B queries). In parallel:
+    /// each chunk learns its first point from the kept counts of the chunks before it.
+    fn append(&mut self, scalars: &[Scalar], selected: impl Fn(usize) -> bool + Sync, first_point: u32) {
+        const CHUNK: usize = 1 << 16;
+        let kept: Vec<u32> = scalars
+            .par_chunks(CHUNK)
+            .enumerate()
+            .map(|(k, chunk)| (k * CHUNK..k * CHUNK + chunk.len()).filter(|&i| selected(i)).count() as u32)
+            .collect();
+        let firsts: Vec<u32> = kept.iter().scan(first_point, |next, &n| Some(std::mem::replace(next, *next + n))).collect();
+        let parts: Vec<ClassifiedScalars> = scalars
+            .par_chunks(CHUNK)
+            .zip(firsts.par_iter())
+            .enumerate()
+            .map(|(k, (chunk, &first))| {
+                let mut part = ClassifiedScalars::default();
+                part.append_chunk(chunk, |i| selected(k * CHUNK + i), first);
+                part
+            })
+            .collect();
+        for mut part in parts {
+            self.ones.append(&mut part.ones);
+            self.tail_indices.append(&mut part.tail_indices);
+            self.tail_scalars.append(&mut part.tail_scalars);
+        }
+    }
+
+    fn append_chunk(&mut self, scalars: &[Scalar], selected: impl Fn(usize) -> bool, first_point: u32) {
         let mut point = first_point;
         for (i, s) in scalars.iter().enumerate() {
             if !selected(i) {
@@ -83,19 +110,39 @@ impl PreparedMsms {
         b_input_density: &Density,
         b_aux_density: &Density,
     ) -> Self {
-        let mut a = ClassifiedScalars::default();
-        a.append(inputs, |_| true, 0);
-        a.append(aux, |i| a_aux_density.get(i), layout.num_inputs as u32);
-        let mut b = ClassifiedScalars::default();
-        b.append(inputs, |i| b_input_density.get(i), 0);
-        b.append(aux, |i| b_aux_density.get(i), layout.b_inputs as u32);
-        PreparedMsms { l: ClassifiedScalars::all(aux), a, b }
+        let a = || {
+            let mut a = ClassifiedScalars::default();
+            a.append(inputs, |_| true, 0);
+            a.append(aux, |i| a_aux_density.get(i), layout.num_inputs as u32);
+            a
+        };
+        let b = || {
+            let mut b = ClassifiedScalars::default();
+            b.append(inputs, |i| b_input_density.get(i), 0);
+            b.append(aux, |i| b_aux_density.get(i), layout.b_inputs as u32);
+            b
+        };
+        let (l, (a, b)) = rayon::join(|| ClassifiedScalars::all(aux), || rayon::join(a, b));
+        PreparedMsms { l, a, b }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parallel_chunks_classify_like_one_pass() {
+        let values = [Scalar::ZERO, Scalar::ONE, Scalar::from(7u64), -Scalar::ONE];
+        let scalars: Vec<Scalar> = (0..3 * (1 << 16) + 5).map(|i: usize| values[(i * 7919) % 4]).collect();
+        let selected = |i: usize| i % 3 != 1;
+        let mut parallel = ClassifiedScalars::default();
+        parallel.append(&scalars, selected, 40);
+        let mut sequential = ClassifiedScalars::default();
+        sequential.append_chunk(&scalars, selected, 40);
+        assert_eq!(parallel, sequential);
+        assert!(!parallel.ones.is_empty() && !parallel.tail_indices.is_empty());
+    }
 
     #[test]
     fn selected_scalars_map_to_consecutive_points_after_the_first() {
