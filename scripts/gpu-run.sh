@@ -32,8 +32,9 @@ tests)
     grep -E "^test |test result|constraints|porep-2k" "$out/gpu-tests.log"
     carry/cuzk-fixtures seal --sector-size 2KiB --out /tmp/fx --sector 7 >/dev/null 2>&1
     bench c2 --system cuzk --fixture /tmp/fx --params /tmp/cuzk-params --repeat 4
-    # B_G2 on the device (default) against B_G2 on the CPU cores overlapped, same sector.
-    CUZK_GPU_B_G2=cpu bench c2 --system cuzk --fixture /tmp/fx --params /tmp/cuzk-params --repeat 3
+    # The GPU's 0/1-split cost model against both forced choices, same sector.
+    CUZK_GPU_SPLIT=always bench c2 --system cuzk --fixture /tmp/fx --params /tmp/cuzk-params --repeat 3
+    CUZK_GPU_SPLIT=never bench c2 --system cuzk --fixture /tmp/fx --params /tmp/cuzk-params --repeat 3
     bench c2 --system cuzk-cpu --fixture /tmp/fx --params /tmp/cuzk-params --repeat 2
     bench c2 --system bellperson --fixture /tmp/fx --params /tmp/cuzk-params --repeat 2
     if [ -x carry/supraseal-bench ]; then

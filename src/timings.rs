@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 /// Version of the `cuzk_timings` layout this library writes.
-pub const CUZK_TIMINGS_VERSION: u32 = 2;
+pub const CUZK_TIMINGS_VERSION: u32 = 1;
 
 /// Which kind of backend ran a proof (the `backend` field of `cuzk_timings`).
 #[repr(u32)]
@@ -16,9 +16,8 @@ pub enum BackendKind {
     Gpu = 2,
 }
 
-/// Per-phase timings of one call in nanoseconds (`cuzk_timings`). The phases up to
-/// `verify_ns` never overlap, so their sum is at most `total_ns`; phases a backend does not
-/// have are 0. Work that runs concurrently with them is reported after them (version ≥ 2).
+/// Per-phase timings of one call in nanoseconds (`cuzk_timings`). Phases never overlap, so
+/// their sum is at most `total_ns`; phases a backend does not have are 0.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Timings {
@@ -55,7 +54,7 @@ pub struct Timings {
     /// The 7 NTTs and the pointwise steps of H.
     pub ntt_ns: u64,
     pub msm_h_ns: u64,
-    /// Additions of the bases whose scalar is 1 (L, A, B_G1, and B_G2's unless it overlapped).
+    /// Additions of the bases whose scalar is 1 (L, A, B_G1, B_G2 together).
     pub batch_add_ns: u64,
     pub msm_l_ns: u64,
     pub msm_a_ns: u64,
@@ -65,10 +64,6 @@ pub struct Timings {
     pub assembly_ns: u64,
     /// Verifying the proof before returning it (0 when self-verify is off).
     pub verify_ns: u64,
-    /// Version ≥ 2. The whole B_G2 MSM (its 1-scalars and its tail) when it ran on the CPU
-    /// cores concurrently with the GPU phases: not part of the phase sum. `msm_b_g2_ns` is then
-    /// only the time the call still waited for it after the GPU phases ended.
-    pub b_g2_overlapped_ns: u64,
 }
 
 impl Timings {

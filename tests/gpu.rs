@@ -11,7 +11,7 @@ use std::time::Instant;
 use bellperson::groth16::{create_proof_batch, generate_random_parameters, prepare_verifying_key, verify_proof, Parameters};
 use blstrs::{Bls12, Scalar};
 use common::fixture;
-use cuzk::backend::gpu::{BG2Placement, GpuBackend, SplitPolicy};
+use cuzk::backend::gpu::{GpuBackend, SplitPolicy};
 use cuzk::backend::BackendKind;
 use cuzk::engine::{prove_with, Engine, EngineConfig, ProveOptions};
 use cuzk::error::Status;
@@ -60,20 +60,19 @@ fn check_gpu_equals_bellperson(constraints: usize, bit_heavy: bool, key_kind: Ke
     let expected = proof_bytes(&create_proof_batch(vec![circuit.clone()], &params, vec![r], vec![s]).unwrap().remove(0));
     let bellperson_s = start.elapsed().as_secs_f64();
     let what = format!("{constraints} constraints, bit_heavy {bit_heavy}, {key_kind:?} key, seed {seed}");
-    let variants = [(SplitPolicy::Always, BG2Placement::Gpu), (SplitPolicy::Never, BG2Placement::CpuOverlapped)];
-    for (policy, b_g2_placement) in variants {
-        let gpu = GpuBackend::with_policies(0, policy, b_g2_placement).expect("CUZK_GPU_TESTS=1 but no usable CUDA device");
+    for policy in [SplitPolicy::Always, SplitPolicy::Never] {
+        let gpu = GpuBackend::with_split_policy(0, policy).expect("CUZK_GPU_TESTS=1 but no usable CUDA device");
         let mut t = Timings::new();
         let ours = prove_with(&gpu, &params, circuit.clone(), (r, s), None, &mut t).expect("GPU proof");
-        assert_eq!(proof_bytes(&ours), expected, "{what}, split {policy:?}, B_G2 {b_g2_placement:?}: the GPU proof differs from bellperson's");
+        assert_eq!(proof_bytes(&ours), expected, "{what}, split {policy:?}: the GPU proof differs from bellperson's");
         if key_kind == Key::Setup {
             assert!(verify_proof(&prepare_verifying_key(&params.vk), &ours, &circuit.inputs).unwrap(), "{what}: GPU proof does not verify");
         }
         let s = |ns: u64| ns as f64 / 1e9;
         eprintln!(
-            "{constraints:>8} constraints bit_heavy={bit_heavy:<5} {key_kind:?} key ({key_s:.1} s) split={policy:?} B_G2={b_g2_placement:?}: bellperson {bellperson_s:.3} s | GPU synthesis {:.3}, prep {:.3}, h2d {:.3}, ntt {:.3}, msm_h {:.3}, batch_add {:.3}, tails {:.3}, b_g2 {:.3} (overlapped {:.3}) s",
+            "{constraints:>8} constraints bit_heavy={bit_heavy:<5} {key_kind:?} key ({key_s:.1} s) split={policy:?}: bellperson {bellperson_s:.3} s | GPU synthesis {:.3}, prep {:.3}, h2d {:.3}, ntt {:.3}, msm_h {:.3}, batch_add {:.3}, tails {:.3}, b_g2 {:.3} s",
             s(t.synthesis_ns), s(t.prep_msm_ns), s(t.pin_h2d_ns), s(t.ntt_ns), s(t.msm_h_ns), s(t.batch_add_ns),
-            s(t.msm_l_ns + t.msm_a_ns + t.msm_b_g1_ns), s(t.msm_b_g2_ns), s(t.b_g2_overlapped_ns),
+            s(t.msm_l_ns + t.msm_a_ns + t.msm_b_g1_ns), s(t.msm_b_g2_ns),
         );
     }
 }
@@ -131,9 +130,7 @@ fn porep_2k_gpu_proof_equals_bellperson_and_verifies() {
     }
     assert!(t.srs_load_ns == 0, "the key stays resident: no load on the second call");
     assert!(parts <= t.total_ns && parts * 100 >= t.total_ns * 98, "phases {parts} ns vs total {} ns", t.total_ns);
-    eprintln!("porep-2k GPU b_g2 (overlapped, not in the sum) {:>9.3} ms", t.b_g2_overlapped_ns as f64 / 1e6);
-    let b_g2 = t.msm_b_g2_ns + t.b_g2_overlapped_ns;
-    for (name, ns) in [("pin_h2d", t.pin_h2d_ns), ("ntt", t.ntt_ns), ("msm_h", t.msm_h_ns), ("batch_add", t.batch_add_ns), ("msm_l", t.msm_l_ns), ("b_g2", b_g2)] {
+    for (name, ns) in [("pin_h2d", t.pin_h2d_ns), ("ntt", t.ntt_ns), ("msm_h", t.msm_h_ns), ("batch_add", t.batch_add_ns), ("msm_l", t.msm_l_ns), ("msm_b_g2", t.msm_b_g2_ns)] {
         assert!(ns > 0, "{name} not measured on the GPU path");
     }
 }

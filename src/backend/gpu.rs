@@ -16,7 +16,7 @@ use group::prime::PrimeCurveAffine;
 use group::Group;
 use rayon::prelude::*;
 
-use super::cpu::{b_g2_sum, Domain};
+use super::cpu::Domain;
 use super::prep::{ClassifiedScalars, PreparedMsms};
 use super::{Backend, BackendKind};
 use crate::cancel::CancelToken;
@@ -129,25 +129,24 @@ pub struct GpuBackend {
     /// per-stream work counters in device memory); waiting for it is the call's queue wait.
     in_use: Mutex<()>,
     split: SplitPolicy,
-    b_g2: BG2Placement,
 }
 
 impl GpuBackend {
     /// The backend of `device`, splitting MSMs by the cost model unless CUZK_GPU_SPLIT says
     /// otherwise.
     pub fn new(device: i32) -> Result<Self> {
-        Self::with_policies(device, SplitPolicy::from_env()?, BG2Placement::from_env()?)
+        Self::with_split_policy(device, SplitPolicy::from_env()?)
     }
 
-    pub fn with_policies(device: i32, split: SplitPolicy, b_g2: BG2Placement) -> Result<Self> {
+    pub fn with_split_policy(device: i32, split: SplitPolicy) -> Result<Self> {
         let mut name = [0 as c_char; 256];
         let mut memory = 0u64;
         // SAFETY: out-pointers to locals of the sizes the C side writes.
         call("querying the CUDA device", |msg| unsafe { sys::cuzk_gpu_device_info(device, name.as_mut_ptr(), &mut memory, msg) })?;
         // SAFETY: NUL-terminated by the C side.
         let name = unsafe { CStr::from_ptr(name.as_ptr()) }.to_string_lossy().into_owned();
-        log::info!("cuzk GPU backend on device {device}: {name}, {} GiB, 0/1 split: {split:?}, B_G2: {b_g2:?}", memory >> 30);
-        Ok(GpuBackend { device, name, in_use: Mutex::new(()), split, b_g2 })
+        log::info!("cuzk GPU backend on device {device}: {name}, {} GiB, 0/1 split: {split:?}", memory >> 30);
+        Ok(GpuBackend { device, name, in_use: Mutex::new(()), split })
     }
 
     pub fn name(&self) -> &str {
@@ -279,23 +278,16 @@ impl SplitPolicy {
             SplitPolicy::CostModel => ones as f64 * ONE_IN_TAIL_NS > npoints as f64 * BATCH_ADD_NS_PER_QUERY_POINT,
         }
     }
-}
 
-/// Where B_G2 runs: on the device after the G1 MSMs, or on the CPU cores concurrently with
-/// the device's phases (`CUZK_GPU_B_G2=gpu|cpu`, for measuring both).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum BG2Placement {
-    Gpu,
-    CpuOverlapped,
-}
-
-impl BG2Placement {
-    fn from_env() -> Result<Self> {
-        match std::env::var("CUZK_GPU_B_G2").as_deref() {
-            Err(_) | Ok("") | Ok("gpu") => Ok(BG2Placement::Gpu),
-            Ok("cpu") => Ok(BG2Placement::CpuOverlapped),
-            Ok(other) => Err(Error::invalid(format!("CUZK_GPU_B_G2={other:?}: expected gpu or cpu"))),
+    /// The classes the device uses for a query of `npoints`: as they are, or with the 1-scalars
+    /// moved into the tail when their batch addition does not pay.
+    fn apply<'a>(self, name: &str, npoints: usize, classes: &'a ClassifiedScalars) -> Cow<'a, ClassifiedScalars> {
+        let mut classes = Cow::Borrowed(classes);
+        if !self.split_pays(npoints, classes.ones.len()) {
+            log::debug!("{name}: batch addition of {} 1-scalars does not pay over {npoints} points", classes.ones.len());
+            classes.to_mut().fold_ones_into_tail();
         }
+        classes
     }
 }
 
@@ -309,11 +301,7 @@ struct G1Msm<'a> {
 
 impl<'a> G1Msm<'a> {
     fn plan(name: &str, points: &'a [G1Affine], classes: &'a ClassifiedScalars, policy: SplitPolicy) -> Self {
-        let mut classes = Cow::Borrowed(classes);
-        if !policy.split_pays(points.len(), classes.ones.len()) {
-            log::debug!("{name}: batch addition of {} 1-scalars does not pay over {} points", classes.ones.len(), points.len());
-            classes.to_mut().fold_ones_into_tail();
-        }
+        let classes = policy.apply(name, points.len(), classes);
         let tail_points = gather_tail(points, &classes);
         G1Msm { points, classes, tail_points }
     }
@@ -350,43 +338,24 @@ impl Backend for GpuBackend {
         let p = timed(&mut t.prep_msm_ns, || {
             PreparedMsms::new(&layout, &input_assignment, &aux_assignment, &a_aux_density, &b_input_density, &b_aux_density)
         });
-        let [l, a_q, b_q] = timed(&mut t.prep_msm_ns, || {
-            [G1Msm::plan("L", &key.l, &p.l, policy), G1Msm::plan("A", &key.a, &p.a, policy), G1Msm::plan("B_G1", &key.b_g1, &p.b, policy)]
+        let ([l, a_q, b_q], b_g2_classes) = timed(&mut t.prep_msm_ns, || {
+            let g1 = [G1Msm::plan("L", &key.l, &p.l, policy), G1Msm::plan("A", &key.a, &p.a, policy), G1Msm::plan("B_G1", &key.b_g1, &p.b, policy)];
+            (g1, policy.apply("B_G2", key.b_g2.len(), &p.b))
         });
         drop((input_assignment, aux_assignment));
         cancel.check()?;
 
-        let b_g2_on_device = self.b_g2 == BG2Placement::Gpu;
-        let gpu_phases = |t: &mut Timings| -> Result<(G1Projective, [G1Projective; 3], Option<G2Projective>, Instant)> {
-            let device_turn = timed(&mut t.queue_wait_ns, || self.in_use.lock().unwrap_or_else(|p| p.into_inner()));
-            cancel.check()?;
-            let h = self.quotient_msm(key, (a, b, c), domain.log_size, t)?;
-            cancel.check()?;
-            let sums = [
-                l.run(self, &mut t.batch_add_ns, &mut t.msm_l_ns)?,
-                a_q.run(self, &mut t.batch_add_ns, &mut t.msm_a_ns)?,
-                b_q.run(self, &mut t.batch_add_ns, &mut t.msm_b_g1_ns)?,
-            ];
-            let b_g2 = if b_g2_on_device { Some(self.b_g2_msm(&key.b_g2, &p.b, t)?) } else { None };
-            drop(device_turn);
-            Ok((h, sums, b_g2, Instant::now()))
-        };
-        let (h, [l, a, b_g1], b_g2) = if b_g2_on_device {
-            let (h, sums, b_g2, _) = gpu_phases(t)?;
-            (h, sums, b_g2.expect("computed on the device"))
-        } else {
-            // B_G2 on the CPU cores while the device works (its scalars are B's, split or not).
-            let b_g2_on_cpu = || {
-                let start = Instant::now();
-                let sum = b_g2_sum(&key.b_g2, &p.b);
-                (sum, start.elapsed(), Instant::now())
-            };
-            let (gpu, (b_g2, b_g2_time, b_g2_end)) = rayon::join(|| gpu_phases(t), b_g2_on_cpu);
-            let (h, sums, _, gpu_end) = gpu?;
-            t.b_g2_overlapped_ns += nanos(b_g2_time);
-            t.msm_b_g2_ns += nanos(b_g2_end.saturating_duration_since(gpu_end));
-            (h, sums, b_g2)
-        };
+        let device_turn = timed(&mut t.queue_wait_ns, || self.in_use.lock().unwrap_or_else(|p| p.into_inner()));
+        cancel.check()?;
+        let h = self.quotient_msm(key, (a, b, c), domain.log_size, t)?;
+        cancel.check()?;
+        let l = l.run(self, &mut t.batch_add_ns, &mut t.msm_l_ns)?;
+        let a = a_q.run(self, &mut t.batch_add_ns, &mut t.msm_a_ns)?;
+        let b_g1 = b_q.run(self, &mut t.batch_add_ns, &mut t.msm_b_g1_ns)?;
+        // On the device, not on the CPU cores beside it: measured faster at every size
+        // (docs/PERFORMANCE.md).
+        let b_g2 = self.b_g2_msm(&key.b_g2, &b_g2_classes, t)?;
+        drop(device_turn);
         Ok(MsmResults { h, l, a, b_g1, b_g2 })
     }
 }

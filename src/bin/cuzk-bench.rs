@@ -93,21 +93,17 @@ fn timing_fields(t: &Timings) -> String {
     let backend = if t.backend == BackendKind::Gpu as u32 { "gpu" } else { "cpu" };
     let mut fields = vec![format!("\"backend\":\"{backend}\""), format!("\"log_domain\":{}", t.domain_log2)];
     fields.extend(t.phases().iter().map(|(name, ns)| format!("\"{name}_s\":{:.4}", *ns as f64 / 1e9)));
-    fields.push(format!("\"b_g2_overlapped_s\":{:.4}", t.b_g2_overlapped_ns as f64 / 1e9));
     fields.join(",")
 }
 
 fn report(args: &Args, label: &str, run: usize, wall: f64, fields: &str) {
     let rss = peak_rss_mib();
     let threads = rayon::current_num_threads();
-    // Forced GPU choices (CUZK_GPU_SPLIT, CUZK_GPU_B_G2: for measuring them) are part of the name.
-    let mut system = args.system.clone();
-    for (var, name) in [("CUZK_GPU_SPLIT", "split"), ("CUZK_GPU_B_G2", "b_g2")] {
-        match std::env::var(var) {
-            Ok(value) if !value.is_empty() && args.system == "cuzk" => system += &format!("[{name}={value}]"),
-            _ => {}
-        }
-    }
+    // A forced 0/1 split (CUZK_GPU_SPLIT, for measuring the GPU's cost model) is part of the name.
+    let system = match std::env::var("CUZK_GPU_SPLIT") {
+        Ok(split) if !split.is_empty() && args.system == "cuzk" => format!("cuzk[split={split}]"),
+        _ => args.system.clone(),
+    };
     eprintln!("{system:<11} {label} run {run}: wall {wall:8.3} s  peak RSS {rss:8.0} MiB  ({threads} threads)");
     let sep = if fields.is_empty() { "" } else { "," };
     println!(

@@ -4,8 +4,6 @@
 mod msm;
 mod ntt;
 
-use blstrs::{G2Affine, G2Projective};
-
 use self::msm::{pippenger, sum_points, MixedAdd};
 use super::prep::{ClassifiedScalars, PreparedMsms};
 use super::{Backend, BackendKind};
@@ -59,12 +57,6 @@ impl Backend for CpuBackend {
         let b_g2 = b_g2_ones + timed(&mut t.msm_b_g2_ns, || tail_msm(&key.b_g2, &p.b));
         Ok(MsmResults { h, l, a, b_g1, b_g2 })
     }
-}
-
-/// The whole B_G2 MSM on the CPU cores: batch addition of the 1-scalars, then the tail (for a
-/// backend that runs it beside its own phases).
-pub(crate) fn b_g2_sum(points: &[G2Affine], classes: &ClassifiedScalars) -> G2Projective {
-    sum_points(points, &classes.ones) + tail_msm(points, classes)
 }
 
 pub(crate) fn tail_msm<G: MixedAdd>(points: &[G], classes: &ClassifiedScalars) -> G::Curve {
