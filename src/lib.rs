@@ -16,3 +16,4 @@ pub mod porep;
 pub mod synthesis;
 pub mod testing;
 pub mod timings;
+pub mod workloads;

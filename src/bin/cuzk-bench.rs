@@ -3,9 +3,13 @@
 //!
 //!   cuzk-bench c2 --system cuzk|cuzk-cpu|bellperson --fixture DIR --params DIR [--repeat N]
 //!       PoRep C2 of a fixture made by `cuzk-fixtures seal`.
-//!   cuzk-bench circuit --system cuzk|cuzk-cpu --log-constraints K [--witness porep|uniform] [--repeat N]
-//!       a random circuit of 2^K constraints with a synthetic key: PERFORMANCE ONLY (its proofs
-//!       cannot verify), for sizes no test parameters exist for.
+//!   cuzk-bench circuit --system cuzk|cuzk-cpu --log-constraints K [--witness porep|uniform|sha]
+//!                      [--write-key FILE] [--repeat N]
+//!       a circuit of 2^K constraints with a synthetic key: PERFORMANCE ONLY (its proofs cannot
+//!       verify), for sizes no test parameters exist for. porep|uniform: a random circuit whose
+//!       witness is PoRep-like (mostly 0/1) or uniform; sha: the SHA-256 chain of
+//!       src/workloads/sha_chain.rs, also proven by the peers under bench/peers/, which read the
+//!       key that --write-key saves (bellperson's params format).
 //!
 //! `cuzk` uses the GPU when one is usable (else the CPU), `cuzk-cpu` always the CPU backend.
 //! `bellperson` is filecoin-proofs-api's own `seal_commit_phase2` (bellperson's CPU prover,
@@ -24,6 +28,9 @@ use cuzk::engine::{prove_synthesized, Engine, EngineConfig, ProveOptions};
 use cuzk::synthesis::synthesize;
 use cuzk::fixtures::SealedSector;
 use cuzk::testing::{synthetic_key, RandomCircuit};
+use cuzk::workloads::sha_chain::ShaChain;
+use bellperson::Circuit;
+use std::io::Write;
 use cuzk::timings::Timings;
 use ff::Field;
 use rand::SeedableRng;
@@ -35,10 +42,11 @@ struct Args {
     params: Option<PathBuf>,
     log_constraints: u32,
     witness: String,
+    write_key: Option<PathBuf>,
     repeat: usize,
 }
 
-const USAGE: &str = "usage: cuzk-bench c2 --system cuzk|cuzk-cpu|bellperson --fixture DIR --params DIR [--repeat N]\n       cuzk-bench circuit --system cuzk|cuzk-cpu --log-constraints K [--witness porep|uniform] [--repeat N]";
+const USAGE: &str = "usage: cuzk-bench c2 --system cuzk|cuzk-cpu|bellperson --fixture DIR --params DIR [--repeat N]\n       cuzk-bench circuit --system cuzk|cuzk-cpu --log-constraints K [--witness porep|uniform|sha] [--write-key FILE] [--repeat N]";
 
 fn parse_args() -> Result<Args> {
     let mut argv = std::env::args().skip(1);
@@ -53,6 +61,7 @@ fn parse_args() -> Result<Args> {
         params: None,
         log_constraints: 20,
         witness: "porep".into(),
+        write_key: None,
         repeat: 1,
     };
     while let Some(flag) = argv.next() {
@@ -63,6 +72,7 @@ fn parse_args() -> Result<Args> {
             "--params" => args.params = Some(PathBuf::from(value)),
             "--log-constraints" => args.log_constraints = value.parse().context("--log-constraints")?,
             "--witness" => args.witness = value,
+            "--write-key" => args.write_key = Some(PathBuf::from(value)),
             "--repeat" => args.repeat = value.parse().context("--repeat")?,
             _ => bail!("unknown flag {flag}\n{USAGE}"),
         }
@@ -140,17 +150,25 @@ fn run_c2(args: &Args) -> Result<()> {
 }
 
 fn run_circuit(args: &Args) -> Result<()> {
-    let bit_heavy = match args.witness.as_str() {
-        "porep" => true,
-        "uniform" => false,
-        other => bail!("unknown --witness {other:?} (porep, uniform)"),
-    };
     let constraints = (1usize << args.log_constraints) - 64; // room for the input constraints
-    let label = format!("circuit-2^{}-{} (synthetic key, performance only)", args.log_constraints, args.witness);
     let start = Instant::now();
     let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(u64::from(args.log_constraints));
-    let circuit = RandomCircuit::new(&mut rng, constraints, bit_heavy);
-    let made = start.elapsed().as_secs_f64();
+    match args.witness.as_str() {
+        "porep" | "uniform" => {
+            let label = format!("circuit-2^{}-{} (synthetic key, performance only)", args.log_constraints, args.witness);
+            bench_circuit(args, &label, RandomCircuit::new(&mut rng, constraints, args.witness == "porep"), start)
+        }
+        // The label and circuit (seed 1) the peers use for the same workload.
+        "sha" => {
+            let label = format!("sha-2^{} (synthetic key, performance only)", args.log_constraints);
+            bench_circuit(args, &label, ShaChain::with_constraints(constraints, 1), start)
+        }
+        other => bail!("unknown --witness {other:?} (porep, uniform, sha)"),
+    }
+}
+
+fn bench_circuit<C: Circuit<Scalar> + Clone + Send + Sync>(args: &Args, label: &str, circuit: C, made_since: Instant) -> Result<()> {
+    let made = made_since.elapsed().as_secs_f64();
     // The first run's synthesis also gives the key its shape: at 2^26 a synthesis is a minute.
     let engine = engine(args)?;
     let start = Instant::now();
@@ -158,6 +176,12 @@ fn run_circuit(args: &Args) -> Result<()> {
     let synthesis_ns = cuzk::timings::nanos(start.elapsed());
     let key = synthetic_key(&synthesized, 7);
     eprintln!("{label}: circuit made in {made:.1} s, synthetic key in {:.1} s", start.elapsed().as_secs_f64() - synthesis_ns as f64 / 1e9);
+    if let Some(path) = &args.write_key {
+        let start = Instant::now();
+        let mut file = std::io::BufWriter::new(std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?);
+        key.write(&mut file).and_then(|()| file.flush()).with_context(|| format!("writing {}", path.display()))?;
+        eprintln!("{label}: key written to {} in {:.1} s", path.display(), start.elapsed().as_secs_f64());
+    }
     let mut first = Some((synthesized, synthesis_ns));
     for run in 0..args.repeat {
         let mut t = Timings::new();
