@@ -97,7 +97,9 @@ static const gpu_t& selected_device(int index)
     return gpu;
 }
 
-static void to_g1(const point_t& p, cuzk_gpu_g1* out)
+// Writes p in affine coordinates into a cuzk_gpu_g1 (G1) or cuzk_gpu_g2 (G2).
+template<class affine_t, class point_t, class out_t>
+static void to_affine_out(const point_t& p, out_t* out)
 {
     std::memset(out, 0, sizeof *out);
     affine_t affine = p;
@@ -105,23 +107,14 @@ static void to_g1(const point_t& p, cuzk_gpu_g1* out)
         out->infinity = 1;
         return;
     }
+#ifndef __CUDA_ARCH__ // on the device an Fp2 element is spread over two threads
     static_assert(sizeof(affine_t) == sizeof out->x + sizeof out->y, "affine layout");
+#endif
     std::memcpy(out->x, &affine, sizeof(affine_t));
 }
 
-static void to_g2(const g2_point_t& p, cuzk_gpu_g2* out)
-{
-    std::memset(out, 0, sizeof *out);
-    g2_affine_t affine = p;
-    if (affine.is_inf()) {
-        out->infinity = 1;
-        return;
-    }
-#ifndef __CUDA_ARCH__
-    static_assert(sizeof(g2_affine_t) == sizeof out->x + sizeof out->y, "G2 affine layout");
-#endif
-    std::memcpy(out->x, &affine, sizeof(g2_affine_t));
-}
+static void to_g1(const point_t& p, cuzk_gpu_g1* out) { to_affine_out<affine_t>(p, out); }
+static void to_g2(const g2_point_t& p, cuzk_gpu_g2* out) { to_affine_out<g2_affine_t>(p, out); }
 
 extern "C" int cuzk_gpu_device_count(int* count, cuzk_gpu_message* msg)
 {
