@@ -13,6 +13,7 @@ pub mod fixtures;
 pub mod groth16;
 pub mod keys;
 pub mod porep;
+pub mod r1cs;
 pub mod synthesis;
 pub mod testing;
 pub mod timings;

@@ -11,7 +11,7 @@ use ff::Field;
 use crate::cancel::CancelToken;
 
 /// Synthesis looks at the cancel token once per this many allocations.
-const CANCEL_CHECK_INTERVAL: usize = 1 << 14;
+pub(crate) const CANCEL_CHECK_INTERVAL: usize = 1 << 14;
 
 /// One bit per variable: does the variable occur (with a non-zero coefficient) in a query?
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

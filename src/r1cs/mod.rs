@@ -1,0 +1,13 @@
+//! Synthesis split in two (issue 7): the circuit's R1CS matrices are extracted once per circuit
+//! shape ([`CircuitShape::extract`]); each proof then runs only a witness-only synthesis
+//! ([`synthesize_witness`]) and computes a = A·z, b = B·z, c = C·z as sparse matrix–vector
+//! products ([`CircuitShape::synthesized`]). The result equals [`crate::synthesis::synthesize`]'s
+//! value for value, densities included, so it feeds the backends unchanged.
+
+mod matrix;
+mod shape;
+mod witness;
+
+pub use matrix::{Assignment, SparseMatrix, MINUS_ONE, ONE};
+pub use shape::{CircuitShape, CoefficientStats};
+pub use witness::{synthesize_witness, Witness, WitnessCs};

@@ -1,0 +1,348 @@
+//! The R1CS of a circuit — its matrices A, B, C and the A/B densities — extracted once per
+//! circuit shape, and evaluated at a witness to give exactly what [`synthesize`] gives.
+//!
+//! [`synthesize`]: crate::synthesis::synthesize
+
+use std::collections::HashMap;
+
+use bellperson::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
+use blstrs::Scalar;
+use ff::{Field, PrimeField};
+use rayon::prelude::*;
+
+use super::matrix::{Assignment, SparseMatrix, MINUS_ONE, ONE};
+use super::witness::Witness;
+use crate::error::{self, Error, Status};
+use crate::synthesis::{Density, SynthesizedCircuit};
+
+/// Rows per rayon task when evaluating: ~100 µs of work at PoRep's ~5.5 entries per row, so
+/// that scheduling stays negligible.
+const ROWS_PER_TASK: usize = 1 << 10;
+
+/// During extraction the number of inputs is not known yet (circuits may allocate inputs after
+/// aux variables), so input columns carry this flag until `finish` places them before the aux.
+const INPUT_FLAG: u32 = 1 << 31;
+
+/// The R1CS of one circuit shape, over z = (inputs..., aux...), input 0 being the constant ONE.
+/// Row order and the trailing input constraints are those of [`crate::synthesis::synthesize`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CircuitShape {
+    num_inputs: usize,
+    num_aux: usize,
+    a: SparseMatrix,
+    b: SparseMatrix,
+    c: SparseMatrix,
+    /// The distinct coefficients; entries of A, B, C refer to them by id ([`ONE`] and
+    /// [`MINUS_ONE`] first).
+    coefficients: Vec<Scalar>,
+    a_aux_density: Density,
+    b_input_density: Density,
+    b_aux_density: Density,
+}
+
+/// How the non-zero coefficients of a shape (A, B and C together) are distributed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CoefficientStats {
+    pub nonzeros: usize,
+    pub plus_one: usize,
+    pub minus_one: usize,
+    /// Entries with any other coefficient, and how many distinct such coefficients there are.
+    pub other: usize,
+    pub distinct_other: usize,
+}
+
+impl CircuitShape {
+    /// Runs `circuit` through a recording constraint system, the way bellperson's parameter
+    /// generator does: value closures are never called, so a circuit without a witness (a
+    /// blank circuit) gives the same shape as a real one, and the shape cannot depend on
+    /// witness values. Fails when a matrix has 2^32 or more entries, or the circuit 2^31 or
+    /// more variables of one kind (the indices are 32-bit).
+    pub fn extract<C: Circuit<Scalar>>(circuit: C) -> error::Result<Self> {
+        let mut cs = ShapeRecorder::new();
+        let synthesis = |e| Error::from_dependency(Status::InvalidArgument, "circuit synthesis failed", e);
+        cs.alloc_input(|| "one", || Ok(Scalar::ONE)).map_err(synthesis)?;
+        circuit.synthesize(&mut cs).map_err(synthesis)?;
+        // The prover's input constraints, as in `synthesis::synthesize`.
+        for i in 0..cs.num_inputs {
+            cs.enforce(|| "", |lc| lc + Variable::new_unchecked(Index::Input(i)), |lc| lc, |lc| lc);
+        }
+        cs.finish()
+    }
+
+    pub fn num_inputs(&self) -> usize {
+        self.num_inputs
+    }
+
+    pub fn num_aux(&self) -> usize {
+        self.num_aux
+    }
+
+    /// The circuit's constraints plus one per input, like [`SynthesizedCircuit::num_constraints`].
+    pub fn num_constraints(&self) -> usize {
+        self.a.num_rows()
+    }
+
+    pub fn a(&self) -> &SparseMatrix {
+        &self.a
+    }
+
+    pub fn b(&self) -> &SparseMatrix {
+        &self.b
+    }
+
+    pub fn c(&self) -> &SparseMatrix {
+        &self.c
+    }
+
+    /// The coefficient table the matrices' coefficient ids index.
+    pub fn coefficients(&self) -> &[Scalar] {
+        &self.coefficients
+    }
+
+    pub fn num_nonzeros(&self) -> usize {
+        self.a.num_nonzeros() + self.b.num_nonzeros() + self.c.num_nonzeros()
+    }
+
+    /// Heap bytes held by the shape.
+    pub fn size_bytes(&self) -> usize {
+        let density_bytes = |d: &Density| d.len().div_ceil(64) * 8;
+        self.a.size_bytes()
+            + self.b.size_bytes()
+            + self.c.size_bytes()
+            + self.coefficients.len() * std::mem::size_of::<Scalar>()
+            + density_bytes(&self.a_aux_density)
+            + density_bytes(&self.b_input_density)
+            + density_bytes(&self.b_aux_density)
+    }
+
+    pub fn coefficient_stats(&self) -> CoefficientStats {
+        let ids = || [&self.a, &self.b, &self.c].into_iter().flat_map(|m| m.coefficient_ids());
+        let count = |id| ids().filter(|&&i| i == id).count();
+        let (nonzeros, plus_one, minus_one) = (self.num_nonzeros(), count(ONE), count(MINUS_ONE));
+        CoefficientStats {
+            nonzeros,
+            plus_one,
+            minus_one,
+            other: nonzeros - plus_one - minus_one,
+            distinct_other: self.coefficients.len() - 2,
+        }
+    }
+
+    /// A·z, B·z and C·z for z = (inputs, aux), rows in parallel. Field arithmetic is exact, so
+    /// these equal synthesis' evaluations whatever the order of summation.
+    ///
+    /// Panics when the assignment lengths are not the shape's.
+    pub fn evaluate(&self, inputs: &[Scalar], aux: &[Scalar]) -> (Vec<Scalar>, Vec<Scalar>, Vec<Scalar>) {
+        assert!(
+            inputs.len() == self.num_inputs && aux.len() == self.num_aux,
+            "assignment of {} inputs and {} aux for a shape of {} inputs and {} aux",
+            inputs.len(),
+            aux.len(),
+            self.num_inputs,
+            self.num_aux
+        );
+        let z = Assignment { inputs, aux };
+        let product = |m: &SparseMatrix| -> Vec<Scalar> {
+            (0..m.num_rows()).into_par_iter().with_min_len(ROWS_PER_TASK).map(|row| m.row_dot(row, &self.coefficients, z)).collect()
+        };
+        let (a, (b, c)) = rayon::join(|| product(&self.a), || rayon::join(|| product(&self.b), || product(&self.c)));
+        (a, b, c)
+    }
+
+    /// The [`SynthesizedCircuit`] of `witness` (from [`super::synthesize_witness`] on a circuit
+    /// of this shape): what `synthesize` would have returned for that circuit, ready for
+    /// `engine::prove_synthesized`. A witness whose sizes differ from the shape's is refused.
+    pub fn synthesized(&self, witness: Witness) -> error::Result<SynthesizedCircuit> {
+        let Witness { input_assignment, aux_assignment, num_constraints } = witness;
+        let (got, want) = (
+            (input_assignment.len(), aux_assignment.len(), num_constraints),
+            (self.num_inputs, self.num_aux, self.num_constraints()),
+        );
+        if got != want {
+            return Err(Error::invalid(format!(
+                "a witness of (inputs, aux, constraints) = {got:?} does not belong to a circuit shape of {want:?}"
+            )));
+        }
+        let (a, b, c) = self.evaluate(&input_assignment, &aux_assignment);
+        Ok(SynthesizedCircuit {
+            a,
+            b,
+            c,
+            input_assignment,
+            aux_assignment,
+            a_aux_density: self.a_aux_density.clone(),
+            b_input_density: self.b_input_density.clone(),
+            b_aux_density: self.b_aux_density.clone(),
+        })
+    }
+}
+
+/// The ConstraintSystem that records a [`CircuitShape`].
+struct ShapeRecorder {
+    num_inputs: usize,
+    num_aux: usize,
+    matrices: [SparseMatrix; 3],
+    coefficients: Vec<Scalar>,
+    /// Coefficient id by value (canonical little-endian bytes), for the table.
+    coefficient_ids: HashMap<[u8; 32], u32>,
+    minus_one: Scalar,
+    /// Set when an index or an entry count does not fit in 32 bits; `finish` reports it
+    /// (`enforce` cannot fail).
+    too_large: bool,
+}
+
+impl ShapeRecorder {
+    fn coefficient_id(&mut self, coeff: &Scalar) -> u32 {
+        if *coeff == Scalar::ONE {
+            return ONE;
+        }
+        if *coeff == self.minus_one {
+            return MINUS_ONE;
+        }
+        let next = self.coefficients.len() as u32;
+        *self.coefficient_ids.entry(coeff.to_repr()).or_insert_with(|| {
+            self.coefficients.push(*coeff);
+            next
+        })
+    }
+
+    /// Appends `lc` as the next row of matrix `m`. Terms with a zero coefficient (including a
+    /// variable whose terms cancel: bellpepper's LinearCombination keeps one merged term per
+    /// variable) are left out, as synthesis neither evaluates nor marks them.
+    fn push_row(&mut self, m: usize, lc: &LinearCombination<Scalar>) {
+        let inputs = lc.iter_inputs().map(|(&i, coeff)| (i, INPUT_FLAG, coeff));
+        let aux = lc.iter_aux().map(|(&i, coeff)| (i, 0, coeff));
+        for (index, flag, coeff) in inputs.chain(aux) {
+            if coeff.is_zero_vartime() {
+                continue;
+            }
+            let Some(column) = u32::try_from(index).ok().filter(|&c| c < INPUT_FLAG) else {
+                self.too_large = true;
+                continue;
+            };
+            let id = self.coefficient_id(coeff);
+            self.matrices[m].columns.push(column | flag);
+            self.matrices[m].coefficient_ids.push(id);
+        }
+        let matrix = &mut self.matrices[m];
+        let end = u32::try_from(matrix.columns.len()).unwrap_or_else(|_| {
+            self.too_large = true;
+            0
+        });
+        matrix.row_starts.push(end);
+    }
+
+    /// Places the inputs before the aux in z, checks that every entry names an allocated
+    /// variable, and derives the densities the way synthesis marks them: aux variables in A,
+    /// inputs and aux variables in B.
+    fn finish(self) -> error::Result<CircuitShape> {
+        let (num_inputs, num_aux) = (self.num_inputs, self.num_aux);
+        if self.too_large || u32::try_from(num_inputs + num_aux).is_err() {
+            return Err(Error::invalid(format!(
+                "circuit too large for 32-bit R1CS indices ({num_inputs} inputs, {num_aux} aux, {} non-zeros)",
+                self.matrices.iter().map(SparseMatrix::num_nonzeros).sum::<usize>()
+            )));
+        }
+        let [mut a, mut b, mut c] = self.matrices;
+        for matrix in [&mut a, &mut b, &mut c] {
+            matrix.columns.par_iter_mut().try_for_each(|column| {
+                let index = (*column & !INPUT_FLAG) as usize;
+                let (kind, placed, allocated) =
+                    if *column & INPUT_FLAG != 0 { ("input", index, num_inputs) } else { ("aux", num_inputs + index, num_aux) };
+                if index >= allocated {
+                    return Err(Error::invalid(format!("a constraint uses {kind} variable {index}, but only {allocated} exist")));
+                }
+                *column = placed as u32;
+                Ok(())
+            })?;
+        }
+        let mut a_aux_density = Density::with_len(num_aux);
+        let mut b_input_density = Density::with_len(num_inputs);
+        let mut b_aux_density = Density::with_len(num_aux);
+        for &column in a.columns() {
+            if let Some(aux) = (column as usize).checked_sub(num_inputs) {
+                a_aux_density.set(aux);
+            }
+        }
+        for &column in b.columns() {
+            match (column as usize).checked_sub(num_inputs) {
+                Some(aux) => b_aux_density.set(aux),
+                None => b_input_density.set(column as usize),
+            }
+        }
+        Ok(CircuitShape {
+            num_inputs,
+            num_aux,
+            a,
+            b,
+            c,
+            coefficients: self.coefficients,
+            a_aux_density,
+            b_input_density,
+            b_aux_density,
+        })
+    }
+}
+
+impl ConstraintSystem<Scalar> for ShapeRecorder {
+    type Root = Self;
+
+    fn new() -> Self {
+        let minus_one = -Scalar::ONE;
+        ShapeRecorder {
+            num_inputs: 0,
+            num_aux: 0,
+            matrices: Default::default(),
+            coefficients: vec![Scalar::ONE, minus_one],
+            coefficient_ids: HashMap::new(),
+            minus_one,
+            too_large: false,
+        }
+    }
+
+    fn alloc<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.num_aux += 1;
+        Ok(Variable::new_unchecked(Index::Aux(self.num_aux - 1)))
+    }
+
+    fn alloc_input<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.num_inputs += 1;
+        Ok(Variable::new_unchecked(Index::Input(self.num_inputs - 1)))
+    }
+
+    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, a: LA, b: LB, c: LC)
+    where
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+        LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+    {
+        self.push_row(0, &a(LinearCombination::zero()));
+        self.push_row(1, &b(LinearCombination::zero()));
+        self.push_row(2, &c(LinearCombination::zero()));
+    }
+
+    fn push_namespace<NR, N>(&mut self, _: N)
+    where
+        NR: Into<String>,
+        N: FnOnce() -> NR,
+    {
+    }
+
+    fn pop_namespace(&mut self) {}
+
+    fn get_root(&mut self) -> &mut Self::Root {
+        self
+    }
+}

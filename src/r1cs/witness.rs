@@ -1,0 +1,117 @@
+//! Witness-only synthesis: runs a circuit for its assignment alone. `enforce` never calls its
+//! closures, so none of the linear combinations that dominate classic synthesis is built; the
+//! constraints come from the circuit's [`super::CircuitShape`] instead.
+
+use bellperson::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
+use blstrs::Scalar;
+use ff::Field;
+
+use crate::cancel::CancelToken;
+use crate::synthesis::CANCEL_CHECK_INTERVAL;
+
+/// The assignment of one circuit, and how many constraints it enforced (its own plus one per
+/// input, as a prover counts them), so that it can be checked against a shape.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Witness {
+    /// Index 0 is the constant ONE.
+    pub input_assignment: Vec<Scalar>,
+    pub aux_assignment: Vec<Scalar>,
+    pub num_constraints: usize,
+}
+
+/// The ConstraintSystem of witness-only synthesis.
+///
+/// Gadgets choose code paths by two properties of the constraint system, and this one answers
+/// both as bellperson's prover (`ProvingAssignment`) does, so that every gadget runs the path
+/// whose witness bellperson proves with:
+/// - extensible: yes. Circuits may synthesize independent parts into `new()` systems in
+///   parallel and `extend` this one with them (storage-proofs' Window PoSt does).
+/// - witness generator: no (the default). Gadgets with a witness-generator fast path
+///   (neptune's `circuit2` Poseidon) would allocate through `allocate_empty` without
+///   enforcing, on a path neither bellperson's prover nor shape extraction takes.
+pub struct WitnessCs {
+    input_assignment: Vec<Scalar>,
+    aux_assignment: Vec<Scalar>,
+    num_constraints: usize,
+    cancel: Option<CancelToken>,
+}
+
+impl ConstraintSystem<Scalar> for WitnessCs {
+    type Root = Self;
+
+    fn new() -> Self {
+        WitnessCs { input_assignment: Vec::new(), aux_assignment: Vec::new(), num_constraints: 0, cancel: None }
+    }
+
+    fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        if self.aux_assignment.len() % CANCEL_CHECK_INTERVAL == 0 && self.cancel.as_ref().is_some_and(|c| c.is_cancelled()) {
+            return Err(SynthesisError::IoError(std::io::Error::new(std::io::ErrorKind::Interrupted, "cancelled")));
+        }
+        self.aux_assignment.push(f()?);
+        Ok(Variable::new_unchecked(Index::Aux(self.aux_assignment.len() - 1)))
+    }
+
+    fn alloc_input<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.input_assignment.push(f()?);
+        Ok(Variable::new_unchecked(Index::Input(self.input_assignment.len() - 1)))
+    }
+
+    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, _: LA, _: LB, _: LC)
+    where
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+        LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+    {
+        self.num_constraints += 1;
+    }
+
+    fn push_namespace<NR, N>(&mut self, _: N)
+    where
+        NR: Into<String>,
+        N: FnOnce() -> NR,
+    {
+    }
+
+    fn pop_namespace(&mut self) {}
+
+    fn get_root(&mut self) -> &mut Self::Root {
+        self
+    }
+
+    fn is_extensible() -> bool {
+        true
+    }
+
+    /// Appends `other`, a system made with `new()` whose first input is its own temporary ONE
+    /// (bellperson's `ProvingAssignment::extend` convention), after everything in `self`.
+    fn extend(&mut self, other: &Self) {
+        self.input_assignment.extend_from_slice(&other.input_assignment[1..]);
+        self.aux_assignment.extend_from_slice(&other.aux_assignment);
+        self.num_constraints += other.num_constraints;
+    }
+}
+
+/// The witness of `circuit` as [`crate::synthesis::synthesize`] would assign it (input 0 is
+/// ONE), without building a single linear combination. A cancelled `cancel` token ends it early
+/// with an `Interrupted` I/O error, as it does synthesis.
+pub fn synthesize_witness<C: Circuit<Scalar>>(circuit: C, cancel: Option<&CancelToken>) -> Result<Witness, SynthesisError> {
+    let mut cs = WitnessCs::new();
+    cs.cancel = cancel.cloned();
+    cs.alloc_input(|| "one", || Ok(Scalar::ONE))?;
+    circuit.synthesize(&mut cs)?;
+    // The prover's input constraints (one per input, see `synthesize`) live in the shape.
+    cs.num_constraints += cs.input_assignment.len();
+    Ok(Witness { input_assignment: cs.input_assignment, aux_assignment: cs.aux_assignment, num_constraints: cs.num_constraints })
+}

@@ -1,0 +1,292 @@
+//! The split synthesis path (shape extracted once, witness-only synthesis, A·z, B·z, C·z)
+//! against classic `synthesize`: the SynthesizedCircuit must be equal value for value, and a
+//! proof made from it equal to bellperson's for the same r, s.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use bellperson::groth16::{create_proof_batch, generate_random_parameters, prepare_verifying_key, verify_proof};
+use bellperson::{Circuit, ConstraintSystem, SynthesisError};
+use blstrs::{Bls12, Scalar};
+use cuzk::backend::cpu::CpuBackend;
+use cuzk::cancel::CancelToken;
+use cuzk::error::Status;
+use cuzk::porep::{self, SealInputs};
+use cuzk::r1cs::{synthesize_witness, CircuitShape};
+use cuzk::synthesis::{synthesize, SynthesizedCircuit};
+use cuzk::testing::RandomCircuit;
+use cuzk::timings::Timings;
+use cuzk::workloads::sha_chain::ShaChain;
+use ff::Field;
+use filecoin_proofs::constants::{DefaultPieceHasher, SectorShape2KiB};
+use rand::SeedableRng;
+use rayon::prelude::*;
+use storage_proofs_core::compound_proof::CompoundProof;
+use storage_proofs_porep::stacked::StackedCompound;
+
+/// Equality of two synthesized circuits, field by field first so that a failure names the
+/// first differing row or variable instead of printing megabytes.
+fn assert_same(ours: &SynthesizedCircuit, theirs: &SynthesizedCircuit, what: &str) {
+    let vectors = [
+        ("a", &ours.a, &theirs.a),
+        ("b", &ours.b, &theirs.b),
+        ("c", &ours.c, &theirs.c),
+        ("input_assignment", &ours.input_assignment, &theirs.input_assignment),
+        ("aux_assignment", &ours.aux_assignment, &theirs.aux_assignment),
+    ];
+    for (name, x, y) in vectors {
+        assert_eq!(x.len(), y.len(), "{what}: length of {name}");
+        assert_eq!(x.iter().zip(y.iter()).position(|(p, q)| p != q), None, "{what}: first difference in {name}");
+    }
+    let densities = [
+        ("a_aux_density", &ours.a_aux_density, &theirs.a_aux_density),
+        ("b_input_density", &ours.b_input_density, &theirs.b_input_density),
+        ("b_aux_density", &ours.b_aux_density, &theirs.b_aux_density),
+    ];
+    for (name, x, y) in densities {
+        assert!(x == y, "{what}: {name}: {} of {} set, synthesis {} of {}", x.count_ones(), x.len(), y.count_ones(), y.len());
+    }
+    assert!(ours == theirs, "{what}: synthesized circuits differ");
+}
+
+/// The split path on `circuit`, the shape extracted from a clone of it.
+fn split_path<C: Circuit<Scalar> + Clone>(circuit: &C) -> SynthesizedCircuit {
+    let shape = CircuitShape::extract(circuit.clone()).expect("shape");
+    shape.synthesized(synthesize_witness(circuit.clone(), None).expect("witness")).expect("witness fits its shape")
+}
+
+fn check_split_path<C: Circuit<Scalar> + Clone>(circuit: &C, what: &str) -> SynthesizedCircuit {
+    let theirs = synthesize(circuit.clone(), None).expect("synthesis");
+    assert_same(&split_path(circuit), &theirs, what);
+    theirs
+}
+
+#[test]
+fn random_circuits_match_synthesis() {
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(7);
+    for constraints in [1usize, 2, 5, 31, 1000, 4099] {
+        for bit_heavy in [true, false] {
+            let circuit = RandomCircuit::new(&mut rng, constraints, bit_heavy);
+            check_split_path(&circuit, &format!("RandomCircuit({constraints}, bit_heavy {bit_heavy})"));
+        }
+    }
+}
+
+#[test]
+fn random_circuit_zero_coefficients_leave_density_and_matrix() {
+    // RandomCircuit's shape 3 puts x into B with coefficient 0 (x + ... − x), 1 in 16 constraints.
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(8);
+    let circuit = RandomCircuit::new(&mut rng, 4096, true);
+    let shape = CircuitShape::extract(circuit.clone()).unwrap();
+    let theirs = check_split_path(&circuit, "RandomCircuit(4096)");
+    // Without the zero terms, B has one entry per circuit constraint (none in input constraints).
+    assert_eq!(shape.b().num_nonzeros(), theirs.num_constraints() - shape.num_inputs());
+    let stats = shape.coefficient_stats();
+    assert!(stats.other > 0 && stats.distinct_other == 1, "coefficient 2 of shape 2: {stats:?}");
+}
+
+#[test]
+fn sha_chains_match_synthesis_and_share_one_shape() {
+    let shape = CircuitShape::extract(ShaChain::new(2, 100, 1)).unwrap();
+    for seed in [1, 2, 3] {
+        let circuit = ShaChain::new(2, 100, seed);
+        let theirs = synthesize(circuit.clone(), None).unwrap();
+        let ours = shape.synthesized(synthesize_witness(circuit, None).unwrap()).unwrap();
+        assert_same(&ours, &theirs, &format!("ShaChain(2, 100, seed {seed}) on the shape of seed 1"));
+    }
+    let stats = shape.coefficient_stats();
+    eprintln!("ShaChain(2, 100): {} constraints, {} non-zeros, {stats:?}", shape.num_constraints(), shape.num_nonzeros());
+    assert!(stats.plus_one + stats.minus_one > stats.nonzeros / 2);
+}
+
+/// What neither RandomCircuit nor SHA-256 does: a variable twice in one linear combination
+/// (merged to coefficient 2, or cancelling to 0), explicit zero coefficients, a general negative
+/// coefficient, the constant ONE, inputs in B and C, an empty constraint, and an input
+/// allocated after aux variables and constraints.
+#[derive(Clone)]
+struct EdgeTerms;
+
+impl Circuit<Scalar> for EdgeTerms {
+    fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        let x = cs.alloc(|| "x", || Ok(Scalar::from(3)))?;
+        let y = cs.alloc(|| "y", || Ok(Scalar::from(5)))?;
+        let u = cs.alloc(|| "u", || Ok(Scalar::from(7)))?;
+        let input = cs.alloc_input(|| "in", || Ok(Scalar::from(11)))?;
+        let (two, seven) = (Scalar::from(2), Scalar::from(7));
+        cs.enforce(|| "twice", |lc| lc + x + x, |lc| lc + y, |lc| lc + (Scalar::from(30), CS::one()));
+        cs.enforce(
+            || "cancelling",
+            |lc| lc + y - y + (Scalar::ZERO, u) + x,
+            |lc| lc + input + (Scalar::ZERO, u),
+            |lc| lc - input - x + (two, u) - (two, u),
+        );
+        cs.enforce(|| "general", |lc| lc + (-seven, x), |lc| lc + (seven, input) + CS::one(), |lc| lc + (seven, u));
+        cs.enforce(|| "empty", |lc| lc, |lc| lc, |lc| lc);
+        let late = cs.alloc_input(|| "late input", || Ok(Scalar::from(13)))?;
+        cs.enforce(|| "late", |lc| lc + late, |lc| lc + u + late, |lc| lc + late - CS::one());
+        Ok(())
+    }
+}
+
+#[test]
+fn merged_and_zero_terms_match_synthesis() {
+    let theirs = check_split_path(&EdgeTerms, "EdgeTerms");
+    // u is in A only with coefficient 0, and in B with 0 and then 1; y is in A only cancelled.
+    assert!(!theirs.a_aux_density.get(2) && !theirs.a_aux_density.get(1) && theirs.a_aux_density.get(0));
+    assert!(theirs.b_aux_density.get(2) && theirs.b_aux_density.get(1) && !theirs.b_aux_density.get(0));
+    assert_eq!(theirs.a[0], Scalar::from(6), "x + x merged");
+    let shape = CircuitShape::extract(EdgeTerms).unwrap();
+    assert_eq!((shape.num_inputs(), shape.num_aux(), shape.num_constraints()), (3, 3, 5 + 3));
+    assert_eq!(&shape.a().row_starts()[..3], &[0, 1, 2], "one A entry each for x + x and y − y + 0·u + x");
+}
+
+/// Independent parts, synthesized in parallel into fresh systems joined with `extend` where
+/// the system is extensible (as storage-proofs' Window PoSt does), else one after the other.
+#[derive(Clone)]
+struct Parts(Vec<RandomCircuit>);
+
+impl Circuit<Scalar> for Parts {
+    fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        if !CS::is_extensible() {
+            for (i, part) in self.0.into_iter().enumerate() {
+                part.synthesize(&mut cs.namespace(|| format!("part {i}")))?;
+            }
+            return Ok(());
+        }
+        let systems = self
+            .0
+            .into_par_iter()
+            .map(|part| {
+                let mut cs = CS::new();
+                cs.alloc_input(|| "temp ONE", || Ok(Scalar::ONE))?;
+                part.synthesize(&mut cs)?;
+                Ok(cs)
+            })
+            .collect::<Result<Vec<_>, SynthesisError>>()?;
+        for part in &systems {
+            cs.extend(part);
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn extended_witness_matches_sequential_synthesis() {
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(9);
+    let parts = Parts((0..4).map(|i| RandomCircuit::new(&mut rng, 100 + i, i % 2 == 0)).collect());
+    check_split_path(&parts, "Parts (witness through extend, synthesis sequential)");
+}
+
+#[test]
+fn witness_of_another_shape_is_refused() {
+    let shape = CircuitShape::extract(ShaChain::new(0, 10, 1)).unwrap();
+    let err = shape.synthesized(synthesize_witness(ShaChain::new(0, 11, 1), None).unwrap()).unwrap_err();
+    assert_eq!(err.status, Status::InvalidArgument, "{err}");
+}
+
+#[test]
+fn cancelled_witness_synthesis_stops() {
+    let cancel = CancelToken::new();
+    cancel.cancel();
+    match synthesize_witness(ShaChain::new(1, 0, 1), Some(&cancel)) {
+        Err(SynthesisError::IoError(e)) => assert_eq!(e.kind(), std::io::ErrorKind::Interrupted),
+        other => panic!("expected an Interrupted error, got {:?}", other.map(|w| w.aux_assignment.len())),
+    }
+}
+
+#[test]
+fn split_path_proof_equals_bellperson() {
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(10);
+    for (constraints, bit_heavy) in [(1000, true), (777, false)] {
+        let circuit = RandomCircuit::new(&mut rng, constraints, bit_heavy);
+        let params = generate_random_parameters::<Bls12, _, _>(circuit.clone(), &mut rng).unwrap();
+        let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
+        let theirs = create_proof_batch(vec![circuit.clone()], &params, vec![r], vec![s]).unwrap().remove(0);
+        let synthesized = split_path(&circuit);
+        let ours = cuzk::engine::prove_synthesized(&CpuBackend, &params, synthesized, (r, s), None, &mut Timings::new()).unwrap();
+        assert!(ours == theirs, "{constraints} constraints, bit_heavy {bit_heavy}: proofs differ");
+        assert!(verify_proof(&prepare_verifying_key(&params.vk), &ours, &circuit.inputs).unwrap());
+    }
+}
+
+fn seal_inputs() -> SealInputs<SectorShape2KiB> {
+    let f = common::fixture();
+    porep::check_c1::<SectorShape2KiB>(porep::parse_c1(&f.c1_json).unwrap(), f.sector.prover_id, f.sector.sector_id).unwrap()
+}
+
+#[test]
+fn porep_2k_split_path_matches_synthesis() {
+    let inputs = seal_inputs();
+    let circuit = || porep::partition_circuit(&inputs, 0).unwrap();
+    let shape = CircuitShape::extract(circuit()).unwrap();
+    let public_params = filecoin_proofs::parameters::public_params::<SectorShape2KiB>(&inputs.config).unwrap();
+    let blank = <StackedCompound<SectorShape2KiB, DefaultPieceHasher> as CompoundProof<_, _>>::blank_circuit(&public_params);
+    assert!(CircuitShape::extract(blank).unwrap() == shape, "the blank circuit's shape differs from the sector's");
+
+    let ours = shape.synthesized(synthesize_witness(circuit(), None).unwrap()).unwrap();
+    let theirs = synthesize(circuit(), None).unwrap();
+    assert_same(&ours, &theirs, "2KiB PoRep partition 0");
+}
+
+/// Prints classic synthesis vs the split path's parts, and the shape's size, for `circuit`.
+/// Times are the best of a few runs, each circuit built outside the timed section.
+fn measure<C: Circuit<Scalar>>(name: &str, circuit: impl Fn() -> C) {
+    const RUNS: usize = 3;
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    let timed = |f: &dyn Fn(C)| {
+        (0..RUNS)
+            .map(|_| {
+                let c = circuit();
+                let start = Instant::now();
+                f(c);
+                start.elapsed()
+            })
+            .min()
+            .unwrap()
+    };
+    let extract = timed(&|c| drop(CircuitShape::extract(c).unwrap()));
+    let classic = timed(&|c| drop(synthesize(c, None).unwrap()));
+    let witness_only = timed(&|c| drop(synthesize_witness(c, None).unwrap()));
+    let shape = CircuitShape::extract(circuit()).unwrap();
+    let witness = synthesize_witness(circuit(), None).unwrap();
+    let evaluate = (0..RUNS)
+        .map(|_| {
+            let start = Instant::now();
+            drop(shape.evaluate(&witness.input_assignment, &witness.aux_assignment));
+            start.elapsed()
+        })
+        .min()
+        .unwrap();
+    let stats = shape.coefficient_stats();
+    let nnz = shape.num_nonzeros();
+    eprintln!("{name}: {} constraints, {} inputs, {} aux; rayon threads {}", shape.num_constraints(), shape.num_inputs(), shape.num_aux(), rayon::current_num_threads());
+    eprintln!("  classic synthesize      {:>9.1} ms", ms(classic));
+    eprintln!("  witness-only synthesis  {:>9.1} ms", ms(witness_only));
+    eprintln!("  evaluate (A·z, B·z, C·z){:>9.1} ms", ms(evaluate));
+    eprintln!("  split path total        {:>9.1} ms ({:.1}x faster)", ms(witness_only + evaluate), classic.as_secs_f64() / (witness_only + evaluate).as_secs_f64());
+    eprintln!("  shape extraction        {:>9.1} ms", ms(extract));
+    eprintln!(
+        "  non-zeros {nnz} (A {}, B {}, C {}); shape {} bytes = {:.2} bytes/non-zero (36 with a scalar and a u32 column each)",
+        shape.a().num_nonzeros(),
+        shape.b().num_nonzeros(),
+        shape.c().num_nonzeros(),
+        shape.size_bytes(),
+        shape.size_bytes() as f64 / nnz as f64
+    );
+    eprintln!(
+        "  coefficients: +1 {:.2} %, -1 {:.2} %, other {:.2} % ({} distinct)",
+        100.0 * stats.plus_one as f64 / nnz as f64,
+        100.0 * stats.minus_one as f64 / nnz as f64,
+        100.0 * stats.other as f64 / nnz as f64,
+        stats.distinct_other
+    );
+}
+
+#[test]
+#[ignore = "measurement: cargo test --release --test r1cs -- --ignored --nocapture"]
+fn measure_split_path() {
+    let inputs = seal_inputs();
+    measure("2KiB PoRep partition 0", || porep::partition_circuit(&inputs, 0).unwrap());
+    measure("ShaChain 2^18", || ShaChain::with_constraints((1 << 18) - 64, 1));
+}
