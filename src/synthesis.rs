@@ -11,7 +11,16 @@ use ff::Field;
 use crate::cancel::CancelToken;
 
 /// Synthesis looks at the cancel token once per this many allocations.
-pub(crate) const CANCEL_CHECK_INTERVAL: usize = 1 << 14;
+const CANCEL_CHECK_INTERVAL: usize = 1 << 14;
+
+/// Synthesis stops with an `Interrupted` I/O error once `cancel` is set, looking at it before
+/// every [`CANCEL_CHECK_INTERVAL`]-th allocation (`allocated` so far).
+pub(crate) fn check_cancel(allocated: usize, cancel: Option<&CancelToken>) -> Result<(), SynthesisError> {
+    if allocated % CANCEL_CHECK_INTERVAL == 0 && cancel.is_some_and(|c| c.is_cancelled()) {
+        return Err(SynthesisError::IoError(std::io::Error::new(std::io::ErrorKind::Interrupted, "cancelled")));
+    }
+    Ok(())
+}
 
 /// One bit per variable: does the variable occur (with a non-zero coefficient) in a query?
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -139,9 +148,7 @@ impl ConstraintSystem<Scalar> for Recorder {
         A: FnOnce() -> AR,
         AR: Into<String>,
     {
-        if self.out.aux_assignment.len() % CANCEL_CHECK_INTERVAL == 0 && self.cancel.as_ref().is_some_and(|c| c.is_cancelled()) {
-            return Err(SynthesisError::IoError(std::io::Error::new(std::io::ErrorKind::Interrupted, "cancelled")));
-        }
+        check_cancel(self.out.aux_assignment.len(), self.cancel.as_ref())?;
         self.out.aux_assignment.push(f()?);
         self.out.a_aux_density.push_unset();
         self.out.b_aux_density.push_unset();

@@ -177,7 +177,7 @@ impl GpuBackend {
         }
         t.batch_add_ns += nanos(start.elapsed());
         let start = Instant::now();
-        let tail_points: Vec<G2Affine> = classes.tail_indices.par_iter().map(|&i| points[i as usize]).collect();
+        let tail_points = gather_tail(points, classes);
         let mut tail = sys::G2::default();
         // SAFETY: as many points as scalars, both alive for the synchronous call.
         call("G2 tail MSM", |msg| unsafe {
@@ -238,7 +238,7 @@ impl GpuBackend {
 }
 
 /// The points of a query whose scalars are full-width, gathered contiguously for the device.
-fn gather_tail(points: &[G1Affine], classes: &ClassifiedScalars) -> Vec<G1Affine> {
+fn gather_tail<P: Copy + Send + Sync>(points: &[P], classes: &ClassifiedScalars) -> Vec<P> {
     classes.tail_indices.par_iter().map(|&i| points[i as usize]).collect()
 }
 

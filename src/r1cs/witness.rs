@@ -7,7 +7,7 @@ use blstrs::Scalar;
 use ff::Field;
 
 use crate::cancel::CancelToken;
-use crate::synthesis::CANCEL_CHECK_INTERVAL;
+use crate::synthesis::check_cancel;
 
 /// The assignment of one circuit, and how many constraints it enforced (its own plus one per
 /// input, as a prover counts them), so that it can be checked against a shape.
@@ -49,9 +49,7 @@ impl ConstraintSystem<Scalar> for WitnessCs {
         A: FnOnce() -> AR,
         AR: Into<String>,
     {
-        if self.aux_assignment.len() % CANCEL_CHECK_INTERVAL == 0 && self.cancel.as_ref().is_some_and(|c| c.is_cancelled()) {
-            return Err(SynthesisError::IoError(std::io::Error::new(std::io::ErrorKind::Interrupted, "cancelled")));
-        }
+        check_cancel(self.aux_assignment.len(), self.cancel.as_ref())?;
         self.aux_assignment.push(f()?);
         Ok(Variable::new_unchecked(Index::Aux(self.aux_assignment.len() - 1)))
     }
