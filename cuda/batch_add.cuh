@@ -11,11 +11,15 @@ void batch_addition<g2_bucket_t>(g2_bucket_t::mem_t ret[], const g2_affine_t::me
                                  uint32_t npoints, const uint32_t bitmap[], bool accumulate,
                                  uint32_t sid);
 
-// For G1 (point_t, bucket_t, affine_t) and G2 (g2_point_t, ...).
+// For G1 (point_t, bucket_t, affine_t) and G2 (g2_point_t, ...). Resident points are read in
+// place; host points are sent through the staging buffers first.
 template<class point_t, class bucket_t, class affine_t>
-static point_t batch_add_on_device(const gpu_t& gpu, const affine_t* points, size_t npoints,
-                                   const uint32_t* bitmap)
+static point_t batch_add_on_device(cuzk_gpu_context& ctx, const cuzk_gpu_points& src,
+                                   const uint32_t* bitmap, const cuzk_gpu_staging* staging)
 {
+    typedef typename affine_t::mem_t affine_mem_t;
+    const gpu_t& gpu = ctx.gpu;
+    const size_t npoints = src.n;
     point_t sum;
     sum.inf();
     if (npoints == 0)
@@ -30,18 +34,20 @@ static point_t batch_add_on_device(const gpu_t& gpu, const affine_t* points, siz
     std::vector<uint32_t> padded(padded_words, 0);
     std::copy(bitmap, bitmap + words, padded.begin());
 
-    dev_ptr_t<typename affine_t::mem_t> d_points{npoints};
+    stream_t& stream = gpu[0];
+    dev_ptr_t<affine_mem_t> d_streamed{src.key ? 0 : npoints};
+    const affine_mem_t* d_points = src.key ? resident_points<affine_mem_t>(src, npoints) : &d_streamed[0];
+    if (!src.key)
+        staged_htod(ctx, stream, &d_streamed[0], src.host, npoints * sizeof(affine_mem_t), staging);
     dev_ptr_t<uint32_t> d_bitmap{padded_words};
     dev_ptr_t<typename bucket_t::mem_t> d_buckets{nbuckets};
-    gpu.HtoD(&d_points[0], points, npoints);
-    gpu.HtoD(&d_bitmap[0], padded.data(), padded_words);
-    gpu.launch_coop(batch_addition<bucket_t>, {sm_count, BATCH_ADD_BLOCK_SIZE},
-                    &d_buckets[0], (const typename affine_t::mem_t*)&d_points[0], (uint32_t)npoints,
-                    (const uint32_t*)&d_bitmap[0], false, 0u);
+    stream.HtoD(&d_bitmap[0], padded.data(), padded_words);
+    stream.launch_coop(batch_addition<bucket_t>, {sm_count, BATCH_ADD_BLOCK_SIZE},
+                       &d_buckets[0], d_points, (uint32_t)npoints, (const uint32_t*)&d_bitmap[0],
+                       false, 0u);
     std::vector<bucket_t> buckets(nbuckets);
-    gpu.DtoH(&buckets[0], &d_buckets[0], nbuckets);
-    gpu.sync();
+    stream.DtoH(&buckets[0], &d_buckets[0], nbuckets);
+    stream.sync();
     sum = sum_up(buckets);
     return sum;
 }
-

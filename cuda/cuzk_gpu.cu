@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <memory>
 #include <new>
 #include <stdexcept>
 #include <vector>
@@ -53,6 +54,9 @@ static void check(RustError err)
     throw cuda_error{err.code, text};
 }
 
+#include "context.cuh"
+#include "staging.cuh"
+#include "device_key.cuh"
 #include "quotient.cuh"
 #include "batch_add.cuh"
 #include "tail_msm.cuh"
@@ -140,58 +144,118 @@ extern "C" int cuzk_gpu_device_info(int index, char name[256], uint64_t* total_m
     });
 }
 
-extern "C" int cuzk_gpu_quotient_msm(int index, const void* a, const void* b, const void* c,
-                                     size_t n, uint32_t lg_domain, const void* h_points,
-                                     cuzk_gpu_g1* out, cuzk_gpu_h_times* times,
-                                     cuzk_gpu_message* msg)
+extern "C" int cuzk_gpu_context_new(int index, cuzk_gpu_context** out, cuzk_gpu_message* msg)
 {
     return guarded(msg, [&] {
+        *out = nullptr;
+        *out = new cuzk_gpu_context(selected_device(index));
+    });
+}
+
+extern "C" void cuzk_gpu_context_free(cuzk_gpu_context* ctx)
+{
+    delete ctx;
+}
+
+extern "C" int cuzk_gpu_memory_info(cuzk_gpu_context* ctx, cuzk_gpu_memory* out,
+                                    cuzk_gpu_message* msg)
+{
+    return guarded(msg, [&] {
+        ctx->gpu.select();
+        size_t free = 0, total = 0;
+        CUDA_OK(cudaMemGetInfo(&free, &total));
+        out->free = free;
+        out->total = total;
+        out->ntt_buffer_bytes = ctx->ntt_buffer_bytes();
+    });
+}
+
+extern "C" int cuzk_gpu_pinned_alloc(size_t bytes, void** out, cuzk_gpu_message* msg)
+{
+    return guarded(msg, [&] {
+        *out = nullptr;
+        CUDA_OK(cudaHostAlloc(out, bytes, cudaHostAllocPortable));
+    });
+}
+
+extern "C" void cuzk_gpu_pinned_free(void* ptr)
+{
+    if (ptr)
+        (void)cudaFreeHost(ptr);
+}
+
+extern "C" int cuzk_gpu_key_upload(cuzk_gpu_context* ctx, const cuzk_gpu_key_points* points,
+                                   const cuzk_gpu_staging* staging, cuzk_gpu_key** out,
+                                   cuzk_gpu_message* msg)
+{
+    return guarded(msg, [&] {
+        *out = nullptr;
+        *out = upload_key(*ctx, *points, staging);
+    });
+}
+
+extern "C" void cuzk_gpu_key_free(cuzk_gpu_key* key)
+{
+    delete key;
+}
+
+extern "C" int cuzk_gpu_quotient_msm(cuzk_gpu_context* ctx, const void* a, const void* b,
+                                     const void* c, size_t n, uint32_t lg_domain,
+                                     const cuzk_gpu_points* h_points,
+                                     const cuzk_gpu_staging* staging, cuzk_gpu_g1* out,
+                                     cuzk_gpu_h_times* times, cuzk_gpu_message* msg)
+{
+    return guarded(msg, [&] {
+        ctx->gpu.select();
         point_t h;
-        quotient_stage::run(selected_device(index), (const fr_t*)a, (const fr_t*)b, (const fr_t*)c, n,
-                            lg_domain, (const affine_t*)h_points, h, *times);
+        quotient_stage::run(*ctx, (const fr_t*)a, (const fr_t*)b, (const fr_t*)c, n, lg_domain,
+                            *h_points, staging, h, *times);
         to_g1(h, out);
     });
 }
 
-extern "C" int cuzk_gpu_batch_add(int index, const void* points, size_t npoints,
-                                  const uint32_t* bitmap, cuzk_gpu_g1* out, cuzk_gpu_message* msg)
+extern "C" int cuzk_gpu_batch_add(cuzk_gpu_context* ctx, const cuzk_gpu_points* points,
+                                  const uint32_t* bitmap, const cuzk_gpu_staging* staging,
+                                  cuzk_gpu_g1* out, cuzk_gpu_message* msg)
 {
     return guarded(msg, [&] {
-        to_g1(batch_add_on_device<point_t, bucket_t>(selected_device(index), (const affine_t*)points,
-                                                     npoints, bitmap),
-              out);
+        ctx->gpu.select();
+        to_g1(batch_add_on_device<point_t, bucket_t, affine_t>(*ctx, *points, bitmap, staging), out);
     });
 }
 
-extern "C" int cuzk_gpu_msm(int index, const void* points, const void* scalars, size_t n,
+extern "C" int cuzk_gpu_msm(cuzk_gpu_context* ctx, const cuzk_gpu_points* points,
+                            const uint32_t* indices, const void* scalars, size_t n,
                             cuzk_gpu_g1* out, cuzk_gpu_message* msg)
 {
     return guarded(msg, [&] {
-        to_g1(tail_msm_on_device<g1_msm_t, point_t>(selected_device(index), (const affine_t*)points,
-                                                    (const scalar_t*)scalars, n),
+        ctx->gpu.select();
+        to_g1(tail_msm_on_device<g1_msm_t, point_t, affine_t>(*ctx, *points, indices,
+                                                              (const scalar_t*)scalars, n),
               out);
     });
 }
 
-extern "C" int cuzk_gpu_batch_add_g2(int index, const void* points, size_t npoints,
-                                     const uint32_t* bitmap, cuzk_gpu_g2* out,
-                                     cuzk_gpu_message* msg)
+extern "C" int cuzk_gpu_batch_add_g2(cuzk_gpu_context* ctx, const cuzk_gpu_points* points,
+                                     const uint32_t* bitmap, const cuzk_gpu_staging* staging,
+                                     cuzk_gpu_g2* out, cuzk_gpu_message* msg)
 {
     return guarded(msg, [&] {
-        to_g2(batch_add_on_device<g2_point_t, g2_bucket_t>(selected_device(index),
-                                                          (const g2_affine_t*)points, npoints,
-                                                          bitmap),
+        ctx->gpu.select();
+        to_g2(batch_add_on_device<g2_point_t, g2_bucket_t, g2_affine_t>(*ctx, *points, bitmap,
+                                                                       staging),
               out);
     });
 }
 
-extern "C" int cuzk_gpu_msm_g2(int index, const void* points, const void* scalars, size_t n,
+extern "C" int cuzk_gpu_msm_g2(cuzk_gpu_context* ctx, const cuzk_gpu_points* points,
+                               const uint32_t* indices, const void* scalars, size_t n,
                                cuzk_gpu_g2* out, cuzk_gpu_message* msg)
 {
     return guarded(msg, [&] {
-        to_g2(tail_msm_on_device<g2_msm_t, g2_point_t>(selected_device(index),
-                                                       (const g2_affine_t*)points,
-                                                       (const scalar_t*)scalars, n),
+        ctx->gpu.select();
+        to_g2(tail_msm_on_device<g2_msm_t, g2_point_t, g2_affine_t>(*ctx, *points, indices,
+                                                                    (const scalar_t*)scalars, n),
               out);
     });
 }

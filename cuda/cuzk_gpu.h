@@ -47,31 +47,101 @@ typedef struct {
     char text[512];
 } cuzk_gpu_message;
 
+/* Per-device state made once per process: the device, host threads for staging copies,
+ * and the NTT buffers of H (grown to the largest domain seen, then reused). */
+typedef struct cuzk_gpu_context cuzk_gpu_context;
+
+/* A proving key's points resident in device memory. */
+typedef struct cuzk_gpu_key cuzk_gpu_key;
+
+/* Two pinned host buffers of `bytes` each, from the engine's pool, through which pageable
+ * host memory is copied to the device (double-buffered). NULL or bytes == 0: plain copies. */
+typedef struct {
+    void *buffers[2];
+    size_t bytes;
+} cuzk_gpu_staging;
+
+/* The five point queries of a Groth16 proving key. */
+enum {
+    CUZK_GPU_QUERY_H = 0,
+    CUZK_GPU_QUERY_L = 1,
+    CUZK_GPU_QUERY_A = 2,
+    CUZK_GPU_QUERY_B_G1 = 3,
+    CUZK_GPU_QUERY_B_G2 = 4,
+    CUZK_GPU_QUERIES = 5,
+};
+
+/* Bytes of one affine point (blst_p1_affine / blst_p2_affine). */
+#define CUZK_GPU_G1_AFFINE_BYTES 96
+#define CUZK_GPU_G2_AFFINE_BYTES 192
+
+/* Where the points of one MSM are: query `query` of a resident key, or, when key is NULL,
+ * `n` points in host memory (sent to the device by this call). */
+typedef struct {
+    const cuzk_gpu_key *key;
+    uint32_t query;
+    const void *host;
+    size_t n;
+} cuzk_gpu_points;
+
+/* The host points of a key to upload: n[q] points at host[q] for each query q. */
+typedef struct {
+    const void *host[CUZK_GPU_QUERIES];
+    size_t n[CUZK_GPU_QUERIES];
+} cuzk_gpu_key_points;
+
+/* Device memory as the driver sees it, and what this context keeps allocated. */
+typedef struct {
+    uint64_t total;
+    uint64_t free;
+    uint64_t ntt_buffer_bytes;
+} cuzk_gpu_memory;
+
 /* Number of CUDA devices this process can use (CUDA_VISIBLE_DEVICES applies). */
 int cuzk_gpu_device_count(int *count, cuzk_gpu_message *msg);
 
 /* Name and memory of a device. */
 int cuzk_gpu_device_info(int device, char name[256], uint64_t *total_memory, cuzk_gpu_message *msg);
 
+int cuzk_gpu_context_new(int device, cuzk_gpu_context **out, cuzk_gpu_message *msg);
+void cuzk_gpu_context_free(cuzk_gpu_context *ctx);
+int cuzk_gpu_memory_info(cuzk_gpu_context *ctx, cuzk_gpu_memory *out, cuzk_gpu_message *msg);
+
+/* Page-locked host memory (portable to every device) for the staging pool. */
+int cuzk_gpu_pinned_alloc(size_t bytes, void **out, cuzk_gpu_message *msg);
+void cuzk_gpu_pinned_free(void *ptr);
+
+/* Copies a key's points to the device; *out owns them until cuzk_gpu_key_free. */
+int cuzk_gpu_key_upload(cuzk_gpu_context *ctx, const cuzk_gpu_key_points *points,
+                        const cuzk_gpu_staging *staging, cuzk_gpu_key **out,
+                        cuzk_gpu_message *msg);
+void cuzk_gpu_key_free(cuzk_gpu_key *key);
+
 /* H = Σ hᵢ·Pᵢ where h are the coefficients of (A·B − C)/Z over the domain of 2^lg_domain,
  * A, B, C given by their n ≤ 2^lg_domain evaluations (Montgomery scalars), and P the
  * 2^lg_domain − 1 points of the H query. */
-int cuzk_gpu_quotient_msm(int device, const void *a, const void *b, const void *c, size_t n,
-                          uint32_t lg_domain, const void *h_points, cuzk_gpu_g1 *out,
+int cuzk_gpu_quotient_msm(cuzk_gpu_context *ctx, const void *a, const void *b, const void *c,
+                          size_t n, uint32_t lg_domain, const cuzk_gpu_points *h_points,
+                          const cuzk_gpu_staging *staging, cuzk_gpu_g1 *out,
                           cuzk_gpu_h_times *times, cuzk_gpu_message *msg);
 
 /* Σ Pᵢ over the points whose bit is set in bitmap (bit i of word i/32). */
-int cuzk_gpu_batch_add(int device, const void *points, size_t npoints, const uint32_t *bitmap,
+int cuzk_gpu_batch_add(cuzk_gpu_context *ctx, const cuzk_gpu_points *points,
+                       const uint32_t *bitmap, const cuzk_gpu_staging *staging,
                        cuzk_gpu_g1 *out, cuzk_gpu_message *msg);
 
-/* Σ sᵢ·Pᵢ, scalars in canonical little-endian form (32 bytes each). */
-int cuzk_gpu_msm(int device, const void *points, const void *scalars, size_t n, cuzk_gpu_g1 *out,
-                 cuzk_gpu_message *msg);
+/* Σ sᵢ·P_{indices[i]} over n scalars (canonical little-endian, 32 bytes each). With a
+ * resident key the points are gathered on the device by `indices`; with host points,
+ * `points->host` holds the n points already gathered and indices is unused. */
+int cuzk_gpu_msm(cuzk_gpu_context *ctx, const cuzk_gpu_points *points, const uint32_t *indices,
+                 const void *scalars, size_t n, cuzk_gpu_g1 *out, cuzk_gpu_message *msg);
 
 /* The same two operations in G2 (the B_G2 query). */
-int cuzk_gpu_batch_add_g2(int device, const void *points, size_t npoints, const uint32_t *bitmap,
+int cuzk_gpu_batch_add_g2(cuzk_gpu_context *ctx, const cuzk_gpu_points *points,
+                          const uint32_t *bitmap, const cuzk_gpu_staging *staging,
                           cuzk_gpu_g2 *out, cuzk_gpu_message *msg);
-int cuzk_gpu_msm_g2(int device, const void *points, const void *scalars, size_t n, cuzk_gpu_g2 *out,
+int cuzk_gpu_msm_g2(cuzk_gpu_context *ctx, const cuzk_gpu_points *points,
+                    const uint32_t *indices, const void *scalars, size_t n, cuzk_gpu_g2 *out,
                     cuzk_gpu_message *msg);
 
 #ifdef __cplusplus

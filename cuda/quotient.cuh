@@ -29,21 +29,22 @@ class quotient_stage : public NTT {
     }
 
 public:
-    static void run(const gpu_t& gpu, const fr_t* a, const fr_t* b, const fr_t* c, size_t n,
-                    uint32_t lg_domain, const affine_t* h_points, point_t& out,
-                    cuzk_gpu_h_times& times)
+    static void run(cuzk_gpu_context& ctx, const fr_t* a, const fr_t* b, const fr_t* c, size_t n,
+                    uint32_t lg_domain, const cuzk_gpu_points& h_points,
+                    const cuzk_gpu_staging* staging, point_t& out, cuzk_gpu_h_times& times)
     {
         const size_t domain = (size_t)1 << lg_domain;
         if (n > domain)
             throw std::invalid_argument("more evaluations than the domain holds");
+        const gpu_t& gpu = ctx.gpu;
         stream_t& stream = gpu[0];
-        dev_ptr_t<fr_t> d_abc{3 * domain};
-        fr_t* d[3] = {&d_abc[0], &d_abc[domain], &d_abc[2 * domain]};
+        fr_t* d_abc = ctx.ntt_buffers(3 * domain);
+        fr_t* d[3] = {d_abc, d_abc + domain, d_abc + 2 * domain};
         const fr_t* host[3] = {a, b, c};
 
         timed_events ev(stream);
         for (int k = 0; k < 3; k++) {
-            stream.HtoD(d[k], host[k], n);
+            staged_htod(ctx, stream, d[k], host[k], n * sizeof(fr_t), staging);
             if (n < domain)
                 CUDA_OK(cudaMemsetAsync(d[k] + n, 0, (domain - n) * sizeof(fr_t), stream));
         }
@@ -59,11 +60,16 @@ public:
         stream.sync();
 
         auto start = std::chrono::steady_clock::now();
-        g1_msm_t msm{nullptr, domain - 1, sizeof(affine_t), gpu.id()};
-        check(msm.invoke(out, h_points, domain - 1, d_abc, true));
+        const size_t npoints = domain - 1;
+        g1_msm_t msm{nullptr, npoints, sizeof(affine_t), gpu.id()};
+        dev_ptr_t<fr_t> coefficients{d[0], domain};
+        if (h_points.key)
+            check(msm.invoke(out, resident_msm_points<affine_t>(h_points, npoints), npoints,
+                             coefficients, true));
+        else
+            check(msm.invoke(out, (const affine_t*)h_points.host, npoints, coefficients, true));
         times.msm_ns = elapsed_ns(start);
         times.h2d_ns = ev.ns(0, 1);
         times.ntt_ns = ev.ns(1, 2);
     }
 };
-

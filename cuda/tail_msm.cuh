@@ -1,19 +1,49 @@
 // Stage tail MSM: Pippenger over the few full-width scalars left after the 0/1 split. Each
 // call gets its own msm_t, whose window width sppark derives from that MSM's size (the
-// tails of L, A and B_G1 differ by an order of magnitude).
+// tails of L, A and B_G1 differ by an order of magnitude). With a resident key the tail's
+// points are gathered on the device from the query, so only the indices cross PCIe.
 #pragma once
+
+// out[i] = points[indices[i]], a point being `words` 16-byte words (G1 and G2 alike).
+__global__
+void gather_points(uint4* out, const uint4* points, const uint32_t* indices, size_t n,
+                   uint32_t words)
+{
+    const size_t total = n * words;
+    for (size_t t = threadIdx.x + (size_t)blockIdx.x * blockDim.x; t < total;
+         t += (size_t)blockDim.x * gridDim.x)
+        out[t] = points[(size_t)indices[t / words] * words + t % words];
+}
 
 // For G1 (g1_msm_t) and G2 (g2_msm_t).
 template<class msm_type, class point_t, class affine_t>
-static point_t tail_msm_on_device(const gpu_t& gpu, const affine_t* points,
-                                  const scalar_t* canonical_scalars, size_t n)
+static point_t tail_msm_on_device(cuzk_gpu_context& ctx, const cuzk_gpu_points& src,
+                                  const uint32_t* indices, const scalar_t* canonical_scalars,
+                                  size_t n)
 {
+    typedef typename affine_t::mem_t affine_mem_t;
+    const gpu_t& gpu = ctx.gpu;
     point_t out;
     out.inf();
     if (n == 0)
         return out;
     msm_type msm{nullptr, n, sizeof(affine_t), gpu.id()};
-    check(msm.invoke(out, points, n, canonical_scalars, false));
+    if (!src.key) {
+        check(msm.invoke(out, (const affine_t*)src.host, n, canonical_scalars, false));
+        return out;
+    }
+    const uint32_t words = point_bytes(src.query) / sizeof(uint4);
+    // An index past the query would read another allocation's memory on the device.
+    const size_t last_index = *std::max_element(indices, indices + n);
+    const uint4* resident = (const uint4*)resident_points<affine_mem_t>(src, last_index + 1);
+    stream_t& stream = gpu[0];
+    dev_ptr_t<uint32_t> d_indices{n};
+    dev_ptr_t<uint4> d_gathered{n * words};
+    stream.HtoD(&d_indices[0], indices, n);
+    gather_points<<<gpu.sm_count(), 1024, 0, stream>>>(&d_gathered[0], resident, &d_indices[0], n, words);
+    CUDA_OK(cudaGetLastError());
+    stream.sync();
+    check(msm.invoke(out, dev_ptr_t<affine_t>{(affine_t*)&d_gathered[0], n}, n, canonical_scalars,
+                     false));
     return out;
 }
-

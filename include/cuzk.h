@@ -30,7 +30,7 @@
 #define CUZK_MAX_C1_JSON_BYTES (1 << 28)
 
 // Version of the `cuzk_timings` layout this library writes.
-#define CUZK_TIMINGS_VERSION 1
+#define CUZK_TIMINGS_VERSION 2
 
 // Outcome of a cuzk call. The numeric values are part of the C ABI (`cuzk_status`): never
 // renumber, only append.
@@ -80,6 +80,29 @@ typedef uint32_t cuzk_backend_kind;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
 
+// Where the GPU read the proving key's points from (the `key_residency` field of
+// `cuzk_timings`).
+enum cuzk_key_residency
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  // No GPU phase ran (CPU backend).
+  CUZK_KEY_RESIDENCY_NOT_ON_GPU = 0,
+  // Device memory, where the key stays between calls.
+  CUZK_KEY_RESIDENCY_RESIDENT = 1,
+  // Host memory, sent to the device by this call: the key did not fit the device-memory
+  // budget.
+  CUZK_KEY_RESIDENCY_STREAMED = 2,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum cuzk_key_residency cuzk_key_residency;
+#else
+typedef uint32_t cuzk_key_residency;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
 // A cancellation token: pass it in `cuzk_prove_options` and cancel it from any thread.
 typedef struct cuzk_cancel_token cuzk_cancel_token;
 
@@ -109,6 +132,12 @@ typedef struct cuzk_config {
   // Directory of the Groth16 parameters (NUL-terminated UTF-8); NULL: FIL_PROOFS_PARAMETER_CACHE,
   // else /var/tmp/filecoin-proof-parameters. Copied during `cuzk_engine_new`.
   const char *param_cache_dir;
+  // Device memory per GPU for resident proving keys, in bytes; 0: 3/4 of the device's
+  // memory. Least recently used keys are evicted beyond it; a key larger than it is
+  // streamed from host memory on every call (cuzk_timings.key_residency says so).
+  uint64_t gpu_key_memory_budget;
+  // Pinned host memory per GPU for staging copies, in bytes; 0: 128 MiB.
+  uint64_t pinned_pool_bytes;
 } cuzk_config;
 
 // Options of one prove call; NULL means all defaults.
@@ -151,7 +180,7 @@ typedef struct cuzk_timings {
   uint64_t synthesis_ns;
   // Sorting scalars into zero / one / full-width and building the MSM inputs.
   uint64_t prep_msm_ns;
-  // Pinning and host-to-device copies (GPU only).
+  // Host-to-device copies of a, b, c (GPU only; the pinning itself is `pin_ns`).
   uint64_t pin_h2d_ns;
   // The 7 NTTs and the pointwise steps of H.
   uint64_t ntt_ns;
@@ -166,6 +195,13 @@ typedef struct cuzk_timings {
   uint64_t assembly_ns;
   // Verifying the proof before returning it (0 when self-verify is off).
   uint64_t verify_ns;
+  // Copying the proving key's points into device memory (0 when they were resident).
+  uint64_t srs_upload_ns;
+  // Allocating pinned host buffers for the pool (0 once the pool is warm).
+  uint64_t pin_ns;
+  // Where the GPU read the key from (cuzk_key_residency); 0 on the CPU backend.
+  uint32_t key_residency;
+  uint32_t padding;
 } cuzk_timings;
 
 // What a C1 output says about its sector (enough to verify the C2 proof made from it).
@@ -215,6 +251,26 @@ enum cuzk_status cuzk_engine_new(const struct cuzk_config *config, struct cuzk_e
 
 // Releases a handle; the engine stops when the last handle is freed. NULL is ignored.
 void cuzk_engine_free(struct cuzk_engine *engine);
+
+// Reads the proving key of `registered_proof` (filecoin-ffi numbering) from the parameter
+// directory and makes it resident on every GPU the engine uses, so that the next proof of
+// that kind loads nothing. `srs_load_ns` / `srs_upload_ns`, when not NULL, get the time to
+// read it from disk and to copy it to the devices (0 when it was already there).
+enum cuzk_status cuzk_engine_preload_key(const struct cuzk_engine *engine, uint32_t registered_proof, uint64_t *srs_load_ns, uint64_t *srs_upload_ns, struct cuzk_error **err);
+
+// Drops the proving key of `registered_proof` from host memory and from every GPU; calls
+// using it finish first. `*evicted_out` is true when it was resident anywhere.
+enum cuzk_status cuzk_engine_evict_key(const struct cuzk_engine *engine, uint32_t registered_proof, bool *evicted_out, struct cuzk_error **err);
+
+// What the engine holds and does, as a JSON object (free with `cuzk_bytes_free`):
+// `{"version", "backend": "gpu"|"cpu", "worker_threads", "proofs_in_flight",
+//   "host_keys": [{"label", "bytes"}],
+//   "devices": [{"ordinal", "name", "memory_total", "memory_free", "memory_used_by_cuzk",
+//     "ntt_buffer_bytes", "key_budget", "resident_keys": [{"label", "bytes", "uses",
+//     "loaded"}], "pinned_pool": {"buffer_bytes", "limit_bytes", "allocated_bytes",
+//     "in_use_bytes", "acquisitions", "allocations"}, "proofs_in_flight", "proofs_done"}]}`.
+// Sizes are bytes. Fields may be added, never removed.
+enum cuzk_status cuzk_engine_status(const struct cuzk_engine *engine, struct cuzk_bytes **json_out, struct cuzk_error **err);
 
 // A new, not yet cancelled token. Free with `cuzk_cancel_token_free`.
 struct cuzk_cancel_token *cuzk_cancel_token_new(void);

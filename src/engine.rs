@@ -2,6 +2,7 @@
 //! keys and the backend, and runs a C2 from JSON to verified proof bytes with timings.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Instant;
 
@@ -11,10 +12,11 @@ use blstrs::{Bls12, Scalar};
 use ff::Field;
 use filecoin_proofs::types::MerkleTreeTrait;
 use filecoin_proofs_api::seal::SealCommitPhase1Output;
+use filecoin_proofs_api::RegisteredSealProof;
 use storage_proofs_core::parameter_cache::{parameter_id, verifying_key_id};
 
 use crate::backend::cpu::{CpuBackend, Domain};
-use crate::backend::Backend;
+use crate::backend::{Backend, DeviceStatus};
 use crate::cancel::CancelToken;
 use crate::error::{Error, Result, Status};
 use crate::groth16::{assemble, ProvingKey};
@@ -41,11 +43,17 @@ pub struct EngineConfig {
     pub num_threads: usize,
     /// Verify every proof before returning it (filecoin-proofs always does).
     pub self_verify: bool,
+    /// Device memory per GPU for resident proving keys, in bytes; 0: 3/4 of the device's
+    /// memory. Keys beyond it are evicted least recently used first; a key larger than it is
+    /// streamed from host memory on every call.
+    pub gpu_key_memory_budget: u64,
+    /// Pinned host memory per GPU for staging copies, in bytes; 0: 128 MiB.
+    pub pinned_pool_bytes: u64,
 }
 
 impl Default for EngineConfig {
     fn default() -> Self {
-        EngineConfig { param_cache_dir: None, cpu_only: false, num_threads: 0, self_verify: true }
+        EngineConfig { param_cache_dir: None, cpu_only: false, num_threads: 0, self_verify: true, gpu_key_memory_budget: 0, pinned_pool_bytes: 0 }
     }
 }
 
@@ -99,6 +107,50 @@ pub struct Engine {
     pool: rayon::ThreadPool,
     backend: Box<dyn Backend>,
     keys: KeyStore,
+    in_flight: AtomicU64,
+}
+
+/// A proving key resident in host memory (engine status).
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct HostKeyStatus {
+    pub label: String,
+    /// Bytes of its points.
+    pub bytes: u64,
+}
+
+/// What the engine holds and does (`cuzk_engine_status`, as JSON).
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct EngineStatus {
+    pub version: &'static str,
+    pub backend: &'static str,
+    pub worker_threads: usize,
+    pub proofs_in_flight: u64,
+    pub host_keys: Vec<HostKeyStatus>,
+    pub devices: Vec<DeviceStatus>,
+}
+
+/// What a preload did: the time to read the key from disk and to copy it to the devices
+/// (each 0 when it was already there).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PreloadReport {
+    pub srs_load_ns: u64,
+    pub srs_upload_ns: u64,
+}
+
+/// Counts a call as in flight for as long as it lives.
+struct InFlight<'a>(&'a AtomicU64);
+
+impl<'a> InFlight<'a> {
+    fn new(counter: &'a AtomicU64) -> Self {
+        counter.fetch_add(1, Ordering::Relaxed);
+        InFlight(counter)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 /// The process's engine while any handle to it is alive.
@@ -129,7 +181,7 @@ impl Engine {
             .build()
             .map_err(|e| Error::internal(format!("starting worker threads: {e}")))?;
         let backend = select_backend(&config)?;
-        let engine = Arc::new(Engine { backend, config, pool, keys: KeyStore::default() });
+        let engine = Arc::new(Engine { backend, config, pool, keys: KeyStore::default(), in_flight: AtomicU64::new(0) });
         *current = Arc::downgrade(&engine);
         log::info!("cuzk engine started: {:?}", engine.config);
         Ok(engine)
@@ -145,9 +197,9 @@ impl Engine {
         options: &ProveOptions,
     ) -> Result<(Vec<u8>, Timings)> {
         let start = Instant::now();
+        let _in_flight = InFlight::new(&self.in_flight);
         let mut t = Timings::new();
         t.backend = self.backend.kind() as u32;
-        t.device_index = self.backend.device_index();
         options.check_cancel()?;
         let c1 = timed(&mut t.input_check_ns, || porep::parse_c1(c1_json))?;
         let proof = c1.registered_proof;
@@ -167,6 +219,45 @@ impl Engine {
     /// directory.
     pub fn verify_seal(&self, statement: &SealStatement, proof: &[u8]) -> Result<bool> {
         self.pool.install(|| with_porep_shape!(statement.registered_proof, verify_with_vk_file(self, statement, proof)))
+    }
+
+    /// Reads the proving key of `proof` into host memory and copies it to every device the
+    /// backend uses, so that the first proof loads nothing.
+    pub fn preload_key(&self, proof: RegisteredSealProof) -> Result<PreloadReport> {
+        let path = with_porep_shape!(proof, proving_key_path(self, proof))?;
+        let mut report = PreloadReport::default();
+        let key = self.keys.proving_key(&path, &mut report.srs_load_ns)?;
+        report.srs_upload_ns = self.pool.install(|| self.backend.preload(&key))?;
+        Ok(report)
+    }
+
+    /// Drops the proving key of `proof` from host memory and from every device (calls using
+    /// it keep it until they end). True when it was resident anywhere.
+    pub fn evict_key(&self, proof: RegisteredSealProof) -> Result<bool> {
+        let path = with_porep_shape!(proof, proving_key_path(self, proof))?;
+        let on_host = self.keys.evict_proving_key(&path);
+        let on_devices = self.backend.evict(&path.display().to_string());
+        Ok(on_host || on_devices > 0)
+    }
+
+    /// What the engine holds and does now.
+    pub fn status(&self) -> EngineStatus {
+        EngineStatus {
+            version: env!("CARGO_PKG_VERSION"),
+            backend: match self.backend.kind() {
+                crate::timings::BackendKind::Gpu => "gpu",
+                _ => "cpu",
+            },
+            worker_threads: self.config.num_threads,
+            proofs_in_flight: self.in_flight.load(Ordering::Relaxed),
+            host_keys: self
+                .keys
+                .resident_proving_keys()
+                .iter()
+                .map(|k| HostKeyStatus { label: k.label().to_string(), bytes: k.points_bytes() })
+                .collect(),
+            devices: self.backend.devices(),
+        }
     }
 
     fn key_path<Tree: 'static + MerkleTreeTrait>(&self, config: &filecoin_proofs::types::PoRepConfig, vk: bool) -> Result<PathBuf> {
@@ -233,6 +324,10 @@ pub fn prove_synthesized(
     Ok(timed(&mut t.assembly_ns, || assemble(key, &msm, r, s)))
 }
 
+fn proving_key_path<Tree: 'static + MerkleTreeTrait>(engine: &Engine, proof: RegisteredSealProof) -> Result<PathBuf> {
+    engine.key_path::<Tree>(&porep::porep_config(proof)?, false)
+}
+
 /// GPU when one is usable and not switched off (config `cpu_only`, `CUZK_NO_GPU=1`), else CPU.
 fn select_backend(config: &EngineConfig) -> Result<Box<dyn Backend>> {
     let no_gpu_env = std::env::var_os("CUZK_NO_GPU").is_some_and(|v| v == "1");
@@ -242,8 +337,17 @@ fn select_backend(config: &EngineConfig) -> Result<Box<dyn Backend>> {
     }
     #[cfg(feature = "cuda")]
     match crate::backend::gpu::device_count() {
-        // CUDA_VISIBLE_DEVICES decides which physical device is ordinal 0.
-        Ok(n) if n > 0 => return Ok(Box::new(crate::backend::gpu::GpuBackend::new(0)?)),
+        // CUDA_VISIBLE_DEVICES decides which physical devices are used.
+        Ok(n) if n > 0 => {
+            use crate::backend::gpu::{GpuBackend, GpuConfig};
+            let gpu = GpuConfig {
+                devices: Vec::new(),
+                key_memory_budget: config.gpu_key_memory_budget,
+                pinned_pool_bytes: config.pinned_pool_bytes,
+                split: GpuBackend::split_from_env()?,
+            };
+            return Ok(Box::new(GpuBackend::new(&gpu)?));
+        }
         Ok(_) => log::info!("no CUDA device: CPU backend"),
         Err(e) => log::warn!("CUDA unavailable, CPU backend: {e}"),
     }

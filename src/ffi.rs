@@ -70,7 +70,17 @@ pub struct cuzk_config {
     /// Directory of the Groth16 parameters (NUL-terminated UTF-8); NULL: FIL_PROOFS_PARAMETER_CACHE,
     /// else /var/tmp/filecoin-proof-parameters. Copied during `cuzk_engine_new`.
     pub param_cache_dir: *const c_char,
+    // Added in 0.2 (callers compiled before pass a smaller struct_size and get the defaults):
+    /// Device memory per GPU for resident proving keys, in bytes; 0: 3/4 of the device's
+    /// memory. Least recently used keys are evicted beyond it; a key larger than it is
+    /// streamed from host memory on every call (cuzk_timings.key_residency says so).
+    pub gpu_key_memory_budget: u64,
+    /// Pinned host memory per GPU for staging copies, in bytes; 0: 128 MiB.
+    pub pinned_pool_bytes: u64,
 }
+
+/// Size of cuzk_config as first released, the smallest struct_size accepted.
+const CONFIG_V1_SIZE: usize = std::mem::offset_of!(cuzk_config, gpu_key_memory_budget);
 
 /// Options of one prove call; NULL means all defaults.
 #[repr(C)]
@@ -258,7 +268,7 @@ fn owned_bytes(data: Vec<u8>) -> *mut cuzk_bytes {
 pub extern "C" fn cuzk_config_default(config: *mut cuzk_config, err: *mut *mut cuzk_error) -> Status {
     boundary(err, || {
         let config = out_ptr(config, "config")?;
-        let size = check_struct_size(config.struct_size, std::mem::size_of::<cuzk_config>(), "cuzk_config")?;
+        let size = check_struct_size(config.struct_size, CONFIG_V1_SIZE, "cuzk_config")?;
         let defaults = EngineConfig::default();
         let value = cuzk_config {
             struct_size: config.struct_size,
@@ -266,14 +276,33 @@ pub extern "C" fn cuzk_config_default(config: *mut cuzk_config, err: *mut *mut c
             cpu_only: defaults.cpu_only,
             self_verify: defaults.self_verify,
             param_cache_dir: std::ptr::null(),
+            gpu_key_memory_budget: defaults.gpu_key_memory_budget,
+            pinned_pool_bytes: defaults.pinned_pool_bytes,
         };
         write_sized(config, &value, size);
         Ok(())
     })
 }
 
-fn engine_config(config: &cuzk_config) -> Result<EngineConfig> {
-    check_struct_size(config.struct_size, std::mem::size_of::<cuzk_config>(), "cuzk_config")?;
+/// The configuration a caller passed. `config` points to at least `struct_size` bytes, which
+/// may be fewer than today's cuzk_config: fields past them keep their defaults.
+fn engine_config(config: *const cuzk_config) -> Result<EngineConfig> {
+    let base = config as *const u8;
+    // SAFETY: a valid cuzk_config pointer as compiled by the caller: struct_size is first.
+    let size = check_struct_size(unsafe { (*config).struct_size }, CONFIG_V1_SIZE, "cuzk_config")?;
+    let mut full = cuzk_config {
+        struct_size: size as u32,
+        num_threads: 0,
+        cpu_only: false,
+        self_verify: true,
+        param_cache_dir: std::ptr::null(),
+        gpu_key_memory_budget: 0,
+        pinned_pool_bytes: 0,
+    };
+    // SAFETY: the caller's struct has `size` bytes; no more than size_of::<cuzk_config>() are
+    // copied into ours, a plain repr(C) struct.
+    unsafe { std::ptr::copy_nonoverlapping(base, &mut full as *mut cuzk_config as *mut u8, size.min(std::mem::size_of::<cuzk_config>())) };
+    let config = &full;
     let param_cache_dir = if config.param_cache_dir.is_null() {
         None
     } else {
@@ -291,6 +320,8 @@ fn engine_config(config: &cuzk_config) -> Result<EngineConfig> {
         cpu_only: config.cpu_only,
         num_threads: config.num_threads as usize,
         self_verify: config.self_verify,
+        gpu_key_memory_budget: config.gpu_key_memory_budget,
+        pinned_pool_bytes: config.pinned_pool_bytes,
     })
 }
 
@@ -302,11 +333,7 @@ pub extern "C" fn cuzk_engine_new(config: *const cuzk_config, engine_out: *mut *
     boundary(err, || {
         let out = out_ptr(engine_out, "engine_out")?;
         *out = std::ptr::null_mut();
-        // SAFETY: NULL or a valid cuzk_config.
-        let config = match unsafe { config.as_ref() } {
-            Some(c) => engine_config(c)?,
-            None => EngineConfig::default(),
-        };
+        let config = if config.is_null() { EngineConfig::default() } else { engine_config(config)? };
         let engine = Engine::acquire(config)?;
         *out = Box::into_raw(Box::new(cuzk_engine { engine }));
         Ok(())
@@ -320,6 +347,66 @@ pub extern "C" fn cuzk_engine_free(engine: *mut cuzk_engine) {
         // SAFETY: a pointer from `cuzk_engine_new`, freed once.
         drop(unsafe { Box::from_raw(engine) });
     }
+}
+
+/// Reads the proving key of `registered_proof` (filecoin-ffi numbering) from the parameter
+/// directory and makes it resident on every GPU the engine uses, so that the next proof of
+/// that kind loads nothing. `srs_load_ns` / `srs_upload_ns`, when not NULL, get the time to
+/// read it from disk and to copy it to the devices (0 when it was already there).
+#[no_mangle]
+pub extern "C" fn cuzk_engine_preload_key(
+    engine: *const cuzk_engine,
+    registered_proof: u32,
+    srs_load_ns: *mut u64,
+    srs_upload_ns: *mut u64,
+    err: *mut *mut cuzk_error,
+) -> Status {
+    boundary(err, || {
+        let engine = &required(engine, "engine")?.engine;
+        let report = engine.preload_key(seal_proof_from_abi(registered_proof)?)?;
+        // SAFETY: NULL or valid for the call.
+        if let Some(out) = unsafe { srs_load_ns.as_mut() } {
+            *out = report.srs_load_ns;
+        }
+        // SAFETY: NULL or valid for the call.
+        if let Some(out) = unsafe { srs_upload_ns.as_mut() } {
+            *out = report.srs_upload_ns;
+        }
+        Ok(())
+    })
+}
+
+/// Drops the proving key of `registered_proof` from host memory and from every GPU; calls
+/// using it finish first. `*evicted_out` is true when it was resident anywhere.
+#[no_mangle]
+pub extern "C" fn cuzk_engine_evict_key(engine: *const cuzk_engine, registered_proof: u32, evicted_out: *mut bool, err: *mut *mut cuzk_error) -> Status {
+    boundary(err, || {
+        let evicted_out = out_ptr(evicted_out, "evicted_out")?;
+        *evicted_out = false;
+        let engine = &required(engine, "engine")?.engine;
+        *evicted_out = engine.evict_key(seal_proof_from_abi(registered_proof)?)?;
+        Ok(())
+    })
+}
+
+/// What the engine holds and does, as a JSON object (free with `cuzk_bytes_free`):
+/// `{"version", "backend": "gpu"|"cpu", "worker_threads", "proofs_in_flight",
+///   "host_keys": [{"label", "bytes"}],
+///   "devices": [{"ordinal", "name", "memory_total", "memory_free", "memory_used_by_cuzk",
+///     "ntt_buffer_bytes", "key_budget", "resident_keys": [{"label", "bytes", "uses",
+///     "loaded"}], "pinned_pool": {"buffer_bytes", "limit_bytes", "allocated_bytes",
+///     "in_use_bytes", "acquisitions", "allocations"}, "proofs_in_flight", "proofs_done"}]}`.
+/// Sizes are bytes. Fields may be added, never removed.
+#[no_mangle]
+pub extern "C" fn cuzk_engine_status(engine: *const cuzk_engine, json_out: *mut *mut cuzk_bytes, err: *mut *mut cuzk_error) -> Status {
+    boundary(err, || {
+        let json_out = out_ptr(json_out, "json_out")?;
+        *json_out = std::ptr::null_mut();
+        let engine = &required(engine, "engine")?.engine;
+        let json = serde_json::to_vec(&engine.status()).map_err(|e| Error::internal(format!("status as JSON: {e}")))?;
+        *json_out = owned_bytes(json);
+        Ok(())
+    })
 }
 
 /// A new, not yet cancelled token. Free with `cuzk_cancel_token_free`.

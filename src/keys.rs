@@ -73,6 +73,20 @@ impl<T> LoadOnce<T> {
         })?;
         Ok((value.clone(), loaded_here))
     }
+
+    /// Forgets the value of `path` (every identity of it); true when one was resident.
+    fn forget(&self, path: &Path) -> bool {
+        let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+        let before = slots.len();
+        slots.retain(|id, _| id.path != path);
+        slots.len() != before
+    }
+
+    /// The values loaded so far.
+    fn resident(&self) -> Vec<Arc<T>> {
+        let slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+        slots.values().filter_map(|slot| slot.get().cloned()).collect()
+    }
 }
 
 pub struct KeyStore {
@@ -94,12 +108,23 @@ impl KeyStore {
             let reader = BufReader::with_capacity(1 << 22, file);
             let key = Parameters::<Bls12>::read(reader, false).map_err(|e| corrupt(path, e))?;
             log::info!("loaded proving key {} in {:.2?}", path.display(), start.elapsed());
-            Ok(key)
+            Ok(ProvingKey::new(key, path.display().to_string()))
         })?;
         if loaded {
             *load_ns += nanos(start.elapsed());
         }
         Ok(key)
+    }
+
+    /// Drops the proving key of `path` from host memory (calls using it keep it until they
+    /// end); true when it was resident.
+    pub fn evict_proving_key(&self, path: &Path) -> bool {
+        self.proving.forget(path)
+    }
+
+    /// The proving keys resident in host memory.
+    pub fn resident_proving_keys(&self) -> Vec<Arc<ProvingKey>> {
+        self.proving.resident()
     }
 
     /// The prepared verifying key in `path` (a `.vk` file).

@@ -14,6 +14,7 @@ use rand::{Rng, SeedableRng};
 use rayon::prelude::*;
 
 use crate::backend::cpu::Domain;
+use crate::groth16::ProvingKey;
 use crate::synthesis::SynthesizedCircuit;
 
 /// A circuit of `n` multiplication constraints over a witness shaped like PoRep's (mostly 0/1)
@@ -105,7 +106,7 @@ where
 /// made of random points: GPU, CPU and bellperson must produce the same proof with it, though
 /// none verifies. The G1 queries are prefixes of one pool of distinct points, so a 2^26 key
 /// costs one pool of points, not five.
-pub fn synthetic_key(shape: &SynthesizedCircuit, seed: u64) -> Parameters<Bls12> {
+pub fn synthetic_key(shape: &SynthesizedCircuit, seed: u64) -> ProvingKey {
     let m = Domain::for_len(shape.num_constraints()).expect("circuit fits the FFT domain").size();
     let b_len = shape.b_input_density.count_ones() + shape.b_aux_density.count_ones();
     let a_len = shape.input_assignment.len() + shape.a_aux_density.count_ones();
@@ -122,12 +123,13 @@ pub fn synthetic_key(shape: &SynthesizedCircuit, seed: u64) -> Parameters<Bls12>
         delta_g2: G2Projective::random(&mut rng).to_affine(),
         ic: random_points::<G1Projective>(shape.input_assignment.len(), seed + 1),
     };
-    Parameters {
+    let params = Parameters {
         vk,
         h: prefix(m - 1),
         a: prefix(a_len),
         b_g1: prefix(b_len),
         l: prefix(l_len),
         b_g2: Arc::new(random_points::<G2Projective>(b_len, seed + 2)),
-    }
+    };
+    ProvingKey::new(params, format!("synthetic key (seed {seed}, performance only)"))
 }

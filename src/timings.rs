@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 /// Version of the `cuzk_timings` layout this library writes.
-pub const CUZK_TIMINGS_VERSION: u32 = 1;
+pub const CUZK_TIMINGS_VERSION: u32 = 2;
 
 /// Which kind of backend ran a proof (the `backend` field of `cuzk_timings`).
 #[repr(u32)]
@@ -14,6 +14,20 @@ pub enum BackendKind {
     None = 0,
     Cpu = 1,
     Gpu = 2,
+}
+
+/// Where the GPU read the proving key's points from (the `key_residency` field of
+/// `cuzk_timings`).
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyResidency {
+    /// No GPU phase ran (CPU backend).
+    NotOnGpu = 0,
+    /// Device memory, where the key stays between calls.
+    Resident = 1,
+    /// Host memory, sent to the device by this call: the key did not fit the device-memory
+    /// budget.
+    Streamed = 2,
 }
 
 /// Per-phase timings of one call in nanoseconds (`cuzk_timings`). Phases never overlap, so
@@ -49,7 +63,7 @@ pub struct Timings {
     pub synthesis_ns: u64,
     /// Sorting scalars into zero / one / full-width and building the MSM inputs.
     pub prep_msm_ns: u64,
-    /// Pinning and host-to-device copies (GPU only).
+    /// Host-to-device copies of a, b, c (GPU only; the pinning itself is `pin_ns`).
     pub pin_h2d_ns: u64,
     /// The 7 NTTs and the pointwise steps of H.
     pub ntt_ns: u64,
@@ -64,6 +78,14 @@ pub struct Timings {
     pub assembly_ns: u64,
     /// Verifying the proof before returning it (0 when self-verify is off).
     pub verify_ns: u64,
+    // Version 2:
+    /// Copying the proving key's points into device memory (0 when they were resident).
+    pub srs_upload_ns: u64,
+    /// Allocating pinned host buffers for the pool (0 once the pool is warm).
+    pub pin_ns: u64,
+    /// Where the GPU read the key from (cuzk_key_residency); 0 on the CPU backend.
+    pub key_residency: u32,
+    pub padding: u32,
 }
 
 impl Timings {
@@ -77,10 +99,12 @@ impl Timings {
     }
 
     /// The phases that are disjoint parts of `total_ns` (they never overlap in time).
-    pub fn phases(&self) -> [(&'static str, u64); 16] {
+    pub fn phases(&self) -> [(&'static str, u64); 18] {
         [
             ("queue_wait", self.queue_wait_ns),
             ("srs_load", self.srs_load_ns),
+            ("srs_upload", self.srs_upload_ns),
+            ("pin", self.pin_ns),
             ("input_check", self.input_check_ns),
             ("synthesis", self.synthesis_ns),
             ("prep_msm", self.prep_msm_ns),

@@ -95,6 +95,27 @@ fn struct_size_too_small_is_refused() {
     expect_err(prove(&e, &f.c1_json, 1, &f.sector.prover_id, Some(&options)), Status::InvalidArgument, "struct_size");
 }
 
+/// A caller compiled against the first cuzk_config (without the GPU memory fields) passes a
+/// smaller struct_size: accepted, the new fields keep their defaults; anything smaller than
+/// that first layout is refused.
+#[test]
+fn config_of_the_first_layout_is_accepted() {
+    let f = fixture();
+    let dir = std::ffi::CString::new(f.params_dir.to_str().unwrap()).unwrap();
+    let mut config = c_config(&dir);
+    config.struct_size = std::mem::offset_of!(cuzk_config, gpu_key_memory_budget) as u32;
+    config.gpu_key_memory_budget = 12345; // past struct_size: must not be read
+    let mut engine = null_mut();
+    let mut err = null_mut();
+    let status = cuzk_engine_new(&config, &mut engine, &mut err);
+    assert_eq!(status, Status::Ok, "{:?}", take_error(err));
+    cuzk_engine_free(engine);
+    config.struct_size -= 8;
+    let status = cuzk_engine_new(&config, &mut engine, &mut err);
+    assert_eq!(status, Status::InvalidArgument);
+    assert!(take_error(err).1.contains("struct_size"));
+}
+
 #[test]
 fn second_engine_with_another_config_is_a_clean_error() {
     let f = fixture();

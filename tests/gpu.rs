@@ -8,16 +8,18 @@ mod common;
 use std::sync::Arc;
 use std::time::Instant;
 
-use bellperson::groth16::{create_proof_batch, generate_random_parameters, prepare_verifying_key, verify_proof, Parameters};
+use bellperson::groth16::{create_proof_batch, generate_random_parameters, prepare_verifying_key, verify_proof};
 use blstrs::{Bls12, Scalar};
 use common::fixture;
-use cuzk::backend::gpu::{GpuBackend, SplitPolicy};
-use cuzk::backend::BackendKind;
+use cuzk::backend::gpu::{device_count, GpuBackend, GpuConfig, SplitPolicy};
+use cuzk::backend::{Backend, BackendKind};
 use cuzk::engine::{prove_with, Engine, EngineConfig, ProveOptions};
 use cuzk::error::Status;
+use cuzk::groth16::ProvingKey;
 use cuzk::synthesis::synthesize;
 use cuzk::testing::{synthetic_key, RandomCircuit};
-use cuzk::timings::Timings;
+use cuzk::timings::{KeyResidency, Timings};
+use filecoin_proofs_api::RegisteredSealProof;
 use ff::Field;
 use rand::SeedableRng;
 
@@ -26,6 +28,18 @@ fn gpu_engine() -> Arc<Engine> {
     let engine = Engine::acquire(config).expect("engine");
     assert_eq!(engine.backend().kind(), BackendKind::Gpu, "CUZK_GPU_TESTS=1 but no usable CUDA device (see RUST_LOG=cuzk=info)");
     engine
+}
+
+fn require_gpu() {
+    assert!(device_count().unwrap_or(0) > 0, "CUZK_GPU_TESTS=1 but no usable CUDA device");
+}
+
+/// A backend on device 0 whose keys are resident (the default budget) or streamed from host
+/// memory on every call (a budget of one byte).
+fn backend(policy: SplitPolicy, residency: KeyResidency) -> GpuBackend {
+    let key_memory_budget = if residency == KeyResidency::Streamed { 1 } else { 0 };
+    GpuBackend::new(&GpuConfig { devices: vec![0], key_memory_budget, split: policy, ..GpuConfig::default() })
+        .expect("CUZK_GPU_TESTS=1 but no usable CUDA device")
 }
 
 fn proof_bytes(p: &bellperson::groth16::Proof<Bls12>) -> Vec<u8> {
@@ -43,35 +57,42 @@ enum Key {
 }
 
 /// The GPU against bellperson's CPU prover on a fresh random circuit with fixed r, s: the same
-/// bytes with the 0/1 split forced on and forced off (the cost model picks one of the two), and
-/// with a real key the proof verifies.
+/// bytes with the 0/1 split forced on and forced off (the cost model picks one of the two),
+/// with the key resident in device memory and streamed from host memory, and with a real key
+/// the proof verifies.
 fn check_gpu_equals_bellperson(constraints: usize, bit_heavy: bool, key_kind: Key) {
     let seed: u64 = rand::random();
     let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed);
     let circuit = RandomCircuit::new(&mut rng, constraints, bit_heavy);
     let start = Instant::now();
     let params = match key_kind {
-        Key::Setup => generate_random_parameters::<Bls12, _, _>(circuit.clone(), &mut rng).unwrap(),
+        Key::Setup => ProvingKey::new(generate_random_parameters::<Bls12, _, _>(circuit.clone(), &mut rng).unwrap(), "setup"),
         Key::Synthetic => synthetic_key(&synthesize(circuit.clone(), None).unwrap(), seed),
     };
     let key_s = start.elapsed().as_secs_f64();
     let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
     let start = Instant::now();
-    let expected = proof_bytes(&create_proof_batch(vec![circuit.clone()], &params, vec![r], vec![s]).unwrap().remove(0));
+    let expected = proof_bytes(&create_proof_batch(vec![circuit.clone()], &*params, vec![r], vec![s]).unwrap().remove(0));
     let bellperson_s = start.elapsed().as_secs_f64();
     let what = format!("{constraints} constraints, bit_heavy {bit_heavy}, {key_kind:?} key, seed {seed}");
-    for policy in [SplitPolicy::Always, SplitPolicy::Never] {
-        let gpu = GpuBackend::with_split_policy(0, policy).expect("CUZK_GPU_TESTS=1 but no usable CUDA device");
+    for (policy, residency) in [
+        (SplitPolicy::Always, KeyResidency::Resident),
+        (SplitPolicy::Never, KeyResidency::Resident),
+        (SplitPolicy::Always, KeyResidency::Streamed),
+        (SplitPolicy::Never, KeyResidency::Streamed),
+    ] {
+        let gpu = backend(policy, residency);
         let mut t = Timings::new();
         let ours = prove_with(&gpu, &params, circuit.clone(), (r, s), None, &mut t).expect("GPU proof");
-        assert_eq!(proof_bytes(&ours), expected, "{what}, split {policy:?}: the GPU proof differs from bellperson's");
+        assert_eq!(t.key_residency, residency as u32);
+        assert_eq!(proof_bytes(&ours), expected, "{what}, split {policy:?}, key {residency:?}: the GPU proof differs from bellperson's");
         if key_kind == Key::Setup {
             assert!(verify_proof(&prepare_verifying_key(&params.vk), &ours, &circuit.inputs).unwrap(), "{what}: GPU proof does not verify");
         }
         let s = |ns: u64| ns as f64 / 1e9;
         eprintln!(
-            "{constraints:>8} constraints bit_heavy={bit_heavy:<5} {key_kind:?} key ({key_s:.1} s) split={policy:?}: bellperson {bellperson_s:.3} s | GPU synthesis {:.3}, prep {:.3}, h2d {:.3}, ntt {:.3}, msm_h {:.3}, batch_add {:.3}, tails {:.3}, b_g2 {:.3} s",
-            s(t.synthesis_ns), s(t.prep_msm_ns), s(t.pin_h2d_ns), s(t.ntt_ns), s(t.msm_h_ns), s(t.batch_add_ns),
+            "{constraints:>8} constraints bit_heavy={bit_heavy:<5} {key_kind:?} key ({key_s:.1} s) split={policy:?} {residency:?}: bellperson {bellperson_s:.3} s | GPU synthesis {:.3}, upload {:.3}, prep {:.3}, h2d {:.3}, ntt {:.3}, msm_h {:.3}, batch_add {:.3}, tails {:.3}, b_g2 {:.3} s",
+            s(t.synthesis_ns), s(t.srs_upload_ns), s(t.prep_msm_ns), s(t.pin_h2d_ns), s(t.ntt_ns), s(t.msm_h_ns), s(t.batch_add_ns),
             s(t.msm_l_ns + t.msm_a_ns + t.msm_b_g1_ns), s(t.msm_b_g2_ns),
         );
     }
@@ -80,7 +101,7 @@ fn check_gpu_equals_bellperson(constraints: usize, bit_heavy: bool, key_kind: Ke
 #[test]
 #[cfg_attr(not(cuzk_gpu_tests), ignore = "GPU test: build with CUZK_GPU_TESTS=1 and run where a CUDA device is present")]
 fn gpu_matches_bellperson_2_pow_10_and_16() {
-    gpu_engine();
+    require_gpu();
     for bit_heavy in [true, false] {
         check_gpu_equals_bellperson(1 << 10, bit_heavy, Key::Setup);
         check_gpu_equals_bellperson((1 << 16) - 7, bit_heavy, Key::Setup);
@@ -90,7 +111,7 @@ fn gpu_matches_bellperson_2_pow_10_and_16() {
 #[test]
 #[cfg_attr(not(cuzk_gpu_tests), ignore = "GPU test: build with CUZK_GPU_TESTS=1 and run where a CUDA device is present")]
 fn gpu_matches_bellperson_2_pow_20_and_22() {
-    gpu_engine();
+    require_gpu();
     // A random setup at 2^20 takes 110 s on the H200 machine's 16 cores (set CUZK_GPU_TESTS_SETUP_2_20=1
     // for it); synthetic keys otherwise, still compared with bellperson byte for byte.
     let setup_2_20 = std::env::var_os("CUZK_GPU_TESTS_SETUP_2_20").is_some_and(|v| v == "1");
@@ -117,7 +138,7 @@ fn porep_2k_gpu_proof_equals_bellperson_and_verifies() {
     let inputs = cuzk::porep::check_c1::<filecoin_proofs::constants::SectorShape2KiB>(c1, f.sector.prover_id, f.sector.sector_id).unwrap();
     let id = cuzk::porep::parameter_cache_id::<filecoin_proofs::constants::SectorShape2KiB>(&inputs.config).unwrap();
     let path = f.params_dir.join(storage_proofs_core::parameter_cache::parameter_id(&id));
-    let key = Parameters::<Bls12>::read(std::io::BufReader::new(std::fs::File::open(path).unwrap()), false).unwrap();
+    let key = bellperson::groth16::Parameters::<Bls12>::read(std::io::BufReader::new(std::fs::File::open(path).unwrap()), false).unwrap();
     let circuit = cuzk::porep::partition_circuit(&inputs, 0).unwrap();
     let theirs = create_proof_batch(vec![circuit], &key, vec![r], vec![s]).unwrap().remove(0);
     assert_eq!(ours, proof_bytes(&theirs), "GPU and bellperson proofs differ for the same r, s");
@@ -128,7 +149,8 @@ fn porep_2k_gpu_proof_equals_bellperson_and_verifies() {
     for (name, ns) in t.phases() {
         eprintln!("porep-2k GPU {name:<12} {:>9.3} ms", ns as f64 / 1e6);
     }
-    assert!(t.srs_load_ns == 0, "the key stays resident: no load on the second call");
+    assert!(t.srs_load_ns == 0 && t.srs_upload_ns == 0 && t.pin_ns == 0, "the key stays resident: no load, upload or pinning on the second call");
+    assert_eq!(t.key_residency, KeyResidency::Resident as u32);
     assert!(parts <= t.total_ns && parts * 100 >= t.total_ns * 98, "phases {parts} ns vs total {} ns", t.total_ns);
     for (name, ns) in [("pin_h2d", t.pin_h2d_ns), ("ntt", t.ntt_ns), ("msm_h", t.msm_h_ns), ("batch_add", t.batch_add_ns), ("msm_l", t.msm_l_ns), ("msm_b_g2", t.msm_b_g2_ns)] {
         assert!(ns > 0, "{name} not measured on the GPU path");
@@ -137,9 +159,98 @@ fn porep_2k_gpu_proof_equals_bellperson_and_verifies() {
 
 #[test]
 #[cfg_attr(not(cuzk_gpu_tests), ignore = "GPU test: build with CUZK_GPU_TESTS=1 and run where a CUDA device is present")]
+fn porep_2k_key_cold_warm_evicted_preloaded() {
+    let f = fixture();
+    let engine = gpu_engine();
+    let proof = RegisteredSealProof::StackedDrg2KiBV1_1;
+    let prove = || {
+        let (bytes, t) = engine.seal_commit_phase2(&f.c1_json, f.sector.sector_id, f.sector.prover_id, &ProveOptions::default()).expect("GPU C2");
+        assert!(common::filecoin_verify(&f.sector, &bytes), "filecoin-proofs rejects the proof");
+        assert_eq!(t.key_residency, KeyResidency::Resident as u32);
+        eprintln!(
+            "porep-2k: srs_load {:.3} s, srs_upload {:.3} s, pin {:.4} s, h2d {:.4} s, batch_add {:.4} s, tails {:.4} s, total {:.3} s",
+            t.srs_load_ns as f64 / 1e9,
+            t.srs_upload_ns as f64 / 1e9,
+            t.pin_ns as f64 / 1e9,
+            t.pin_h2d_ns as f64 / 1e9,
+            t.batch_add_ns as f64 / 1e9,
+            (t.msm_l_ns + t.msm_a_ns + t.msm_b_g1_ns + t.msm_b_g2_ns) as f64 / 1e9,
+            t.total_ns as f64 / 1e9
+        );
+        t
+    };
+    engine.evict_key(proof).unwrap();
+    let status = engine.status();
+    assert!(status.host_keys.is_empty() && status.devices.iter().all(|d| d.resident_keys.is_empty()), "{status:?}");
+
+    let cold = prove();
+    assert!(cold.srs_load_ns > 0 && cold.srs_upload_ns > 0, "the cold call loads and uploads the key");
+    let warm = prove();
+    assert_eq!((warm.srs_load_ns, warm.srs_upload_ns, warm.pin_ns), (0, 0, 0), "the warm call loads, uploads and pins nothing");
+    assert!(warm.total_ns + cold.srs_load_ns + cold.srs_upload_ns > cold.total_ns, "sanity");
+
+    let status = engine.status();
+    eprintln!("status: {}", serde_json::to_string(&status).unwrap());
+    assert_eq!(status.host_keys.len(), 1);
+    let key_bytes = status.host_keys[0].bytes;
+    for device in &status.devices {
+        assert_eq!(device.resident_keys.len(), 1, "{device:?}");
+        assert_eq!(device.resident_keys[0].bytes, key_bytes);
+        assert!(device.resident_keys[0].loaded);
+        assert!(device.memory_used_by_cuzk >= key_bytes);
+        assert!(device.pinned_pool.allocated_bytes > 0 && device.pinned_pool.in_use_bytes == 0, "{:?}", device.pinned_pool);
+        assert_eq!(device.proofs_in_flight, 0);
+    }
+    let uses: u64 = status.devices.iter().map(|d| d.resident_keys[0].uses).sum();
+    assert_eq!(uses, 2, "two calls used the device copy");
+
+    assert!(engine.evict_key(proof).unwrap());
+    let evicted = engine.status();
+    assert!(evicted.host_keys.is_empty() && evicted.devices.iter().all(|d| d.resident_keys.is_empty()));
+    for (before, after) in status.devices.iter().zip(&evicted.devices) {
+        assert!(after.memory_free >= before.memory_free + key_bytes * 9 / 10, "eviction frees the device memory: {} -> {}", before.memory_free, after.memory_free);
+    }
+    let reloaded = prove();
+    assert!(reloaded.srs_load_ns > 0 && reloaded.srs_upload_ns > 0, "after eviction the key is loaded again");
+
+    engine.evict_key(proof).unwrap();
+    let report = engine.preload_key(proof).unwrap();
+    assert!(report.srs_load_ns > 0 && report.srs_upload_ns > 0);
+    let after_preload = prove();
+    assert_eq!((after_preload.srs_load_ns, after_preload.srs_upload_ns), (0, 0), "a preloaded key is ready for the first call");
+}
+
+/// Device memory after warm-up stays flat over many proofs (the reference leaked device memory
+/// until the GPU ran out). Every proof is compared with the first, which equals bellperson's.
+#[test]
+#[cfg_attr(not(cuzk_gpu_tests), ignore = "GPU test: build with CUZK_GPU_TESTS=1 and run where a CUDA device is present")]
+fn device_memory_flat_over_60_proofs() {
+    require_gpu();
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(rand::random());
+    let circuit = RandomCircuit::new(&mut rng, 1 << 18, true);
+    let key = synthetic_key(&synthesize(circuit.clone(), None).unwrap(), 5);
+    let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
+    let expected = proof_bytes(&create_proof_batch(vec![circuit.clone()], &*key, vec![r], vec![s]).unwrap().remove(0));
+    let gpu = backend(SplitPolicy::CostModel, KeyResidency::Resident);
+    let mut free = Vec::new();
+    for i in 0..60 {
+        let mut t = Timings::new();
+        let proof = prove_with(&gpu, &key, circuit.clone(), (r, s), None, &mut t).expect("GPU proof");
+        assert_eq!(proof_bytes(&proof), expected, "proof {i}");
+        free.push(gpu.devices()[0].memory_free);
+    }
+    let warm = &free[3..];
+    let (lo, hi) = (*warm.iter().min().unwrap(), *warm.iter().max().unwrap());
+    eprintln!("device memory free over 60 proofs: first {} MiB, after warm-up {}..{} MiB", free[0] >> 20, lo >> 20, hi >> 20);
+    assert!(hi - lo <= 64 << 20, "device memory moves by {} MiB after warm-up", (hi - lo) >> 20);
+    assert!(free[59] + (16 << 20) >= free[3], "device memory shrinks: {} -> {} MiB", free[3] >> 20, free[59] >> 20);
+}
+
+#[test]
+#[cfg_attr(not(cuzk_gpu_tests), ignore = "GPU test: build with CUZK_GPU_TESTS=1 and run where a CUDA device is present")]
 fn cuda_errors_become_statuses_and_the_next_call_works() {
     let engine = gpu_engine();
-    let err = GpuBackend::new(1 << 20).err().expect("no such device");
+    let err = GpuBackend::on_device(1 << 20, SplitPolicy::CostModel).err().expect("no such device");
     assert_eq!(err.status, Status::GpuError, "{err}");
     check_gpu_equals_bellperson(1 << 12, true, Key::Setup);
     let _ = engine;

@@ -18,10 +18,10 @@ fn engine() -> Arc<Engine> {
 fn check(constraints: usize, bit_heavy: bool, seed: u64) {
     let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed);
     let circuit = RandomCircuit::new(&mut rng, constraints, bit_heavy);
-    let params = generate_random_parameters::<Bls12, _, _>(circuit.clone(), &mut rng).expect("parameters");
+    let params = cuzk::groth16::ProvingKey::new(generate_random_parameters::<Bls12, _, _>(circuit.clone(), &mut rng).expect("parameters"), "setup");
     let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
 
-    let expected: Proof<Bls12> = create_proof_batch(vec![circuit.clone()], &params, vec![r], vec![s]).expect("bellperson proof").remove(0);
+    let expected: Proof<Bls12> = create_proof_batch(vec![circuit.clone()], &*params, vec![r], vec![s]).expect("bellperson proof").remove(0);
     let mut timings = Timings::new();
     let ours = engine().prove_circuit(&params, circuit.clone(), (r, s), None, &mut timings).expect("cuzk proof");
 

@@ -200,9 +200,9 @@ fn split_path_proof_equals_bellperson() {
     let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(10);
     for (constraints, bit_heavy) in [(1000, true), (777, false)] {
         let circuit = RandomCircuit::new(&mut rng, constraints, bit_heavy);
-        let params = generate_random_parameters::<Bls12, _, _>(circuit.clone(), &mut rng).unwrap();
+        let params = cuzk::groth16::ProvingKey::new(generate_random_parameters::<Bls12, _, _>(circuit.clone(), &mut rng).unwrap(), "setup");
         let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
-        let theirs = create_proof_batch(vec![circuit.clone()], &params, vec![r], vec![s]).unwrap().remove(0);
+        let theirs = create_proof_batch(vec![circuit.clone()], &*params, vec![r], vec![s]).unwrap().remove(0);
         let synthesized = split_path(&circuit);
         let ours = cuzk::engine::prove_synthesized(&CpuBackend, &params, synthesized, (r, s), None, &mut Timings::new()).unwrap();
         assert!(ours == theirs, "{constraints} constraints, bit_heavy {bit_heavy}: proofs differ");

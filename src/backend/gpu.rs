@@ -1,6 +1,12 @@
-//! The GPU backend: H (7 NTTs + MSM), batch addition and tail MSMs of the G1 queries on a CUDA
-//! device through cuda/ (sppark's kernels), B_G2 on the CPU cores. Prep_msm (the 0/1/tail
-//! split) is shared with the CPU backend, so both feed their MSMs the same classes.
+//! The GPU backend: H (7 NTTs + MSM), batch addition and tail MSMs of every query, B_G2
+//! included, on CUDA devices through cuda/ (sppark's kernels). Prep_msm (the 0/1/tail split)
+//! is shared with the CPU backend, so both feed their MSMs the same classes.
+//!
+//! Per device, made once: a context (NTT buffers, copy threads), a staging pool of pinned
+//! host buffers, and a budgeted cache of proving keys resident in device memory, read in
+//! place by the MSMs. A key larger than the budget is streamed from host memory per call.
+//! GPU phases of one device run one call at a time (the device turn); uploads and evictions
+//! happen inside it, so no other call holds a key copy while one is freed or made.
 
 // sppark's device registry (select_gpu, ngpus) is compiled by its build script into its rlib:
 // name the crate so that it is linked.
@@ -8,7 +14,9 @@ extern crate sppark;
 
 use std::borrow::Cow;
 use std::ffi::{c_char, c_void, CStr};
-use std::sync::Mutex;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use blstrs::{Fp, Fp2, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
@@ -18,12 +26,14 @@ use rayon::prelude::*;
 
 use super::cpu::Domain;
 use super::prep::{ClassifiedScalars, PreparedMsms};
-use super::{Backend, BackendKind};
+use super::{Backend, BackendKind, DeviceStatus};
 use crate::cancel::CancelToken;
 use crate::error::{Error, Result, Status};
 use crate::groth16::{check_key_fits, MsmResults, ProvingKey};
+use crate::pinned::{BufferPool, PinnedMemory, PooledBuffer};
+use crate::resident::{KeyRef, Residency, ResidentCache};
 use crate::synthesis::SynthesizedCircuit;
-use crate::timings::{nanos, timed, Timings};
+use crate::timings::{nanos, timed, KeyResidency, Timings};
 
 mod sys {
     //! cuda/cuzk_gpu.h
@@ -63,25 +73,71 @@ mod sys {
         pub text: [c_char; 512],
     }
 
+    pub enum Context {}
+    pub enum Key {}
+
+    #[repr(C)]
+    pub struct Staging {
+        pub buffers: [*mut c_void; 2],
+        pub bytes: usize,
+    }
+
+    pub const QUERY_H: u32 = 0;
+    pub const QUERY_L: u32 = 1;
+    pub const QUERY_A: u32 = 2;
+    pub const QUERY_B_G1: u32 = 3;
+    pub const QUERY_B_G2: u32 = 4;
+    pub const QUERIES: usize = 5;
+
+    #[repr(C)]
+    pub struct Points {
+        pub key: *const Key,
+        pub query: u32,
+        pub host: *const c_void,
+        pub n: usize,
+    }
+
+    #[repr(C)]
+    pub struct KeyPoints {
+        pub host: [*const c_void; QUERIES],
+        pub n: [usize; QUERIES],
+    }
+
+    #[repr(C)]
+    #[derive(Default)]
+    pub struct Memory {
+        pub total: u64,
+        pub free: u64,
+        pub ntt_buffer_bytes: u64,
+    }
+
     extern "C" {
         pub fn cuzk_gpu_device_count(count: *mut c_int, msg: *mut Message) -> c_int;
         pub fn cuzk_gpu_device_info(device: c_int, name: *mut c_char, total_memory: *mut u64, msg: *mut Message) -> c_int;
+        pub fn cuzk_gpu_context_new(device: c_int, out: *mut *mut Context, msg: *mut Message) -> c_int;
+        pub fn cuzk_gpu_context_free(ctx: *mut Context);
+        pub fn cuzk_gpu_memory_info(ctx: *mut Context, out: *mut Memory, msg: *mut Message) -> c_int;
+        pub fn cuzk_gpu_pinned_alloc(bytes: usize, out: *mut *mut c_void, msg: *mut Message) -> c_int;
+        pub fn cuzk_gpu_pinned_free(ptr: *mut c_void);
+        pub fn cuzk_gpu_key_upload(ctx: *mut Context, points: *const KeyPoints, staging: *const Staging, out: *mut *mut Key, msg: *mut Message) -> c_int;
+        pub fn cuzk_gpu_key_free(key: *mut Key);
         pub fn cuzk_gpu_quotient_msm(
-            device: c_int,
+            ctx: *mut Context,
             a: *const c_void,
             b: *const c_void,
             c: *const c_void,
             n: usize,
             lg_domain: u32,
-            h_points: *const c_void,
+            h_points: *const Points,
+            staging: *const Staging,
             out: *mut G1,
             times: *mut HTimes,
             msg: *mut Message,
         ) -> c_int;
-        pub fn cuzk_gpu_batch_add(device: c_int, points: *const c_void, npoints: usize, bitmap: *const u32, out: *mut G1, msg: *mut Message) -> c_int;
-        pub fn cuzk_gpu_msm(device: c_int, points: *const c_void, scalars: *const c_void, n: usize, out: *mut G1, msg: *mut Message) -> c_int;
-        pub fn cuzk_gpu_batch_add_g2(device: c_int, points: *const c_void, npoints: usize, bitmap: *const u32, out: *mut G2, msg: *mut Message) -> c_int;
-        pub fn cuzk_gpu_msm_g2(device: c_int, points: *const c_void, scalars: *const c_void, n: usize, out: *mut G2, msg: *mut Message) -> c_int;
+        pub fn cuzk_gpu_batch_add(ctx: *mut Context, points: *const Points, bitmap: *const u32, staging: *const Staging, out: *mut G1, msg: *mut Message) -> c_int;
+        pub fn cuzk_gpu_msm(ctx: *mut Context, points: *const Points, indices: *const u32, scalars: *const c_void, n: usize, out: *mut G1, msg: *mut Message) -> c_int;
+        pub fn cuzk_gpu_batch_add_g2(ctx: *mut Context, points: *const Points, bitmap: *const u32, staging: *const Staging, out: *mut G2, msg: *mut Message) -> c_int;
+        pub fn cuzk_gpu_msm_g2(ctx: *mut Context, points: *const Points, indices: *const u32, scalars: *const c_void, n: usize, out: *mut G2, msg: *mut Message) -> c_int;
     }
 }
 
@@ -122,70 +178,320 @@ pub fn device_count() -> Result<usize> {
     Ok(count.max(0) as usize)
 }
 
-pub struct GpuBackend {
-    device: i32,
-    name: String,
-    /// GPU phases of one device run one call at a time (sppark's batch-addition kernel keeps
-    /// per-stream work counters in device memory); waiting for it is the call's queue wait.
-    in_use: Mutex<()>,
-    split: SplitPolicy,
-}
+/// CUDA's page-locked host allocator, for the staging pools.
+struct CudaPinned;
 
-impl GpuBackend {
-    /// The backend of `device`, splitting MSMs by the cost model unless CUZK_GPU_SPLIT says
-    /// otherwise.
-    pub fn new(device: i32) -> Result<Self> {
-        Self::with_split_policy(device, SplitPolicy::from_env()?)
+impl PinnedMemory for CudaPinned {
+    fn alloc(&self, bytes: usize) -> Result<NonNull<u8>> {
+        let mut ptr = std::ptr::null_mut();
+        // SAFETY: out-pointer to a local.
+        call("allocating pinned host memory", |msg| unsafe { sys::cuzk_gpu_pinned_alloc(bytes, &mut ptr, msg) })?;
+        NonNull::new(ptr.cast()).ok_or_else(|| Error::new(Status::OutOfMemory, "cudaHostAlloc returned NULL"))
     }
 
-    pub fn with_split_policy(device: i32, split: SplitPolicy) -> Result<Self> {
+    unsafe fn free(&self, ptr: NonNull<u8>, _bytes: usize) {
+        sys::cuzk_gpu_pinned_free(ptr.as_ptr().cast());
+    }
+}
+
+/// One staging buffer of the pool: two halves, filled and sent alternately.
+fn staging(buffer: &PooledBuffer<'_, CudaPinned>) -> sys::Staging {
+    let half = buffer.len() / 2;
+    // SAFETY: both halves lie inside the buffer.
+    let second = unsafe { buffer.as_ptr().add(half) };
+    sys::Staging { buffers: [buffer.as_ptr().cast(), second.cast()], bytes: half }
+}
+
+/// A device context (cuda/context.cuh).
+struct Context(NonNull<sys::Context>);
+
+// SAFETY: the context is used by one call at a time (the device turn), from any thread.
+unsafe impl Send for Context {}
+unsafe impl Sync for Context {}
+
+impl Context {
+    fn new(device: i32) -> Result<Self> {
+        let mut ctx = std::ptr::null_mut();
+        // SAFETY: out-pointer to a local.
+        call("creating the device context", |msg| unsafe { sys::cuzk_gpu_context_new(device, &mut ctx, msg) })?;
+        NonNull::new(ctx).map(Context).ok_or_else(|| Error::internal("device context is NULL"))
+    }
+
+    fn ptr(&self) -> *mut sys::Context {
+        self.0.as_ptr()
+    }
+
+    fn memory(&self) -> Result<sys::Memory> {
+        let mut memory = sys::Memory::default();
+        // SAFETY: live context, out-pointer to a local.
+        call("querying device memory", |msg| unsafe { sys::cuzk_gpu_memory_info(self.ptr(), &mut memory, msg) })?;
+        Ok(memory)
+    }
+}
+
+impl Drop for Context {
+    fn drop(&mut self) {
+        // SAFETY: made by cuzk_gpu_context_new, freed once.
+        unsafe { sys::cuzk_gpu_context_free(self.ptr()) }
+    }
+}
+
+/// A proving key's points in device memory (cuda/device_key.cuh).
+struct DeviceKey(NonNull<sys::Key>);
+
+// SAFETY: immutable device memory, read by one call at a time.
+unsafe impl Send for DeviceKey {}
+unsafe impl Sync for DeviceKey {}
+
+impl DeviceKey {
+    fn upload(ctx: &Context, key: &ProvingKey, staging: &sys::Staging) -> Result<Self> {
+        let queries: [(*const c_void, usize); sys::QUERIES] = [
+            (key.h.as_ptr().cast(), key.h.len()),
+            (key.l.as_ptr().cast(), key.l.len()),
+            (key.a.as_ptr().cast(), key.a.len()),
+            (key.b_g1.as_ptr().cast(), key.b_g1.len()),
+            (key.b_g2.as_ptr().cast(), key.b_g2.len()),
+        ];
+        let points = sys::KeyPoints { host: queries.map(|q| q.0), n: queries.map(|q| q.1) };
+        let mut out = std::ptr::null_mut();
+        // SAFETY: the key's vectors hold the given numbers of blst affine points and outlive
+        // the synchronous call; the staging halves belong to this call.
+        call("uploading the proving key", |msg| unsafe { sys::cuzk_gpu_key_upload(ctx.ptr(), &points, staging, &mut out, msg) })?;
+        NonNull::new(out).map(DeviceKey).ok_or_else(|| Error::internal("device key is NULL"))
+    }
+}
+
+impl Drop for DeviceKey {
+    fn drop(&mut self) {
+        // SAFETY: made by cuzk_gpu_key_upload, freed once.
+        unsafe { sys::cuzk_gpu_key_free(self.0.as_ptr()) }
+    }
+}
+
+/// Pinned staging per device unless configured: one buffer of two 32 MiB halves is what one
+/// call uses at a time (GPU phases of a device are ordered); the second serves a key upload
+/// from another thread.
+pub const DEFAULT_PINNED_POOL_BYTES: u64 = 128 << 20;
+const STAGING_BUFFER_BYTES: usize = 64 << 20;
+
+/// The GPU backend's settings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GpuConfig {
+    /// CUDA ordinals to use (CUDA_VISIBLE_DEVICES applies first); empty: every device.
+    pub devices: Vec<i32>,
+    /// Device memory per device for resident proving keys; 0: 3/4 of the device's memory
+    /// (the rest is for the NTT buffers and MSM scratch of the calls).
+    pub key_memory_budget: u64,
+    /// Pinned host memory per device for staging copies; 0: DEFAULT_PINNED_POOL_BYTES.
+    pub pinned_pool_bytes: u64,
+    pub split: SplitPolicy,
+}
+
+impl Default for GpuConfig {
+    fn default() -> Self {
+        GpuConfig { devices: Vec::new(), key_memory_budget: 0, pinned_pool_bytes: 0, split: SplitPolicy::CostModel }
+    }
+}
+
+/// One CUDA device and what the backend keeps on it.
+struct Device {
+    ordinal: i32,
+    name: String,
+    ctx: Context,
+    /// GPU phases of one device run one call at a time (sppark's batch-addition kernel keeps
+    /// per-stream work counters in device memory, and the context's NTT buffers are shared);
+    /// waiting for it is the call's queue wait.
+    turn: Mutex<()>,
+    keys: ResidentCache<DeviceKey>,
+    staging: BufferPool<CudaPinned>,
+    in_flight: AtomicUsize,
+    proofs: AtomicU64,
+}
+
+impl Device {
+    fn open(ordinal: i32, config: &GpuConfig) -> Result<Self> {
         let mut name = [0 as c_char; 256];
         let mut memory = 0u64;
         // SAFETY: out-pointers to locals of the sizes the C side writes.
-        call("querying the CUDA device", |msg| unsafe { sys::cuzk_gpu_device_info(device, name.as_mut_ptr(), &mut memory, msg) })?;
+        call("querying the CUDA device", |msg| unsafe { sys::cuzk_gpu_device_info(ordinal, name.as_mut_ptr(), &mut memory, msg) })?;
         // SAFETY: NUL-terminated by the C side.
         let name = unsafe { CStr::from_ptr(name.as_ptr()) }.to_string_lossy().into_owned();
-        log::info!("cuzk GPU backend on device {device}: {name}, {} GiB, 0/1 split: {split:?}", memory >> 30);
-        Ok(GpuBackend { device, name, in_use: Mutex::new(()), split })
+        let budget = if config.key_memory_budget > 0 { config.key_memory_budget } else { memory / 4 * 3 };
+        let pool = if config.pinned_pool_bytes > 0 { config.pinned_pool_bytes } else { DEFAULT_PINNED_POOL_BYTES };
+        log::info!(
+            "cuzk GPU device {ordinal}: {name}, {} GiB, key budget {} GiB, pinned pool {} MiB, 0/1 split: {:?}",
+            memory >> 30,
+            budget >> 30,
+            pool >> 20,
+            config.split
+        );
+        Ok(Device {
+            ordinal,
+            name,
+            ctx: Context::new(ordinal)?,
+            turn: Mutex::new(()),
+            keys: ResidentCache::new(budget),
+            staging: BufferPool::new(CudaPinned, STAGING_BUFFER_BYTES, pool as usize),
+            in_flight: AtomicUsize::new(0),
+            proofs: AtomicU64::new(0),
+        })
+    }
+
+    /// The key's copy in this device's memory, uploaded now if it is not there (timed into
+    /// `srs_upload_ns`); `None` when it is larger than the budget. Call inside the turn.
+    fn resident_key(&self, key: &ProvingKey, staging: &sys::Staging, t: &mut Timings) -> Result<Option<Arc<DeviceKey>>> {
+        let key_ref = KeyRef { id: key.id(), label: key.label().to_string(), bytes: key.points_bytes(), alive: key.liveness() };
+        let start = Instant::now();
+        let residency = match self.keys.get(&key_ref, || DeviceKey::upload(&self.ctx, key, staging)) {
+            // The budget is a plan; the device may hold less (other processes use it too).
+            Err(e) if e.status == Status::OutOfMemory => {
+                log::warn!("{} does not fit on device {} after all ({}): streamed", key.label(), self.ordinal, e.message);
+                Residency::TooLarge
+            }
+            other => other?,
+        };
+        match residency {
+            Residency::Resident { copy, loaded } => {
+                if loaded {
+                    t.srs_upload_ns += nanos(start.elapsed());
+                    log::info!("{} resident on device {} ({} MiB) in {:.2?}", key.label(), self.ordinal, key_ref.bytes >> 20, start.elapsed());
+                }
+                t.key_residency = KeyResidency::Resident as u32;
+                Ok(Some(copy))
+            }
+            Residency::TooLarge => {
+                log::debug!("{} ({} MiB) exceeds device {}'s key budget: streamed", key.label(), key_ref.bytes >> 20, self.ordinal);
+                t.key_residency = KeyResidency::Streamed as u32;
+                Ok(None)
+            }
+        }
+    }
+
+    fn status(&self) -> DeviceStatus {
+        let memory = self.ctx.memory().unwrap_or_default();
+        let keys = self.keys.entries();
+        DeviceStatus {
+            ordinal: self.ordinal,
+            name: self.name.clone(),
+            memory_total: memory.total,
+            memory_free: memory.free,
+            memory_used_by_cuzk: self.keys.used_bytes() + memory.ntt_buffer_bytes,
+            ntt_buffer_bytes: memory.ntt_buffer_bytes,
+            key_budget: self.keys.budget(),
+            resident_keys: keys,
+            pinned_pool: self.staging.usage(),
+            proofs_in_flight: self.in_flight.load(Ordering::Relaxed) as u64,
+            proofs_done: self.proofs.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// Where one MSM's points are for the device: the resident copy's query, or host memory.
+struct PointSource<'a> {
+    resident: Option<&'a DeviceKey>,
+}
+
+impl PointSource<'_> {
+    fn points<P>(&self, query: u32, host: &[P]) -> sys::Points {
+        match self.resident {
+            Some(key) => sys::Points { key: key.0.as_ptr(), query, host: std::ptr::null(), n: host.len() },
+            None => sys::Points { key: std::ptr::null(), query, host: host.as_ptr().cast(), n: host.len() },
+        }
+    }
+
+    fn is_resident(&self) -> bool {
+        self.resident.is_some()
+    }
+}
+
+pub struct GpuBackend {
+    devices: Vec<Device>,
+    split: SplitPolicy,
+    /// Where the search for the least busy device starts, so that ties rotate.
+    next: AtomicUsize,
+}
+
+/// Counts a call as in flight on a device for as long as it lives.
+struct InFlight<'a>(&'a Device);
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+impl GpuBackend {
+    /// The backend of every device (or those `config.devices` names).
+    pub fn new(config: &GpuConfig) -> Result<Self> {
+        let ordinals: Vec<i32> = if config.devices.is_empty() { (0..device_count()? as i32).collect() } else { config.devices.clone() };
+        if ordinals.is_empty() {
+            return Err(Error::new(Status::GpuError, "no CUDA device"));
+        }
+        let devices = ordinals.into_iter().map(|d| Device::open(d, config)).collect::<Result<_>>()?;
+        Ok(GpuBackend { devices, split: config.split, next: AtomicUsize::new(0) })
+    }
+
+    /// The backend of one device with the given split policy (tests and benchmarks).
+    pub fn on_device(device: i32, split: SplitPolicy) -> Result<Self> {
+        Self::new(&GpuConfig { devices: vec![device], split, ..GpuConfig::default() })
+    }
+
+    /// `CUZK_GPU_SPLIT` as a policy (auto when unset).
+    pub fn split_from_env() -> Result<SplitPolicy> {
+        SplitPolicy::from_env()
     }
 
     pub fn name(&self) -> &str {
-        &self.name
+        &self.devices[0].name
     }
 
-    fn batch_add(&self, points: &[G1Affine], classes: &ClassifiedScalars) -> Result<G1Projective> {
-        let bitmap = classes.ones_bitmap(points.len());
+    /// The device with the fewest calls in flight, ties taken in turn, so that calls spread
+    /// over the devices.
+    fn pick_device(&self) -> InFlight<'_> {
+        let n = self.devices.len();
+        let start = self.next.fetch_add(1, Ordering::Relaxed) % n;
+        let device = (0..n)
+            .map(|k| &self.devices[(start + k) % n])
+            .min_by_key(|d| d.in_flight.load(Ordering::Relaxed))
+            .expect("at least one device");
+        device.in_flight.fetch_add(1, Ordering::Relaxed);
+        InFlight(device)
+    }
+
+    fn batch_add(device: &Device, points: &sys::Points, classes: &ClassifiedScalars, staging: &sys::Staging) -> Result<G1Projective> {
+        let bitmap = classes.ones_bitmap(points.n);
         let mut out = sys::G1::default();
-        // SAFETY: `points` and `bitmap` (⌈len/32⌉ words) outlive the synchronous call.
-        call("batch addition", |msg| unsafe {
-            sys::cuzk_gpu_batch_add(self.device, points.as_ptr() as *const c_void, points.len(), bitmap.as_ptr(), &mut out, msg)
-        })?;
+        // SAFETY: `points` describes live host or device points, `bitmap` has ⌈n/32⌉ words;
+        // all outlive the synchronous call.
+        call("batch addition", |msg| unsafe { sys::cuzk_gpu_batch_add(device.ctx.ptr(), points, bitmap.as_ptr(), staging, &mut out, msg) })?;
         Ok(to_projective(&out))
     }
 
     /// The whole B_G2 MSM on the device: batch addition of the 1-scalars (timed into
     /// batch_add), then the tail (into msm_b_g2).
-    fn b_g2_msm(&self, points: &[G2Affine], classes: &ClassifiedScalars, t: &mut Timings) -> Result<G2Projective> {
+    fn b_g2_msm(device: &Device, src: &PointSource, points: &[G2Affine], classes: &ClassifiedScalars, staging: &sys::Staging, t: &mut Timings) -> Result<G2Projective> {
+        let query = src.points(sys::QUERY_B_G2, points);
         let mut ones = sys::G2::default();
         let start = Instant::now();
         if !classes.ones.is_empty() {
             let bitmap = classes.ones_bitmap(points.len());
-            // SAFETY: `points` and `bitmap` (⌈len/32⌉ words) outlive the synchronous call.
-            call("G2 batch addition", |msg| unsafe {
-                sys::cuzk_gpu_batch_add_g2(self.device, points.as_ptr() as *const c_void, points.len(), bitmap.as_ptr(), &mut ones, msg)
-            })?;
+            // SAFETY: as in batch_add.
+            call("G2 batch addition", |msg| unsafe { sys::cuzk_gpu_batch_add_g2(device.ctx.ptr(), &query, bitmap.as_ptr(), staging, &mut ones, msg) })?;
         }
         t.batch_add_ns += nanos(start.elapsed());
         let start = Instant::now();
-        let tail_points = gather_tail(points, classes);
+        let gathered = if src.is_resident() { Vec::new() } else { gather_tail(points, classes) };
+        let tail_points = if src.is_resident() { query } else { src.points(sys::QUERY_B_G2, &gathered) };
         let mut tail = sys::G2::default();
-        // SAFETY: as many points as scalars, both alive for the synchronous call.
+        // SAFETY: as many scalars (and indices, or gathered host points) as n; all alive for
+        // the synchronous call.
         call("G2 tail MSM", |msg| unsafe {
             sys::cuzk_gpu_msm_g2(
-                self.device,
-                tail_points.as_ptr() as *const c_void,
+                device.ctx.ptr(),
+                &tail_points,
+                classes.tail_indices.as_ptr(),
                 classes.tail_scalars.as_ptr() as *const c_void,
-                tail_points.len(),
+                classes.tail_scalars.len(),
                 &mut tail,
                 msg,
             )
@@ -195,20 +501,30 @@ impl GpuBackend {
     }
 
     /// H on the device from a, b, c (which are freed as soon as they are on it).
-    fn quotient_msm(&self, key: &ProvingKey, (a, b, c): (Vec<Scalar>, Vec<Scalar>, Vec<Scalar>), lg_domain: u32, t: &mut Timings) -> Result<G1Projective> {
+    fn quotient_msm(
+        device: &Device,
+        src: &PointSource,
+        key: &ProvingKey,
+        (a, b, c): (Vec<Scalar>, Vec<Scalar>, Vec<Scalar>),
+        lg_domain: u32,
+        staging: &sys::Staging,
+        t: &mut Timings,
+    ) -> Result<G1Projective> {
+        let h_points = src.points(sys::QUERY_H, &key.h);
         let mut h = sys::G1::default();
         let mut times = sys::HTimes::default();
-        // SAFETY: a, b, c hold n scalars each and key.h the domain size - 1 points (checked by
-        // check_key_fits); all outlive the synchronous call.
+        // SAFETY: a, b, c hold n scalars each and the H query the domain size - 1 points
+        // (checked by check_key_fits); all outlive the synchronous call.
         call("H (NTT + MSM)", |msg| unsafe {
             sys::cuzk_gpu_quotient_msm(
-                self.device,
+                device.ctx.ptr(),
                 a.as_ptr() as *const c_void,
                 b.as_ptr() as *const c_void,
                 c.as_ptr() as *const c_void,
                 a.len(),
                 lg_domain,
-                key.h.as_ptr() as *const c_void,
+                &h_points,
+                staging,
                 &mut h,
                 &mut times,
                 msg,
@@ -220,15 +536,17 @@ impl GpuBackend {
         Ok(to_projective(&h))
     }
 
-    fn tail_msm(&self, tail_points: &[G1Affine], classes: &ClassifiedScalars) -> Result<G1Projective> {
+    fn tail_msm(device: &Device, points: &sys::Points, classes: &ClassifiedScalars) -> Result<G1Projective> {
         let mut out = sys::G1::default();
-        // SAFETY: as many points as scalars, both alive for the synchronous call.
+        // SAFETY: as many scalars (and indices, or gathered host points) as n; all alive for
+        // the synchronous call.
         call("tail MSM", |msg| unsafe {
             sys::cuzk_gpu_msm(
-                self.device,
-                tail_points.as_ptr() as *const c_void,
+                device.ctx.ptr(),
+                points,
+                classes.tail_indices.as_ptr(),
                 classes.tail_scalars.as_ptr() as *const c_void,
-                tail_points.len(),
+                classes.tail_scalars.len(),
                 &mut out,
                 msg,
             )
@@ -242,13 +560,20 @@ fn gather_tail<P: Copy + Send + Sync>(points: &[P], classes: &ClassifiedScalars)
     classes.tail_indices.par_iter().map(|&i| points[i as usize]).collect()
 }
 
-/// The device's cost model of the 0/1 split, in ns, fitted to the 2KiB PoRep C2 and 2^22
-/// circuits on the H200 with points streamed from host memory (docs/PERFORMANCE.md): batch
-/// addition sends every point of the query to the device and scans it, whatever its scalar;
-/// a 1-scalar left in the tail MSM costs its gather on the host, its transfer, and additions
-/// into the one bucket all 1-scalars share. Splitting pays above ~28 % of 1-scalars.
-const BATCH_ADD_NS_PER_QUERY_POINT: f64 = 12.0;
-const ONE_IN_TAIL_NS: f64 = 42.0;
+/// The device's cost model of the 0/1 split, in ns per point, for each place the points can
+/// be. Streamed (fitted to the 2KiB PoRep C2 and 2^22 circuits on the H200, docs/PERFORMANCE.md):
+/// batch addition sends every point of the query to the device and scans it, whatever its
+/// scalar; a 1-scalar left in the tail MSM costs its gather on the host, its transfer, and
+/// additions into the one bucket all 1-scalars share; splitting pays above ~28 % of
+/// 1-scalars. Resident: nothing crosses PCIe; batch addition reads the query's points from
+/// device memory, a 1-scalar in the tail costs its device gather and bucket additions.
+struct SplitCosts {
+    batch_add_per_query_point: f64,
+    one_in_tail: f64,
+}
+
+const STREAMED_COSTS: SplitCosts = SplitCosts { batch_add_per_query_point: 12.0, one_in_tail: 42.0 };
+const RESIDENT_COSTS: SplitCosts = SplitCosts { batch_add_per_query_point: 1.0, one_in_tail: 5.0 };
 
 /// How the backend decides the 0/1 split per MSM: by the cost model, or forced
 /// (`CUZK_GPU_SPLIT=always|never`, for measuring the model).
@@ -271,19 +596,20 @@ impl SplitPolicy {
 
     /// Whether batch addition of the 1-scalars pays for a query of `npoints`, against adding
     /// them to the tail MSM.
-    fn split_pays(self, npoints: usize, ones: usize) -> bool {
+    fn split_pays(self, npoints: usize, ones: usize, resident: bool) -> bool {
+        let costs = if resident { RESIDENT_COSTS } else { STREAMED_COSTS };
         match self {
             SplitPolicy::Always => true,
             SplitPolicy::Never => false,
-            SplitPolicy::CostModel => ones as f64 * ONE_IN_TAIL_NS > npoints as f64 * BATCH_ADD_NS_PER_QUERY_POINT,
+            SplitPolicy::CostModel => ones as f64 * costs.one_in_tail > npoints as f64 * costs.batch_add_per_query_point,
         }
     }
 
     /// The classes the device uses for a query of `npoints`: as they are, or with the 1-scalars
     /// moved into the tail when their batch addition does not pay.
-    fn apply<'a>(self, name: &str, npoints: usize, classes: &'a ClassifiedScalars) -> Cow<'a, ClassifiedScalars> {
+    fn apply<'a>(self, name: &str, npoints: usize, classes: &'a ClassifiedScalars, resident: bool) -> Cow<'a, ClassifiedScalars> {
         let mut classes = Cow::Borrowed(classes);
-        if !self.split_pays(npoints, classes.ones.len()) {
+        if !self.split_pays(npoints, classes.ones.len(), resident) {
             log::debug!("{name}: batch addition of {} 1-scalars does not pay over {npoints} points", classes.ones.len());
             classes.to_mut().fold_ones_into_tail();
         }
@@ -292,29 +618,34 @@ impl SplitPolicy {
 }
 
 /// One G1 query's MSM as the device computes it: the sum of the bases whose scalar is 1 by
-/// batch addition (when the split pays) plus the tail MSM over the gathered points.
+/// batch addition (when the split pays) plus the tail MSM, whose points the device gathers
+/// from a resident key or the host gathers from a streamed one.
 struct G1Msm<'a> {
+    query: u32,
     points: &'a [G1Affine],
     classes: Cow<'a, ClassifiedScalars>,
-    tail_points: Vec<G1Affine>,
 }
 
 impl<'a> G1Msm<'a> {
-    fn plan(name: &str, points: &'a [G1Affine], classes: &'a ClassifiedScalars, policy: SplitPolicy) -> Self {
-        let classes = policy.apply(name, points.len(), classes);
-        let tail_points = gather_tail(points, &classes);
-        G1Msm { points, classes, tail_points }
+    fn plan(name: &str, query: u32, points: &'a [G1Affine], classes: &'a ClassifiedScalars, policy: SplitPolicy, resident: bool) -> Self {
+        G1Msm { query, points, classes: policy.apply(name, points.len(), classes, resident) }
     }
 
     /// Σ sᵢ·Pᵢ on the device, the batch addition timed into `batch_ns` and the tail into
     /// `tail_ns`.
-    fn run(&self, gpu: &GpuBackend, batch_ns: &mut u64, tail_ns: &mut u64) -> Result<G1Projective> {
+    fn run(&self, device: &Device, src: &PointSource, staging: &sys::Staging, batch_ns: &mut u64, tail_ns: &mut u64) -> Result<G1Projective> {
+        let query = src.points(self.query, self.points);
         let ones = if self.classes.ones.is_empty() {
             G1Projective::identity()
         } else {
-            timed(batch_ns, || gpu.batch_add(self.points, &self.classes))?
+            timed(batch_ns, || GpuBackend::batch_add(device, &query, &self.classes, staging))?
         };
-        Ok(ones + timed(tail_ns, || gpu.tail_msm(&self.tail_points, &self.classes))?)
+        let tail = timed(tail_ns, || {
+            let host_tail = if src.is_resident() { Vec::new() } else { gather_tail(self.points, &self.classes) };
+            let tail_points = if src.is_resident() { query } else { src.points(self.query, &host_tail) };
+            GpuBackend::tail_msm(device, &tail_points, &self.classes)
+        })?;
+        Ok(ones + tail)
     }
 }
 
@@ -323,38 +654,76 @@ impl Backend for GpuBackend {
         BackendKind::Gpu
     }
 
-    fn device_index(&self) -> i32 {
-        self.device
-    }
-
     fn compute_msms(&self, key: &ProvingKey, circuit: SynthesizedCircuit, cancel: &CancelToken, t: &mut Timings) -> Result<MsmResults> {
         let domain = Domain::for_len(circuit.num_constraints())
             .ok_or_else(|| Error::invalid("circuit has more constraints than the field's 2^32 FFT domain"))?;
         let layout = check_key_fits(key, &circuit, domain.size())?;
         let SynthesizedCircuit { a, b, c, input_assignment, aux_assignment, a_aux_density, b_input_density, b_aux_density } =
             circuit;
+        let in_flight = self.pick_device();
+        let device = in_flight.0;
+        t.device_index = device.ordinal;
+        // Whether the key will be resident decides where the tails are gathered; a key that
+        // fits the budget is (or is about to be) resident.
+        let resident = key.points_bytes() <= device.keys.budget();
         let policy = self.split;
 
         let p = timed(&mut t.prep_msm_ns, || {
             PreparedMsms::new(&layout, &input_assignment, &aux_assignment, &a_aux_density, &b_input_density, &b_aux_density)
         });
         let [l, a_q, b_q] = timed(&mut t.prep_msm_ns, || {
-            [G1Msm::plan("L", &key.l, &p.l, policy), G1Msm::plan("A", &key.a, &p.a, policy), G1Msm::plan("B_G1", &key.b_g1, &p.b, policy)]
+            [
+                G1Msm::plan("L", sys::QUERY_L, &key.l, &p.l, policy, resident),
+                G1Msm::plan("A", sys::QUERY_A, &key.a, &p.a, policy, resident),
+                G1Msm::plan("B_G1", sys::QUERY_B_G1, &key.b_g1, &p.b, policy, resident),
+            ]
         });
         drop((input_assignment, aux_assignment));
         cancel.check()?;
 
-        let device_turn = timed(&mut t.queue_wait_ns, || self.in_use.lock().unwrap_or_else(|p| p.into_inner()));
+        let device_turn = timed(&mut t.queue_wait_ns, || device.turn.lock().unwrap_or_else(|p| p.into_inner()));
         cancel.check()?;
-        let h = self.quotient_msm(key, (a, b, c), domain.log_size, t)?;
+        let buffer = device.staging.acquire(&mut t.pin_ns)?;
+        let staging = staging(&buffer);
+        let copy = device.resident_key(key, &staging, t)?;
+        let src = PointSource { resident: copy.as_deref() };
+        let h = Self::quotient_msm(device, &src, key, (a, b, c), domain.log_size, &staging, t)?;
         cancel.check()?;
-        let l = l.run(self, &mut t.batch_add_ns, &mut t.msm_l_ns)?;
-        let a = a_q.run(self, &mut t.batch_add_ns, &mut t.msm_a_ns)?;
-        let b_g1 = b_q.run(self, &mut t.batch_add_ns, &mut t.msm_b_g1_ns)?;
+        let l = l.run(device, &src, &staging, &mut t.batch_add_ns, &mut t.msm_l_ns)?;
+        let a = a_q.run(device, &src, &staging, &mut t.batch_add_ns, &mut t.msm_a_ns)?;
+        let b_g1 = b_q.run(device, &src, &staging, &mut t.batch_add_ns, &mut t.msm_b_g1_ns)?;
         // On the device, not on the CPU cores beside it: measured faster at every size
         // (docs/PERFORMANCE.md). Always split: the cost model was fitted to G1 only.
-        let b_g2 = self.b_g2_msm(&key.b_g2, &p.b, t)?;
-        drop(device_turn);
+        let b_g2 = Self::b_g2_msm(device, &src, &key.b_g2, &p.b, &staging, t)?;
+        drop((copy, buffer, device_turn));
+        device.proofs.fetch_add(1, Ordering::Relaxed);
         Ok(MsmResults { h, l, a, b_g1, b_g2 })
+    }
+
+    fn preload(&self, key: &ProvingKey) -> Result<u64> {
+        let mut upload_ns = 0;
+        for device in &self.devices {
+            let _turn = device.turn.lock().unwrap_or_else(|p| p.into_inner());
+            let mut t = Timings::new();
+            let buffer = device.staging.acquire(&mut t.pin_ns)?;
+            device.resident_key(key, &staging(&buffer), &mut t)?;
+            upload_ns += t.srs_upload_ns;
+        }
+        Ok(upload_ns)
+    }
+
+    fn evict(&self, label: &str) -> usize {
+        self.devices
+            .iter()
+            .map(|device| {
+                // Inside the turn: no call is reading the copy while it is freed.
+                let _turn = device.turn.lock().unwrap_or_else(|p| p.into_inner());
+                device.keys.evict_label(label)
+            })
+            .sum()
+    }
+
+    fn devices(&self) -> Vec<DeviceStatus> {
+        self.devices.iter().map(Device::status).collect()
     }
 }

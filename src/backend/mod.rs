@@ -7,22 +7,41 @@ pub mod cpu;
 pub mod gpu;
 pub mod prep;
 
+use crate::cancel::CancelToken;
 use crate::error::Result;
 use crate::groth16::{MsmResults, ProvingKey};
+use crate::pinned::PoolUsage;
+use crate::resident::ResidentKey;
 use crate::synthesis::SynthesizedCircuit;
-use crate::cancel::CancelToken;
 pub use crate::timings::BackendKind;
 use crate::timings::Timings;
+
+/// What a device holds and does (engine status).
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct DeviceStatus {
+    pub ordinal: i32,
+    pub name: String,
+    pub memory_total: u64,
+    pub memory_free: u64,
+    /// Resident keys plus the NTT buffers.
+    pub memory_used_by_cuzk: u64,
+    pub ntt_buffer_bytes: u64,
+    /// Device memory resident keys may take.
+    pub key_budget: u64,
+    /// Most recently used first.
+    pub resident_keys: Vec<ResidentKey>,
+    pub pinned_pool: PoolUsage,
+    pub proofs_in_flight: u64,
+    pub proofs_done: u64,
+}
 
 pub trait Backend: Send + Sync {
     fn kind(&self) -> BackendKind;
 
-    /// Device ordinal for GPU backends, -1 for the CPU.
-    fn device_index(&self) -> i32;
-
     /// The H, L, A, B_G1 and B_G2 sums of one circuit. Consumes the circuit so that its large
     /// vectors can be freed (or handed to the device) as soon as they are used. Adds the time
-    /// of each phase to `timings`; stops with `Cancelled` between phases once `cancel` is set.
+    /// of each phase to `timings` and says there which device ran it; stops with `Cancelled`
+    /// between phases once `cancel` is set.
     fn compute_msms(
         &self,
         key: &ProvingKey,
@@ -30,4 +49,20 @@ pub trait Backend: Send + Sync {
         cancel: &CancelToken,
         timings: &mut Timings,
     ) -> Result<MsmResults>;
+
+    /// Makes `key` resident where the backend keeps keys (every device); returns the upload
+    /// time, 0 when it was already there or the backend keeps nothing.
+    fn preload(&self, _key: &ProvingKey) -> Result<u64> {
+        Ok(0)
+    }
+
+    /// Drops the resident copies of the key file `label`; how many there were.
+    fn evict(&self, _label: &str) -> usize {
+        0
+    }
+
+    /// The devices and what they hold (empty for the CPU).
+    fn devices(&self) -> Vec<DeviceStatus> {
+        Vec::new()
+    }
 }

@@ -1,9 +1,9 @@
 //! cuzk-bench: one system per process (so peak RSS belongs to that system); prints a table row
 //! on stderr and a JSON line on stdout per run.
 //!
-//!   cuzk-bench c2 --system cuzk|cuzk-cpu|bellperson --fixture DIR --params DIR [--repeat N]
+//!   cuzk-bench c2 --system cuzk|cuzk-streamed|cuzk-cpu|bellperson --fixture DIR --params DIR [--repeat N]
 //!       PoRep C2 of a fixture made by `cuzk-fixtures seal`.
-//!   cuzk-bench circuit --system cuzk|cuzk-cpu --log-constraints K [--witness porep|uniform|sha]
+//!   cuzk-bench circuit --system cuzk|cuzk-streamed|cuzk-cpu --log-constraints K [--witness porep|uniform|sha]
 //!                      [--write-key FILE] [--repeat N]
 //!       a circuit of 2^K constraints with a synthetic key: PERFORMANCE ONLY (its proofs cannot
 //!       verify), for sizes no test parameters exist for. porep|uniform: a random circuit whose
@@ -11,7 +11,10 @@
 //!       src/workloads/sha_chain.rs, also proven by the peers under bench/peers/, which read the
 //!       key that --write-key saves (bellperson's params format).
 //!
-//! `cuzk` uses the GPU when one is usable (else the CPU), `cuzk-cpu` always the CPU backend.
+//! `cuzk` uses the GPU when one is usable (else the CPU), keeping the key resident in device
+//! memory; `cuzk-streamed` the GPU with a key budget of one byte, so that the key's points are
+//! streamed from host memory on every call (resident against streamed); `cuzk-cpu` always the
+//! CPU backend.
 //! `bellperson` is filecoin-proofs-api's own `seal_commit_phase2` (bellperson's CPU prover,
 //! with filecoin-proofs' verification of the result), the reference the CPU path is held to.
 
@@ -46,7 +49,7 @@ struct Args {
     repeat: usize,
 }
 
-const USAGE: &str = "usage: cuzk-bench c2 --system cuzk|cuzk-cpu|bellperson --fixture DIR --params DIR [--repeat N]\n       cuzk-bench circuit --system cuzk|cuzk-cpu --log-constraints K [--witness porep|uniform|sha] [--write-key FILE] [--repeat N]";
+const USAGE: &str = "usage: cuzk-bench c2 --system cuzk|cuzk-streamed|cuzk-cpu|bellperson --fixture DIR --params DIR [--repeat N]\n       cuzk-bench circuit --system cuzk|cuzk-streamed|cuzk-cpu --log-constraints K [--witness porep|uniform|sha] [--write-key FILE] [--repeat N]";
 
 fn parse_args() -> Result<Args> {
     let mut argv = std::env::args().skip(1);
@@ -77,7 +80,7 @@ fn parse_args() -> Result<Args> {
             _ => bail!("unknown flag {flag}\n{USAGE}"),
         }
     }
-    if !["cuzk", "cuzk-cpu", "bellperson"].contains(&args.system.as_str()) || (args.workload == "circuit" && args.system == "bellperson") {
+    if !["cuzk", "cuzk-streamed", "cuzk-cpu", "bellperson"].contains(&args.system.as_str()) || (args.workload == "circuit" && args.system == "bellperson") {
         bail!("unknown --system {:?}\n{USAGE}", args.system);
     }
     Ok(args)
@@ -94,14 +97,28 @@ fn peak_rss_mib() -> f64 {
 }
 
 fn engine(args: &Args) -> Result<Arc<Engine>> {
-    let config = EngineConfig { param_cache_dir: args.params.clone(), cpu_only: args.system == "cuzk-cpu", ..Default::default() };
+    let config = EngineConfig {
+        param_cache_dir: args.params.clone(),
+        cpu_only: args.system == "cuzk-cpu",
+        gpu_key_memory_budget: if args.system == "cuzk-streamed" { 1 } else { 0 },
+        ..Default::default()
+    };
     Ok(Engine::acquire(config)?)
 }
 
 /// The JSON fields of a cuzk run: backend and every phase in seconds.
 fn timing_fields(t: &Timings) -> String {
     let backend = if t.backend == BackendKind::Gpu as u32 { "gpu" } else { "cpu" };
-    let mut fields = vec![format!("\"backend\":\"{backend}\""), format!("\"log_domain\":{}", t.domain_log2)];
+    let residency = match t.key_residency {
+        1 => "resident",
+        2 => "streamed",
+        _ => "none",
+    };
+    let mut fields = vec![
+        format!("\"backend\":\"{backend}\""),
+        format!("\"key\":\"{residency}\""),
+        format!("\"log_domain\":{}", t.domain_log2),
+    ];
     fields.extend(t.phases().iter().map(|(name, ns)| format!("\"{name}_s\":{:.4}", *ns as f64 / 1e9)));
     fields.join(",")
 }
@@ -111,7 +128,7 @@ fn report(args: &Args, label: &str, run: usize, wall: f64, fields: &str) {
     let threads = rayon::current_num_threads();
     // A forced 0/1 split (CUZK_GPU_SPLIT, for measuring the GPU's cost model) is part of the name.
     let system = match std::env::var("CUZK_GPU_SPLIT") {
-        Ok(split) if !split.is_empty() && args.system == "cuzk" => format!("cuzk[split={split}]"),
+        Ok(split) if !split.is_empty() && args.system.starts_with("cuzk") && args.system != "cuzk-cpu" => format!("{}[split={split}]", args.system),
         _ => args.system.clone(),
     };
     eprintln!("{system:<11} {label} run {run}: wall {wall:8.3} s  peak RSS {rss:8.0} MiB  ({threads} threads)");

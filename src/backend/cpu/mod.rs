@@ -23,10 +23,6 @@ impl Backend for CpuBackend {
         BackendKind::Cpu
     }
 
-    fn device_index(&self) -> i32 {
-        -1
-    }
-
     fn compute_msms(&self, key: &ProvingKey, circuit: SynthesizedCircuit, cancel: &CancelToken, t: &mut Timings) -> Result<MsmResults> {
         let domain = Domain::for_len(circuit.num_constraints())
             .ok_or_else(|| Error::invalid("circuit has more constraints than the field's 2^32 FFT domain"))?;
