@@ -140,13 +140,16 @@ typedef struct cuzk_config {
   uint64_t pinned_pool_bytes;
 } cuzk_config;
 
-// Options of one prove call; NULL means all defaults.
+// Options of one prove call; NULL means all defaults; zero-initialised fields are defaults.
 typedef struct cuzk_prove_options {
   // sizeof(cuzk_prove_options) as the caller compiled it.
   uint32_t struct_size;
   // Cancel this token (from any thread) to stop the call at its next phase boundary with
   // CUZK_STATUS_CANCELLED. May be NULL. Must outlive the call.
   const struct cuzk_cancel_token *cancel;
+  // Run the GPU phases on CUDA device `device` instead of the least busy one.
+  bool pin_device;
+  uint32_t device;
 } cuzk_prove_options;
 
 // Per-phase timings of one call in nanoseconds (`cuzk_timings`). Phases never overlap, so

@@ -81,6 +81,8 @@ pub struct ProveOptions {
     /// Fixed (r, s) per partition instead of fresh randomness: for comparing provers bit for
     /// bit. Never use fixed randomness for proofs that leave the machine.
     pub randomness: Option<Vec<(Scalar, Scalar)>>,
+    /// Run the GPU phases on this CUDA device instead of the least busy one.
+    pub device: Option<u32>,
 }
 
 impl ProveOptions {
@@ -201,6 +203,8 @@ impl Engine {
         let mut t = Timings::new();
         t.backend = self.backend.kind() as u32;
         options.check_cancel()?;
+        let pinned = options.device.map(|d| self.backend.pinned(d)).transpose()?;
+        let backend = pinned.as_deref().unwrap_or(self.backend());
         let c1 = timed(&mut t.input_check_ns, || porep::parse_c1(c1_json))?;
         let proof = c1.registered_proof;
         let queued = Instant::now();
@@ -208,7 +212,7 @@ impl Engine {
             // Calls wait here while the engine's workers are busy with other calls.
             t.queue_wait_ns += nanos(queued.elapsed());
             options.check_cancel()?;
-            with_porep_shape!(proof, prove_sector(self, c1, sector_id, prover_id, options, &mut t))
+            with_porep_shape!(proof, prove_sector(self, backend, c1, sector_id, prover_id, options, &mut t))
         })?;
         t.total_ns = nanos(start.elapsed());
         log_timings(sector_id, &t);
@@ -225,10 +229,12 @@ impl Engine {
     /// backend uses, so that the first proof loads nothing.
     pub fn preload_key(&self, proof: RegisteredSealProof) -> Result<PreloadReport> {
         let path = with_porep_shape!(proof, proving_key_path(self, proof))?;
-        let mut report = PreloadReport::default();
-        let key = self.keys.proving_key(&path, &mut report.srs_load_ns)?;
-        report.srs_upload_ns = self.pool.install(|| self.backend.preload(&key))?;
-        Ok(report)
+        self.pool.install(|| {
+            let mut report = PreloadReport::default();
+            let key = self.keys.proving_key(&path, &mut report.srs_load_ns)?;
+            report.srs_upload_ns = self.backend.preload(&key)?;
+            Ok(report)
+        })
     }
 
     /// Drops the proving key of `proof` from host memory and from every device (calls using
@@ -356,6 +362,7 @@ fn select_backend(config: &EngineConfig) -> Result<Box<dyn Backend>> {
 
 fn prove_sector<Tree: 'static + MerkleTreeTrait>(
     engine: &Engine,
+    backend: &dyn Backend,
     c1: SealCommitPhase1Output,
     sector_id: u64,
     prover_id: [u8; 32],
@@ -380,7 +387,7 @@ fn prove_sector<Tree: 'static + MerkleTreeTrait>(
     for k in 0..partitions {
         options.check_cancel()?;
         let circuit = timed(&mut t.synthesis_ns, || porep::partition_circuit(&inputs, k))?;
-        let proof = engine.prove_circuit(&key, circuit, options.randomness_for(k)?, options.cancel.as_ref(), t)?;
+        let proof = prove_with(backend, &key, circuit, options.randomness_for(k)?, options.cancel.as_ref(), t)?;
         timed(&mut t.assembly_ns, || proof.write(&mut bytes)).map_err(|e| Error::internal(format!("writing proof: {e}")))?;
     }
     options.check_cancel()?;

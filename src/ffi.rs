@@ -58,6 +58,7 @@ pub struct cuzk_bytes {
 
 /// Engine configuration. Fill with `cuzk_config_default` after setting `struct_size`.
 #[repr(C)]
+#[derive(Clone, Copy)]
 pub struct cuzk_config {
     /// sizeof(cuzk_config) as the caller compiled it.
     pub struct_size: u32,
@@ -82,15 +83,23 @@ pub struct cuzk_config {
 /// Size of cuzk_config as first released, the smallest struct_size accepted.
 const CONFIG_V1_SIZE: usize = std::mem::offset_of!(cuzk_config, gpu_key_memory_budget);
 
-/// Options of one prove call; NULL means all defaults.
+/// Options of one prove call; NULL means all defaults; zero-initialised fields are defaults.
 #[repr(C)]
+#[derive(Clone, Copy)]
 pub struct cuzk_prove_options {
     /// sizeof(cuzk_prove_options) as the caller compiled it.
     pub struct_size: u32,
     /// Cancel this token (from any thread) to stop the call at its next phase boundary with
     /// CUZK_STATUS_CANCELLED. May be NULL. Must outlive the call.
     pub cancel: *const cuzk_cancel_token,
+    // Added in 0.2 (callers compiled before pass a smaller struct_size and get the defaults):
+    /// Run the GPU phases on CUDA device `device` instead of the least busy one.
+    pub pin_device: bool,
+    pub device: u32,
 }
+
+/// Size of cuzk_prove_options as first released, the smallest struct_size accepted.
+const PROVE_OPTIONS_V1_SIZE: usize = std::mem::offset_of!(cuzk_prove_options, pin_device);
 
 /// What a C1 output says about its sector (enough to verify the C2 proof made from it).
 #[repr(C)]
@@ -198,6 +207,18 @@ fn check_struct_size(size: u32, min: usize, name: &str) -> Result<usize> {
     Ok(size)
 }
 
+/// The caller's struct `ptr` (non-NULL; it starts with its u32 `struct_size`), which may be an
+/// older, shorter layout of T than ours: fields past its `struct_size` keep `defaults`.
+fn read_sized<T: Copy>(ptr: *const T, min: usize, defaults: T, name: &str) -> Result<T> {
+    // SAFETY: a valid struct as the caller compiled it, whose first field is the u32 struct_size.
+    let size = check_struct_size(unsafe { *(ptr as *const u32) }, min, name)?;
+    let mut value = defaults;
+    // SAFETY: the caller's struct has `size` bytes; at most size_of::<T>() are copied into a
+    // plain repr(C) T.
+    unsafe { std::ptr::copy_nonoverlapping(ptr as *const u8, &mut value as *mut T as *mut u8, size.min(std::mem::size_of::<T>())) };
+    Ok(value)
+}
+
 /// Copies `value` into the caller's struct, no further than the caller's `struct_size`.
 fn write_sized<T>(dst: &mut T, value: &T, caller_size: usize) {
     let n = caller_size.min(std::mem::size_of::<T>());
@@ -284,14 +305,10 @@ pub extern "C" fn cuzk_config_default(config: *mut cuzk_config, err: *mut *mut c
     })
 }
 
-/// The configuration a caller passed. `config` points to at least `struct_size` bytes, which
-/// may be fewer than today's cuzk_config: fields past them keep their defaults.
+/// The configuration a caller passed (non-NULL).
 fn engine_config(config: *const cuzk_config) -> Result<EngineConfig> {
-    let base = config as *const u8;
-    // SAFETY: a valid cuzk_config pointer as compiled by the caller: struct_size is first.
-    let size = check_struct_size(unsafe { (*config).struct_size }, CONFIG_V1_SIZE, "cuzk_config")?;
-    let mut full = cuzk_config {
-        struct_size: size as u32,
+    let defaults = cuzk_config {
+        struct_size: 0,
         num_threads: 0,
         cpu_only: false,
         self_verify: true,
@@ -299,9 +316,7 @@ fn engine_config(config: *const cuzk_config) -> Result<EngineConfig> {
         gpu_key_memory_budget: 0,
         pinned_pool_bytes: 0,
     };
-    // SAFETY: the caller's struct has `size` bytes; no more than size_of::<cuzk_config>() are
-    // copied into ours, a plain repr(C) struct.
-    unsafe { std::ptr::copy_nonoverlapping(base, &mut full as *mut cuzk_config as *mut u8, size.min(std::mem::size_of::<cuzk_config>())) };
+    let full = read_sized(config, CONFIG_V1_SIZE, defaults, "cuzk_config")?;
     let config = &full;
     let param_cache_dir = if config.param_cache_dir.is_null() {
         None
@@ -472,10 +487,12 @@ pub extern "C" fn cuzk_seal_commit_phase2(
         };
         let mut prove_options = ProveOptions::default();
         // SAFETY: NULL or valid for the call.
-        if let Some(options) = unsafe { options.as_ref() } {
-            check_struct_size(options.struct_size, std::mem::size_of::<cuzk_prove_options>(), "cuzk_prove_options")?;
+        if !options.is_null() {
+            let defaults = cuzk_prove_options { struct_size: 0, cancel: std::ptr::null(), pin_device: false, device: 0 };
+            let options = read_sized(options, PROVE_OPTIONS_V1_SIZE, defaults, "cuzk_prove_options")?;
             // SAFETY: NULL or a live token that outlives the call.
             prove_options.cancel = unsafe { options.cancel.as_ref() }.map(|t| t.token.clone());
+            prove_options.device = options.pin_device.then_some(options.device);
         }
         let (proof, measured) = engine.seal_commit_phase2(c1_json, sector_id, prover_id, &prove_options)?;
         if let (Some(dst), Some(size)) = (timings, timings_size) {

@@ -414,6 +414,29 @@ pub struct GpuBackend {
 /// Counts a call as in flight on a device for as long as it lives.
 struct InFlight<'a>(&'a Device);
 
+impl<'a> InFlight<'a> {
+    fn new(device: &'a Device) -> Self {
+        device.in_flight.fetch_add(1, Ordering::Relaxed);
+        InFlight(device)
+    }
+}
+
+/// The GPU backend with every call on one device.
+struct PinnedGpu<'a> {
+    gpu: &'a GpuBackend,
+    device: &'a Device,
+}
+
+impl Backend for PinnedGpu<'_> {
+    fn kind(&self) -> BackendKind {
+        BackendKind::Gpu
+    }
+
+    fn compute_msms(&self, key: &ProvingKey, circuit: SynthesizedCircuit, cancel: &CancelToken, t: &mut Timings) -> Result<MsmResults> {
+        self.gpu.compute_on(InFlight::new(self.device), key, circuit, cancel, t)
+    }
+}
+
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
         self.0.in_flight.fetch_sub(1, Ordering::Relaxed);
@@ -447,15 +470,60 @@ impl GpuBackend {
 
     /// The device with the fewest calls in flight, ties taken in turn, so that calls spread
     /// over the devices.
-    fn pick_device(&self) -> InFlight<'_> {
+    fn least_busy_device(&self) -> InFlight<'_> {
         let n = self.devices.len();
         let start = self.next.fetch_add(1, Ordering::Relaxed) % n;
         let device = (0..n)
             .map(|k| &self.devices[(start + k) % n])
             .min_by_key(|d| d.in_flight.load(Ordering::Relaxed))
             .expect("at least one device");
-        device.in_flight.fetch_add(1, Ordering::Relaxed);
-        InFlight(device)
+        InFlight::new(device)
+    }
+
+    /// The MSMs of one circuit on the device `in_flight` counts the call on.
+    fn compute_on(&self, in_flight: InFlight<'_>, key: &ProvingKey, circuit: SynthesizedCircuit, cancel: &CancelToken, t: &mut Timings) -> Result<MsmResults> {
+        let domain = Domain::for_len(circuit.num_constraints())
+            .ok_or_else(|| Error::invalid("circuit has more constraints than the field's 2^32 FFT domain"))?;
+        let layout = check_key_fits(key, &circuit, domain.size())?;
+        let SynthesizedCircuit { a, b, c, input_assignment, aux_assignment, a_aux_density, b_input_density, b_aux_density } =
+            circuit;
+        let device = in_flight.0;
+        t.device_index = device.ordinal;
+        // Whether the key will be resident decides where the tails are gathered; a key that
+        // fits the budget is (or is about to be) resident.
+        let resident = key.points_bytes() <= device.keys.budget();
+        let policy = self.split;
+
+        let p = timed(&mut t.prep_msm_ns, || {
+            PreparedMsms::new(&layout, &input_assignment, &aux_assignment, &a_aux_density, &b_input_density, &b_aux_density)
+        });
+        let [l, a_q, b_q] = timed(&mut t.prep_msm_ns, || {
+            [
+                G1Msm::plan("L", sys::QUERY_L, &key.l, &p.l, policy, resident),
+                G1Msm::plan("A", sys::QUERY_A, &key.a, &p.a, policy, resident),
+                G1Msm::plan("B_G1", sys::QUERY_B_G1, &key.b_g1, &p.b, policy, resident),
+            ]
+        });
+        drop((input_assignment, aux_assignment));
+        cancel.check()?;
+
+        let device_turn = timed(&mut t.queue_wait_ns, || device.turn.lock().unwrap_or_else(|p| p.into_inner()));
+        cancel.check()?;
+        let buffer = device.staging.acquire(&mut t.pin_ns)?;
+        let staging = staging(&buffer);
+        let copy = device.resident_key(key, &staging, t)?;
+        let src = PointSource { resident: copy.as_deref() };
+        let h = Self::quotient_msm(device, &src, key, (a, b, c), domain.log_size, &staging, t)?;
+        cancel.check()?;
+        let l = l.run(device, &src, &staging, &mut t.batch_add_ns, &mut t.msm_l_ns)?;
+        let a = a_q.run(device, &src, &staging, &mut t.batch_add_ns, &mut t.msm_a_ns)?;
+        let b_g1 = b_q.run(device, &src, &staging, &mut t.batch_add_ns, &mut t.msm_b_g1_ns)?;
+        // On the device, not on the CPU cores beside it: measured faster at every size
+        // (docs/PERFORMANCE.md). Always split: the cost model was fitted to G1 only.
+        let b_g2 = Self::b_g2_msm(device, &src, &key.b_g2, &p.b, &staging, t)?;
+        drop((copy, buffer, device_turn));
+        device.proofs.fetch_add(1, Ordering::Relaxed);
+        Ok(MsmResults { h, l, a, b_g1, b_g2 })
     }
 
     fn batch_add(device: &Device, points: &sys::Points, classes: &ClassifiedScalars, staging: &sys::Staging) -> Result<G1Projective> {
@@ -561,19 +629,20 @@ fn gather_tail<P: Copy + Send + Sync>(points: &[P], classes: &ClassifiedScalars)
 }
 
 /// The device's cost model of the 0/1 split, in ns per point, for each place the points can
-/// be. Streamed (fitted to the 2KiB PoRep C2 and 2^22 circuits on the H200, docs/PERFORMANCE.md):
-/// batch addition sends every point of the query to the device and scans it, whatever its
-/// scalar; a 1-scalar left in the tail MSM costs its gather on the host, its transfer, and
-/// additions into the one bucket all 1-scalars share; splitting pays above ~28 % of
-/// 1-scalars. Resident: nothing crosses PCIe; batch addition reads the query's points from
-/// device memory, a 1-scalar in the tail costs its device gather and bucket additions.
+/// be, fitted on the H200 to the 2KiB PoRep C2 with the split forced on and off
+/// (docs/PERFORMANCE.md). Streamed: batch addition sends every point of the query over PCIe
+/// and scans it, whatever its scalar; a 1-scalar left in the tail MSM costs its gather on the
+/// host, its transfer and additions into the one bucket all 1-scalars share: splitting pays
+/// above ~28 % of 1-scalars. Resident: batch addition reads the query in device memory
+/// (~1.6 ns per point); a 1-scalar folded into the tail costs ~18 ns on the host (moved
+/// between the classes) and ~10 ns on the device: splitting pays above ~6 % of 1-scalars.
 struct SplitCosts {
     batch_add_per_query_point: f64,
     one_in_tail: f64,
 }
 
 const STREAMED_COSTS: SplitCosts = SplitCosts { batch_add_per_query_point: 12.0, one_in_tail: 42.0 };
-const RESIDENT_COSTS: SplitCosts = SplitCosts { batch_add_per_query_point: 1.0, one_in_tail: 5.0 };
+const RESIDENT_COSTS: SplitCosts = SplitCosts { batch_add_per_query_point: 1.6, one_in_tail: 28.0 };
 
 /// How the backend decides the 0/1 split per MSM: by the cost model, or forced
 /// (`CUZK_GPU_SPLIT=always|never`, for measuring the model).
@@ -655,49 +724,15 @@ impl Backend for GpuBackend {
     }
 
     fn compute_msms(&self, key: &ProvingKey, circuit: SynthesizedCircuit, cancel: &CancelToken, t: &mut Timings) -> Result<MsmResults> {
-        let domain = Domain::for_len(circuit.num_constraints())
-            .ok_or_else(|| Error::invalid("circuit has more constraints than the field's 2^32 FFT domain"))?;
-        let layout = check_key_fits(key, &circuit, domain.size())?;
-        let SynthesizedCircuit { a, b, c, input_assignment, aux_assignment, a_aux_density, b_input_density, b_aux_density } =
-            circuit;
-        let in_flight = self.pick_device();
-        let device = in_flight.0;
-        t.device_index = device.ordinal;
-        // Whether the key will be resident decides where the tails are gathered; a key that
-        // fits the budget is (or is about to be) resident.
-        let resident = key.points_bytes() <= device.keys.budget();
-        let policy = self.split;
+        self.compute_on(self.least_busy_device(), key, circuit, cancel, t)
+    }
 
-        let p = timed(&mut t.prep_msm_ns, || {
-            PreparedMsms::new(&layout, &input_assignment, &aux_assignment, &a_aux_density, &b_input_density, &b_aux_density)
-        });
-        let [l, a_q, b_q] = timed(&mut t.prep_msm_ns, || {
-            [
-                G1Msm::plan("L", sys::QUERY_L, &key.l, &p.l, policy, resident),
-                G1Msm::plan("A", sys::QUERY_A, &key.a, &p.a, policy, resident),
-                G1Msm::plan("B_G1", sys::QUERY_B_G1, &key.b_g1, &p.b, policy, resident),
-            ]
-        });
-        drop((input_assignment, aux_assignment));
-        cancel.check()?;
-
-        let device_turn = timed(&mut t.queue_wait_ns, || device.turn.lock().unwrap_or_else(|p| p.into_inner()));
-        cancel.check()?;
-        let buffer = device.staging.acquire(&mut t.pin_ns)?;
-        let staging = staging(&buffer);
-        let copy = device.resident_key(key, &staging, t)?;
-        let src = PointSource { resident: copy.as_deref() };
-        let h = Self::quotient_msm(device, &src, key, (a, b, c), domain.log_size, &staging, t)?;
-        cancel.check()?;
-        let l = l.run(device, &src, &staging, &mut t.batch_add_ns, &mut t.msm_l_ns)?;
-        let a = a_q.run(device, &src, &staging, &mut t.batch_add_ns, &mut t.msm_a_ns)?;
-        let b_g1 = b_q.run(device, &src, &staging, &mut t.batch_add_ns, &mut t.msm_b_g1_ns)?;
-        // On the device, not on the CPU cores beside it: measured faster at every size
-        // (docs/PERFORMANCE.md). Always split: the cost model was fitted to G1 only.
-        let b_g2 = Self::b_g2_msm(device, &src, &key.b_g2, &p.b, &staging, t)?;
-        drop((copy, buffer, device_turn));
-        device.proofs.fetch_add(1, Ordering::Relaxed);
-        Ok(MsmResults { h, l, a, b_g1, b_g2 })
+    fn pinned(&self, ordinal: u32) -> Result<Box<dyn Backend + '_>> {
+        let device = self.devices.iter().find(|d| d.ordinal as u32 == ordinal).ok_or_else(|| {
+            let have: Vec<i32> = self.devices.iter().map(|d| d.ordinal).collect();
+            Error::invalid(format!("device {ordinal} requested; the engine uses devices {have:?}"))
+        })?;
+        Ok(Box::new(PinnedGpu { gpu: self, device }))
     }
 
     fn preload(&self, key: &ProvingKey) -> Result<u64> {

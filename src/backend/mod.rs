@@ -61,6 +61,12 @@ pub trait Backend: Send + Sync {
         0
     }
 
+    /// A view of this backend that runs every call on the device `ordinal` (a call pinned to
+    /// a device); an error when there is no such device.
+    fn pinned(&self, ordinal: u32) -> Result<Box<dyn Backend + '_>> {
+        Err(crate::error::Error::invalid(format!("device {ordinal} requested, but the engine runs on the CPU")))
+    }
+
     /// The devices and what they hold (empty for the CPU).
     fn devices(&self) -> Vec<DeviceStatus> {
         Vec::new()

@@ -1,0 +1,82 @@
+//! Key residency through the C ABI: preload, engine status, evict. Its own test binary (its own
+//! process and engine), so that evicting the key never races the proofs of other tests. On the
+//! CPU backend the key is resident in host memory only; tests/gpu.rs covers device copies.
+
+mod common;
+
+use std::ptr::{null, null_mut};
+
+use common::*;
+use cuzk::error::Status;
+use cuzk::ffi::*;
+
+fn status_json(engine: &Engine) -> serde_json::Value {
+    let mut json = null_mut();
+    let mut err = null_mut();
+    assert_eq!(cuzk_engine_status(engine.0, &mut json, &mut err), Status::Ok, "{:?}", take_error(err));
+    // SAFETY: a cuzk_bytes from the library, freed below.
+    let value = unsafe { serde_json::from_slice(std::slice::from_raw_parts((*json).data, (*json).len)) }.expect("status is JSON");
+    cuzk_bytes_free(json);
+    value
+}
+
+fn preload(engine: &Engine, proof: u32) -> Result<(u64, u64), (Status, String)> {
+    let (mut load_ns, mut upload_ns) = (u64::MAX, u64::MAX);
+    let mut err = null_mut();
+    match cuzk_engine_preload_key(engine.0, proof, &mut load_ns, &mut upload_ns, &mut err) {
+        Status::Ok => Ok((load_ns, upload_ns)),
+        _ => Err(take_error(err)),
+    }
+}
+
+fn evict(engine: &Engine, proof: u32) -> bool {
+    let mut evicted = false;
+    let mut err = null_mut();
+    assert_eq!(cuzk_engine_evict_key(engine.0, proof, &mut evicted, &mut err), Status::Ok, "{:?}", take_error(err));
+    evicted
+}
+
+#[test]
+fn preload_status_evict() {
+    let f = fixture();
+    let engine = engine();
+    let proof = seal_proof_to_abi(f.sector.registered_proof);
+
+    let status = status_json(&engine);
+    assert_eq!(status["proofs_in_flight"], 0);
+    assert!(status["host_keys"].as_array().unwrap().is_empty(), "{status}");
+
+    let (load_ns, upload_ns) = preload(&engine, proof).expect("preload");
+    assert!(load_ns > 0, "the first preload reads the key");
+    let status = status_json(&engine);
+    let keys = status["host_keys"].as_array().unwrap();
+    assert_eq!(keys.len(), 1, "{status}");
+    assert!(keys[0]["label"].as_str().unwrap().ends_with(".params"));
+    assert!(keys[0]["bytes"].as_u64().unwrap() > 1 << 20);
+    match status["backend"].as_str().unwrap() {
+        "cpu" => assert_eq!((upload_ns, status["devices"].as_array().unwrap().len()), (0, 0)),
+        "gpu" => assert!(upload_ns > 0 && status["devices"][0]["resident_keys"][0]["loaded"] == true, "{status}"),
+        other => panic!("backend {other}"),
+    }
+    assert_eq!(preload(&engine, proof).expect("preload"), (0, 0), "a resident key is not read again");
+
+    assert!(evict(&engine, proof));
+    assert!(status_json(&engine)["host_keys"].as_array().unwrap().is_empty());
+    assert!(!evict(&engine, proof), "nothing left to evict");
+    let (load_ns, _) = preload(&engine, proof).expect("preload after evict");
+    assert!(load_ns > 0, "an evicted key is read again");
+}
+
+#[test]
+fn bad_arguments_are_errors() {
+    let engine = engine();
+    let mut json = null_mut();
+    assert_eq!(cuzk_engine_status(null(), &mut json, null_mut()), Status::NullArgument);
+    assert_eq!(cuzk_engine_status(engine.0, null_mut(), null_mut()), Status::NullArgument);
+    assert_eq!(cuzk_engine_evict_key(engine.0, 5, null_mut(), null_mut()), Status::NullArgument);
+    let err = preload(&engine, 9999).expect_err("unknown proof");
+    assert_eq!(err.0, Status::InvalidArgument, "{}", err.1);
+    // A proof kind whose parameters are not in the directory (64GiB).
+    let err = preload(&engine, 4).expect_err("no 64GiB parameters here");
+    assert_eq!(err.0, Status::ParametersNotFound, "{}", err.1);
+}
