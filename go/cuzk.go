@@ -61,6 +61,12 @@ type Config struct {
 	NumThreads int
 	// SelfVerify verifies every proof before returning it, as filecoin-proofs does.
 	SelfVerify bool
+	// GPUKeyMemoryBudget is the device memory per GPU for resident proving keys, in bytes;
+	// 0 means 3/4 of the device's memory. Least recently used keys are evicted beyond it; a
+	// key larger than it is streamed from host memory on every call.
+	GPUKeyMemoryBudget uint64
+	// PinnedPoolBytes is the pinned host memory per GPU for staging copies; 0 means 128 MiB.
+	PinnedPoolBytes uint64
 }
 
 // DefaultConfig returns the library's defaults (cuzk_config_default): all cores, a GPU when
@@ -74,9 +80,11 @@ func DefaultConfig() Config {
 		panic("cuzk: cuzk_config_default: " + err.Error())
 	}
 	cfg := Config{
-		CPUOnly:    bool(cc.cpu_only),
-		NumThreads: int(cc.num_threads),
-		SelfVerify: bool(cc.self_verify),
+		CPUOnly:            bool(cc.cpu_only),
+		NumThreads:         int(cc.num_threads),
+		SelfVerify:         bool(cc.self_verify),
+		GPUKeyMemoryBudget: uint64(cc.gpu_key_memory_budget),
+		PinnedPoolBytes:    uint64(cc.pinned_pool_bytes),
 	}
 	if cc.param_cache_dir != nil {
 		cfg.ParamCacheDir = C.GoString(cc.param_cache_dir)
@@ -170,6 +178,8 @@ func newEngine(cfg Config) (*C.cuzk_engine, error) {
 	cc.num_threads = C.uint32_t(cfg.NumThreads)
 	cc.cpu_only = C.bool(cfg.CPUOnly)
 	cc.self_verify = C.bool(cfg.SelfVerify)
+	cc.gpu_key_memory_budget = C.uint64_t(cfg.GPUKeyMemoryBudget)
+	cc.pinned_pool_bytes = C.uint64_t(cfg.PinnedPoolBytes)
 	if cfg.ParamCacheDir != "" {
 		dir := C.CString(cfg.ParamCacheDir)
 		defer C.free(unsafe.Pointer(dir))

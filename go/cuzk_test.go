@@ -523,3 +523,47 @@ func TestCancelMidProof(t *testing.T) {
 	logTimings(t, tm)
 	f.verify(t, p)
 }
+
+func TestPreloadStatusEvict(t *testing.T) {
+	f := needFixture(t)
+	info, err := ParseC1Info(f.c1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := EvictKey(info.RegisteredProof); err != nil {
+		t.Fatalf("EvictKey: %v", err)
+	}
+	st, err := ReadEngineStatus()
+	if err != nil {
+		t.Fatalf("ReadEngineStatus: %v", err)
+	}
+	if len(st.HostKeys) != 0 || st.ProofsInFlight != 0 || (st.Backend != "cpu" && st.Backend != "gpu") {
+		t.Fatalf("after eviction: %+v", st)
+	}
+	report, err := PreloadKey(info.RegisteredProof)
+	if err != nil {
+		t.Fatalf("PreloadKey: %v", err)
+	}
+	if report.SRSLoad <= 0 {
+		t.Fatalf("the first preload reads the key: %+v", report)
+	}
+	st, err = ReadEngineStatus()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.HostKeys) != 1 || st.HostKeys[0].Bytes == 0 {
+		t.Fatalf("after preload: %+v", st)
+	}
+	for _, d := range st.Devices {
+		if len(d.ResidentKeys) != 1 || !d.ResidentKeys[0].Loaded || d.MemoryUsedByCuzk < d.ResidentKeys[0].Bytes {
+			t.Fatalf("device %d after preload: %+v", d.Ordinal, d)
+		}
+	}
+	t.Logf("status after preload (load %v, upload %v): %+v", report.SRSLoad, report.SRSUpload, st)
+	again, err := PreloadKey(info.RegisteredProof)
+	if err != nil || again != (PreloadReport{}) {
+		t.Fatalf("a resident key is not loaded again: %+v, %v", again, err)
+	}
+	_, err = PreloadKey(abi.RegisteredSealProof(9999))
+	wantIs(t, err, ErrInvalidArgument)
+}

@@ -40,6 +40,15 @@ func (b Backend) String() string {
 	return "backend(" + strconv.FormatUint(uint64(b), 10) + ")"
 }
 
+// KeyResidency is where the GPU read a proof's proving key from (cuzk_key_residency).
+type KeyResidency uint32
+
+const (
+	KeyNotOnGPU KeyResidency = C.CUZK_KEY_RESIDENCY_NOT_ON_GPU
+	KeyResident KeyResidency = C.CUZK_KEY_RESIDENCY_RESIDENT
+	KeyStreamed KeyResidency = C.CUZK_KEY_RESIDENCY_STREAMED
+)
+
 // Timings are the per-phase timings of one proof (cuzk_timings). The phases never overlap, so
 // their sum is at most Total; phases a backend does not have are 0.
 type Timings struct {
@@ -49,13 +58,20 @@ type Timings struct {
 	NumConstraints uint64  // constraints of one partition circuit
 	DomainLog2     int     // log2 of the FFT domain of one partition circuit
 
+	// KeyResidency says where the GPU read the proving key from: KeyResident (device
+	// memory, kept between calls) or KeyStreamed (host memory, sent per call: the key did not
+	// fit the device budget); KeyNotOnGPU on the CPU backend.
+	KeyResidency KeyResidency
+
 	Total      time.Duration // wall time of the whole call
 	QueueWait  time.Duration // waiting for another call to release the backend
 	SRSLoad    time.Duration // reading the proving key (0 when already resident)
+	SRSUpload  time.Duration // copying the proving key to device memory (0 when resident)
+	Pin        time.Duration // allocating pinned host buffers (0 once the pool is warm)
 	InputCheck time.Duration // decoding the C1 and checking its vanilla proofs
 	Synthesis  time.Duration // running the circuits (a, b, c and the witness)
 	PrepMSM    time.Duration // sorting scalars and building the MSM inputs
-	PinH2D     time.Duration // pinning and host-to-device copies (GPU only)
+	PinH2D     time.Duration // host-to-device copies of a, b, c (GPU only)
 	NTT        time.Duration // the NTTs and pointwise steps of H
 	MSMH       time.Duration
 	BatchAdd   time.Duration // additions of the bases whose scalar is 1
@@ -78,6 +94,8 @@ func (t Timings) Phases() []Phase {
 	return []Phase{
 		{"queue_wait", t.QueueWait},
 		{"srs_load", t.SRSLoad},
+		{"srs_upload", t.SRSUpload},
+		{"pin", t.Pin},
 		{"input_check", t.InputCheck},
 		{"synthesis", t.Synthesis},
 		{"prep_msm", t.PrepMSM},
@@ -111,6 +129,9 @@ func timingsFromC(ct *C.cuzk_timings) Timings {
 		Total:          nanos(ct.total_ns),
 		QueueWait:      nanos(ct.queue_wait_ns),
 		SRSLoad:        nanos(ct.srs_load_ns),
+		SRSUpload:      nanos(ct.srs_upload_ns),
+		Pin:            nanos(ct.pin_ns),
+		KeyResidency:   KeyResidency(ct.key_residency),
 		InputCheck:     nanos(ct.input_check_ns),
 		Synthesis:      nanos(ct.synthesis_ns),
 		PrepMSM:        nanos(ct.prep_msm_ns),

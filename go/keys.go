@@ -1,0 +1,142 @@
+package cuzk
+
+/*
+#include "cuzk.h"
+*/
+import "C"
+
+import (
+	"encoding/json"
+	"math"
+	"time"
+	"unsafe"
+
+	"github.com/filecoin-project/go-state-types/abi"
+)
+
+// PreloadReport is what PreloadKey did: the time to read the key from disk and to copy it to
+// the GPUs (each 0 when it was already there).
+type PreloadReport struct {
+	SRSLoad   time.Duration
+	SRSUpload time.Duration
+}
+
+func checkProof(registeredProof abi.RegisteredSealProof) error {
+	if registeredProof < 0 || registeredProof > math.MaxUint32 {
+		return newError(StatusInvalidArgument, "registered seal proof %d out of range", registeredProof)
+	}
+	return nil
+}
+
+// PreloadKey reads the proving key of registeredProof from the parameter directory and makes
+// it resident on every GPU the engine uses, so that the next proof of that kind loads
+// nothing (a service calls it at start-up, before the first sector arrives).
+func PreloadKey(registeredProof abi.RegisteredSealProof) (PreloadReport, error) {
+	if err := checkProof(registeredProof); err != nil {
+		return PreloadReport{}, err
+	}
+	eng, err := acquire()
+	if err != nil {
+		return PreloadReport{}, err
+	}
+	defer eng.release()
+	var load, upload C.uint64_t
+	var cerr *C.cuzk_error
+	status := C.cuzk_engine_preload_key(eng.ptr, C.uint32_t(registeredProof), &load, &upload, &cerr)
+	if err := takeError(status, cerr); err != nil {
+		return PreloadReport{}, err
+	}
+	return PreloadReport{SRSLoad: nanos(load), SRSUpload: nanos(upload)}, nil
+}
+
+// EvictKey drops the proving key of registeredProof from host memory and from every GPU
+// (calls using it finish first); it reports whether the key was resident anywhere.
+func EvictKey(registeredProof abi.RegisteredSealProof) (bool, error) {
+	if err := checkProof(registeredProof); err != nil {
+		return false, err
+	}
+	eng, err := acquire()
+	if err != nil {
+		return false, err
+	}
+	defer eng.release()
+	var evicted C.bool
+	var cerr *C.cuzk_error
+	if err := takeError(C.cuzk_engine_evict_key(eng.ptr, C.uint32_t(registeredProof), &evicted, &cerr), cerr); err != nil {
+		return false, err
+	}
+	return bool(evicted), nil
+}
+
+// EngineStatus is what the engine holds and does (cuzk_engine_status). Sizes are bytes.
+type EngineStatus struct {
+	Version        string          `json:"version"`
+	Backend        string          `json:"backend"` // "gpu" or "cpu"
+	WorkerThreads  int             `json:"worker_threads"`
+	ProofsInFlight uint64          `json:"proofs_in_flight"`
+	HostKeys       []HostKeyStatus `json:"host_keys"`
+	Devices        []DeviceStatus  `json:"devices"`
+}
+
+// HostKeyStatus is a proving key resident in host memory.
+type HostKeyStatus struct {
+	Label string `json:"label"` // its file
+	Bytes uint64 `json:"bytes"`
+}
+
+// DeviceStatus is one GPU and what the engine keeps on it.
+type DeviceStatus struct {
+	Ordinal          int                 `json:"ordinal"`
+	Name             string              `json:"name"`
+	MemoryTotal      uint64              `json:"memory_total"`
+	MemoryFree       uint64              `json:"memory_free"`
+	MemoryUsedByCuzk uint64              `json:"memory_used_by_cuzk"` // resident keys + NTT buffers
+	NTTBufferBytes   uint64              `json:"ntt_buffer_bytes"`
+	KeyBudget        uint64              `json:"key_budget"`
+	ResidentKeys     []ResidentKeyStatus `json:"resident_keys"` // most recently used first
+	PinnedPool       PinnedPoolStatus    `json:"pinned_pool"`
+	ProofsInFlight   uint64              `json:"proofs_in_flight"`
+	ProofsDone       uint64              `json:"proofs_done"`
+}
+
+// ResidentKeyStatus is a proving key's copy in device memory.
+type ResidentKeyStatus struct {
+	Label  string `json:"label"`
+	Bytes  uint64 `json:"bytes"`
+	Uses   uint64 `json:"uses"`   // calls that used it
+	Loaded bool   `json:"loaded"` // false while it is being copied
+}
+
+// PinnedPoolStatus is a GPU's pool of pinned host staging buffers.
+type PinnedPoolStatus struct {
+	BufferBytes    uint64 `json:"buffer_bytes"`
+	LimitBytes     uint64 `json:"limit_bytes"`
+	AllocatedBytes uint64 `json:"allocated_bytes"`
+	InUseBytes     uint64 `json:"in_use_bytes"`
+	Acquisitions   uint64 `json:"acquisitions"`
+	Allocations    uint64 `json:"allocations"`
+}
+
+// ReadEngineStatus reports what the engine holds and does now.
+func ReadEngineStatus() (EngineStatus, error) {
+	eng, err := acquire()
+	if err != nil {
+		return EngineStatus{}, err
+	}
+	defer eng.release()
+	var out *C.cuzk_bytes
+	var cerr *C.cuzk_error
+	status := C.cuzk_engine_status(eng.ptr, &out, &cerr)
+	defer C.cuzk_bytes_free(out) // NULL on failure
+	if err := takeError(status, cerr); err != nil {
+		return EngineStatus{}, err
+	}
+	if out == nil || out.data == nil || out.len > math.MaxInt32 {
+		return EngineStatus{}, newError(StatusInternal, "cuzk_engine_status returned no JSON")
+	}
+	var st EngineStatus
+	if err := json.Unmarshal(C.GoBytes(unsafe.Pointer(out.data), C.int(out.len)), &st); err != nil {
+		return EngineStatus{}, newError(StatusInternal, "engine status: %v", err)
+	}
+	return st, nil
+}
