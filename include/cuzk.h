@@ -204,7 +204,15 @@ typedef struct cuzk_timings {
   uint64_t pin_ns;
   // Where the GPU read the key from (cuzk_key_residency); 0 on the CPU backend.
   uint32_t key_residency;
-  uint32_t padding;
+  // 1 when synthesis ran as witness generation plus sparse products with the circuit's
+  // R1CS matrices, 0 for classic synthesis (building every linear combination).
+  uint32_t r1cs_synthesis;
+  // Extracting the circuit's R1CS matrices (once per circuit shape; 0 afterwards).
+  uint64_t shape_extract_ns;
+  // Parts of `synthesis_ns` on the R1CS path: generating the witness, and computing
+  // a = A·z, b = B·z, c = C·z from it (not separate phases: `synthesis_ns` includes them).
+  uint64_t witness_ns;
+  uint64_t spmv_ns;
 } cuzk_timings;
 
 // What a C1 output says about its sector (enough to verify the C2 proof made from it).

@@ -1,13 +1,15 @@
 //! The engine: one per process. It owns the configuration, the worker threads, the resident
 //! keys and the backend, and runs a C2 from JSON to verified proof bytes with timings.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Instant;
 
 use bellperson::groth16::Proof;
-use bellperson::Circuit;
+use bellperson::{Circuit, SynthesisError};
+use once_cell::sync::OnceCell;
 use blstrs::{Bls12, Scalar};
 use ff::Field;
 use filecoin_proofs::types::MerkleTreeTrait;
@@ -22,6 +24,7 @@ use crate::error::{Error, Result, Status};
 use crate::groth16::{assemble, ProvingKey};
 use crate::keys::KeyStore;
 use crate::porep::{self, SealStatement};
+use crate::r1cs::{synthesize_witness, CircuitShape};
 use crate::synthesis::{synthesize, SynthesizedCircuit};
 use crate::timings::{nanos, timed, Timings};
 use crate::with_porep_shape;
@@ -49,11 +52,16 @@ pub struct EngineConfig {
     pub gpu_key_memory_budget: u64,
     /// Pinned host memory per GPU for staging copies, in bytes; 0: 128 MiB.
     pub pinned_pool_bytes: u64,
+    /// Synthesize by building every linear combination (bellperson's way) instead of
+    /// generating the witness and multiplying it with the circuit's R1CS matrices, extracted
+    /// once per circuit shape. Both give the same a, b, c; this is for comparing them
+    /// (env CUZK_SYNTHESIS=classic sets it too).
+    pub classic_synthesis: bool,
 }
 
 impl Default for EngineConfig {
     fn default() -> Self {
-        EngineConfig { param_cache_dir: None, cpu_only: false, num_threads: 0, self_verify: true, gpu_key_memory_budget: 0, pinned_pool_bytes: 0 }
+        EngineConfig { param_cache_dir: None, cpu_only: false, num_threads: 0, self_verify: true, gpu_key_memory_budget: 0, pinned_pool_bytes: 0, classic_synthesis: false }
     }
 }
 
@@ -65,6 +73,9 @@ impl EngineConfig {
         }
         if self.num_threads == 0 {
             self.num_threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+        }
+        if std::env::var("CUZK_SYNTHESIS").as_deref() == Ok("classic") {
+            self.classic_synthesis = true;
         }
         self
     }
@@ -109,7 +120,52 @@ pub struct Engine {
     pool: rayon::ThreadPool,
     backend: Box<dyn Backend>,
     keys: KeyStore,
+    shapes: ShapeCache,
     in_flight: AtomicU64,
+}
+
+/// Circuit shapes (R1CS matrices) by circuit identity, each extracted once.
+#[derive(Default)]
+struct ShapeCache {
+    shapes: Mutex<HashMap<String, Arc<OnceCell<Arc<CircuitShape>>>>>,
+}
+
+impl ShapeCache {
+    /// The shape of the circuits named `id`, extracted from `circuit()` (timed into
+    /// `shape_extract_ns`) on first use; concurrent first calls extract it once.
+    fn get<C: Circuit<Scalar>>(&self, id: &str, circuit: impl FnOnce() -> Result<C>, t: &mut Timings) -> Result<Arc<CircuitShape>> {
+        let slot = self.shapes.lock().unwrap_or_else(|p| p.into_inner()).entry(id.to_string()).or_default().clone();
+        let shape = slot.get_or_try_init(|| {
+            let start = Instant::now();
+            let shape = CircuitShape::extract(circuit()?)?;
+            t.shape_extract_ns += nanos(start.elapsed());
+            log::info!("circuit shape {id}: {} constraints, {} MiB, extracted in {:.2?}", shape.num_constraints(), shape.size_bytes() >> 20, start.elapsed());
+            Ok::<_, Error>(Arc::new(shape))
+        })?;
+        Ok(shape.clone())
+    }
+
+    fn evict(&self, id: &str) -> bool {
+        self.shapes.lock().unwrap_or_else(|p| p.into_inner()).remove(id).is_some()
+    }
+
+    fn status(&self) -> Vec<ShapeStatus> {
+        let shapes = self.shapes.lock().unwrap_or_else(|p| p.into_inner());
+        shapes
+            .iter()
+            .filter_map(|(id, slot)| {
+                slot.get().map(|s| ShapeStatus { id: id.clone(), constraints: s.num_constraints() as u64, bytes: s.size_bytes() as u64 })
+            })
+            .collect()
+    }
+}
+
+/// A circuit shape the engine holds (engine status).
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct ShapeStatus {
+    pub id: String,
+    pub constraints: u64,
+    pub bytes: u64,
 }
 
 /// A proving key resident in host memory (engine status).
@@ -128,6 +184,8 @@ pub struct EngineStatus {
     pub worker_threads: usize,
     pub proofs_in_flight: u64,
     pub host_keys: Vec<HostKeyStatus>,
+    /// R1CS matrices kept for witness-only synthesis, per circuit identity.
+    pub circuit_shapes: Vec<ShapeStatus>,
     pub devices: Vec<DeviceStatus>,
 }
 
@@ -183,7 +241,8 @@ impl Engine {
             .build()
             .map_err(|e| Error::internal(format!("starting worker threads: {e}")))?;
         let backend = select_backend(&config)?;
-        let engine = Arc::new(Engine { backend, config, pool, keys: KeyStore::default(), in_flight: AtomicU64::new(0) });
+        let engine =
+            Arc::new(Engine { backend, config, pool, keys: KeyStore::default(), shapes: ShapeCache::default(), in_flight: AtomicU64::new(0) });
         *current = Arc::downgrade(&engine);
         log::info!("cuzk engine started: {:?}", engine.config);
         Ok(engine)
@@ -241,6 +300,8 @@ impl Engine {
     /// it keep it until they end). True when it was resident anywhere.
     pub fn evict_key(&self, proof: RegisteredSealProof) -> Result<bool> {
         let path = with_porep_shape!(proof, proving_key_path(self, proof))?;
+        let shape = with_porep_shape!(proof, circuit_id(proof))?;
+        self.shapes.evict(&shape);
         let on_host = self.keys.evict_proving_key(&path);
         let on_devices = self.backend.evict(&path.display().to_string());
         Ok(on_host || on_devices > 0)
@@ -262,6 +323,7 @@ impl Engine {
                 .iter()
                 .map(|k| HostKeyStatus { label: k.label().to_string(), bytes: k.points_bytes() })
                 .collect(),
+            circuit_shapes: self.shapes.status(),
             devices: self.backend.devices(),
         }
     }
@@ -304,11 +366,31 @@ pub fn prove_with<C: Circuit<Scalar>>(
     cancel: Option<&CancelToken>,
     t: &mut Timings,
 ) -> Result<Proof<Bls12>> {
-    let synthesized = timed(&mut t.synthesis_ns, || synthesize(circuit, cancel)).map_err(|e| match cancel {
+    let synthesized = timed(&mut t.synthesis_ns, || synthesize(circuit, cancel)).map_err(|e| synthesis_error(cancel, e))?;
+    prove_synthesized(backend, key, synthesized, (r, s), cancel, t)
+}
+
+fn synthesis_error(cancel: Option<&CancelToken>, e: SynthesisError) -> Error {
+    match cancel {
         Some(c) if c.is_cancelled() => Error::new(Status::Cancelled, "the call was cancelled during synthesis"),
         _ => Error::from_dependency(Status::InvalidArgument, "circuit synthesis failed", e),
-    })?;
-    prove_synthesized(backend, key, synthesized, (r, s), cancel, t)
+    }
+}
+
+/// Synthesis on the R1CS path: the witness of `circuit`, then a, b, c as products with the
+/// matrices of its `shape` (timed into `synthesis_ns`, split into `witness_ns` and `spmv_ns`).
+pub fn synthesize_with_shape<C: Circuit<Scalar>>(
+    shape: &CircuitShape,
+    circuit: C,
+    cancel: Option<&CancelToken>,
+    t: &mut Timings,
+) -> Result<SynthesizedCircuit> {
+    t.r1cs_synthesis = 1;
+    let start = Instant::now();
+    let witness = timed(&mut t.witness_ns, || synthesize_witness(circuit, cancel)).map_err(|e| synthesis_error(cancel, e))?;
+    let synthesized = timed(&mut t.spmv_ns, || shape.synthesized(witness));
+    t.synthesis_ns += nanos(start.elapsed());
+    synthesized
 }
 
 /// Proves an already synthesized circuit on `backend` with the randomness (r, s).
@@ -328,6 +410,12 @@ pub fn prove_synthesized(
     let never = CancelToken::new();
     let msm = backend.compute_msms(key, synthesized, cancel.unwrap_or(&never), t)?;
     Ok(timed(&mut t.assembly_ns, || assemble(key, &msm, r, s)))
+}
+
+/// The identity of a proof kind's partition circuit: filecoin-proofs' parameter id, which
+/// names everything its shape depends on (sector size, PoRep parameters, version).
+fn circuit_id<Tree: 'static + MerkleTreeTrait>(proof: RegisteredSealProof) -> Result<String> {
+    porep::parameter_cache_id::<Tree>(&porep::porep_config(proof)?)
 }
 
 fn proving_key_path<Tree: 'static + MerkleTreeTrait>(engine: &Engine, proof: RegisteredSealProof) -> Result<PathBuf> {
@@ -383,11 +471,24 @@ fn prove_sector<Tree: 'static + MerkleTreeTrait>(
     let key = engine.keys.proving_key(&engine.key_path::<Tree>(&inputs.config, false)?, &mut t.srs_load_ns)?;
     let partitions = inputs.vanilla_proofs.len();
     t.partitions = partitions as u32;
+    // Every partition circuit of a proof kind has the same shape (the proving key is made for
+    // it); a witness that does not fit it is refused by `synthesized`, never proven.
+    let shape = if engine.config.classic_synthesis {
+        None
+    } else {
+        let id = porep::parameter_cache_id::<Tree>(&inputs.config)?;
+        Some(engine.shapes.get(&id, || porep::partition_circuit(&inputs, 0), t)?)
+    };
     let mut bytes = Vec::with_capacity(partitions * GROTH_PROOF_BYTES);
     for k in 0..partitions {
         options.check_cancel()?;
         let circuit = timed(&mut t.synthesis_ns, || porep::partition_circuit(&inputs, k))?;
-        let proof = prove_with(backend, &key, circuit, options.randomness_for(k)?, options.cancel.as_ref(), t)?;
+        let randomness = options.randomness_for(k)?;
+        let cancel = options.cancel.as_ref();
+        let proof = match &shape {
+            Some(shape) => prove_synthesized(backend, &key, synthesize_with_shape(shape, circuit, cancel, t)?, randomness, cancel, t)?,
+            None => prove_with(backend, &key, circuit, randomness, cancel, t)?,
+        };
         timed(&mut t.assembly_ns, || proof.write(&mut bytes)).map_err(|e| Error::internal(format!("writing proof: {e}")))?;
     }
     options.check_cancel()?;
@@ -418,5 +519,34 @@ fn log_timings(sector_id: u64, t: &Timings) {
         for (phase, ns) in t.phases() {
             log::debug!("sector {sector_id}: {phase:<12} {:>10.3} ms", ns as f64 / 1e6);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::RandomCircuit;
+    use rand::SeedableRng;
+
+    #[test]
+    fn shapes_are_extracted_once_per_circuit_id() {
+        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(4);
+        let small = RandomCircuit::new(&mut rng, 100, true);
+        let large = RandomCircuit::new(&mut rng, 200, true);
+        let cache = ShapeCache::default();
+        let mut t = Timings::new();
+        let first = cache.get("small", || Ok(small.clone()), &mut t).unwrap();
+        assert!(t.shape_extract_ns > 0);
+        let mut t = Timings::new();
+        let again = cache.get("small", || -> Result<RandomCircuit> { panic!("extracted twice") }, &mut t).unwrap();
+        assert!(Arc::ptr_eq(&first, &again) && t.shape_extract_ns == 0);
+        // Another identity (another sector size) gets its own shape, never the cached one.
+        let other = cache.get("large", || Ok(large.clone()), &mut t).unwrap();
+        assert_ne!(other.num_constraints(), first.num_constraints());
+        // A witness of another shape is refused, not proven.
+        let witness = synthesize_witness(large, None).unwrap();
+        assert_eq!(first.synthesized(witness).err().unwrap().status, Status::InvalidArgument);
+        assert!(cache.evict("small") && !cache.evict("small"));
+        assert_eq!(cache.status().len(), 1);
     }
 }

@@ -337,6 +337,7 @@ fn engine_config(config: *const cuzk_config) -> Result<EngineConfig> {
         self_verify: config.self_verify,
         gpu_key_memory_budget: config.gpu_key_memory_budget,
         pinned_pool_bytes: config.pinned_pool_bytes,
+        classic_synthesis: false,
     })
 }
 

@@ -85,7 +85,15 @@ pub struct Timings {
     pub pin_ns: u64,
     /// Where the GPU read the key from (cuzk_key_residency); 0 on the CPU backend.
     pub key_residency: u32,
-    pub padding: u32,
+    /// 1 when synthesis ran as witness generation plus sparse products with the circuit's
+    /// R1CS matrices, 0 for classic synthesis (building every linear combination).
+    pub r1cs_synthesis: u32,
+    /// Extracting the circuit's R1CS matrices (once per circuit shape; 0 afterwards).
+    pub shape_extract_ns: u64,
+    /// Parts of `synthesis_ns` on the R1CS path: generating the witness, and computing
+    /// a = A·z, b = B·z, c = C·z from it (not separate phases: `synthesis_ns` includes them).
+    pub witness_ns: u64,
+    pub spmv_ns: u64,
 }
 
 impl Timings {
@@ -99,12 +107,13 @@ impl Timings {
     }
 
     /// The phases that are disjoint parts of `total_ns` (they never overlap in time).
-    pub fn phases(&self) -> [(&'static str, u64); 18] {
+    pub fn phases(&self) -> [(&'static str, u64); 19] {
         [
             ("queue_wait", self.queue_wait_ns),
             ("srs_load", self.srs_load_ns),
             ("srs_upload", self.srs_upload_ns),
             ("pin", self.pin_ns),
+            ("shape_extract", self.shape_extract_ns),
             ("input_check", self.input_check_ns),
             ("synthesis", self.synthesis_ns),
             ("prep_msm", self.prep_msm_ns),

@@ -92,6 +92,10 @@ fn timings_are_filled_and_consistent() {
     for (name, ns) in cpu_fields {
         assert!(ns > 0, "{name} is 0 on the CPU path");
     }
+    // Synthesis ran on the R1CS path (the default): witness generation and the sparse
+    // products are its parts.
+    assert_eq!(t.r1cs_synthesis, 1);
+    assert!(t.witness_ns > 0 && t.spmv_ns > 0 && t.witness_ns + t.spmv_ns <= t.synthesis_ns, "{t:?}");
     assert_eq!(t.pin_h2d_ns, 0, "the CPU path has no host-to-device copies");
     let parts: u64 = t.phases().iter().filter(|(name, _)| *name != "total").map(|(_, ns)| ns).sum();
     assert!(parts <= t.total_ns, "phases {parts} ns exceed the total {} ns", t.total_ns);
@@ -105,7 +109,8 @@ fn fixed_randomness_proof_equals_bellperson_bit_for_bit() {
     let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
     let engine = RustEngine::acquire(EngineConfig { param_cache_dir: Some(f.params_dir.clone()), ..Default::default() }).unwrap();
     let options = ProveOptions { randomness: Some(vec![(r, s)]), ..Default::default() };
-    let (ours, _) = engine.seal_commit_phase2(&f.c1_json, f.sector.sector_id, f.sector.prover_id, &options).expect("cuzk proof");
+    let (ours, t) = engine.seal_commit_phase2(&f.c1_json, f.sector.sector_id, f.sector.prover_id, &options).expect("cuzk proof");
+    assert_eq!(t.r1cs_synthesis, 1, "the default synthesis is the R1CS path");
 
     let c1 = porep::parse_c1(&f.c1_json).unwrap();
     let inputs = porep::check_c1::<SectorShape2KiB>(c1, f.sector.prover_id, f.sector.sector_id).unwrap();

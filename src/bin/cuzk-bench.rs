@@ -117,7 +117,10 @@ fn timing_fields(t: &Timings) -> String {
     let mut fields = vec![
         format!("\"backend\":\"{backend}\""),
         format!("\"key\":\"{residency}\""),
+        format!("\"synthesis_path\":\"{}\"", if t.r1cs_synthesis == 1 { "r1cs" } else { "classic" }),
         format!("\"log_domain\":{}", t.domain_log2),
+        format!("\"witness_s\":{:.4}", t.witness_ns as f64 / 1e9),
+        format!("\"spmv_s\":{:.4}", t.spmv_ns as f64 / 1e9),
     ];
     fields.extend(t.phases().iter().map(|(name, ns)| format!("\"{name}_s\":{:.4}", *ns as f64 / 1e9)));
     fields.join(",")
@@ -126,11 +129,16 @@ fn timing_fields(t: &Timings) -> String {
 fn report(args: &Args, label: &str, run: usize, wall: f64, fields: &str) {
     let rss = peak_rss_mib();
     let threads = rayon::current_num_threads();
-    // A forced 0/1 split (CUZK_GPU_SPLIT, for measuring the GPU's cost model) is part of the name.
-    let system = match std::env::var("CUZK_GPU_SPLIT") {
-        Ok(split) if !split.is_empty() && args.system.starts_with("cuzk") && args.system != "cuzk-cpu" => format!("{}[split={split}]", args.system),
-        _ => args.system.clone(),
-    };
+    // A forced 0/1 split (CUZK_GPU_SPLIT, for measuring the GPU's cost model) and classic
+    // synthesis (CUZK_SYNTHESIS=classic) are part of the name.
+    let mut system = args.system.clone();
+    match std::env::var("CUZK_GPU_SPLIT") {
+        Ok(split) if !split.is_empty() && args.system.starts_with("cuzk") && args.system != "cuzk-cpu" => system += &format!("[split={split}]"),
+        _ => {}
+    }
+    if std::env::var("CUZK_SYNTHESIS").as_deref() == Ok("classic") && args.system.starts_with("cuzk") {
+        system += "[classic synthesis]";
+    }
     eprintln!("{system:<11} {label} run {run}: wall {wall:8.3} s  peak RSS {rss:8.0} MiB  ({threads} threads)");
     let sep = if fields.is_empty() { "" } else { "," };
     println!(
