@@ -187,7 +187,6 @@ fn porep_2k_key_cold_warm_evicted_preloaded() {
     assert!(cold.srs_load_ns > 0 && cold.srs_upload_ns > 0, "the cold call loads and uploads the key");
     let warm = prove();
     assert_eq!((warm.srs_load_ns, warm.srs_upload_ns, warm.pin_ns), (0, 0, 0), "the warm call loads, uploads and pins nothing");
-    assert!(warm.total_ns + cold.srs_load_ns + cold.srs_upload_ns > cold.total_ns, "sanity");
 
     let status = engine.status();
     eprintln!("status: {}", serde_json::to_string(&status).unwrap());
