@@ -355,6 +355,12 @@ func checkTimings(t *testing.T, tm Timings) {
 	if tm.Backend == BackendCPU && tm.DeviceIndex != -1 {
 		t.Errorf("DeviceIndex = %d on the CPU backend, want -1", tm.DeviceIndex)
 	}
+	if !tm.R1CSSynthesis || tm.Witness <= 0 || tm.SpMV <= 0 || tm.Witness+tm.SpMV > tm.Synthesis {
+		t.Errorf("R1CS synthesis: %v, witness %v + SpMV %v of synthesis %v", tm.R1CSSynthesis, tm.Witness, tm.SpMV, tm.Synthesis)
+	}
+	if tm.Backend == BackendCPU && tm.KeyResidency != KeyNotOnGPU {
+		t.Errorf("KeyResidency = %d on the CPU backend", tm.KeyResidency)
+	}
 }
 
 func logTimings(t *testing.T, tm Timings) {

@@ -63,24 +63,31 @@ type Timings struct {
 	// fit the device budget); KeyNotOnGPU on the CPU backend.
 	KeyResidency KeyResidency
 
-	Total      time.Duration // wall time of the whole call
-	QueueWait  time.Duration // waiting for another call to release the backend
-	SRSLoad    time.Duration // reading the proving key (0 when already resident)
-	SRSUpload  time.Duration // copying the proving key to device memory (0 when resident)
-	Pin        time.Duration // allocating pinned host buffers (0 once the pool is warm)
-	InputCheck time.Duration // decoding the C1 and checking its vanilla proofs
-	Synthesis  time.Duration // running the circuits (a, b, c and the witness)
-	PrepMSM    time.Duration // sorting scalars and building the MSM inputs
-	PinH2D     time.Duration // host-to-device copies of a, b, c (GPU only)
-	NTT        time.Duration // the NTTs and pointwise steps of H
-	MSMH       time.Duration
-	BatchAdd   time.Duration // additions of the bases whose scalar is 1
-	MSML       time.Duration
-	MSMA       time.Duration
-	MSMBG1     time.Duration
-	MSMBG2     time.Duration
-	Assembly   time.Duration // combining into A, B, C and serialising the proof
-	Verify     time.Duration // self-verification (0 when it is off)
+	Total     time.Duration // wall time of the whole call
+	QueueWait time.Duration // waiting for another call to release the backend
+	SRSLoad   time.Duration // reading the proving key (0 when already resident)
+	SRSUpload time.Duration // copying the proving key to device memory (0 when resident)
+	Pin       time.Duration // allocating pinned host buffers (0 once the pool is warm)
+	// ShapeExtract is extracting the circuit's R1CS matrices (once per proof kind).
+	ShapeExtract time.Duration
+	InputCheck   time.Duration // decoding the C1 and checking its vanilla proofs
+	Synthesis    time.Duration // running the circuits (a, b, c and the witness)
+	// Witness and SpMV are the parts of Synthesis on the R1CS path (R1CSSynthesis true):
+	// generating the witness, then a = A·z, b = B·z, c = C·z; not phases of their own.
+	Witness       time.Duration
+	SpMV          time.Duration
+	R1CSSynthesis bool
+	PrepMSM       time.Duration // sorting scalars and building the MSM inputs
+	PinH2D        time.Duration // host-to-device copies of a, b, c (GPU only)
+	NTT           time.Duration // the NTTs and pointwise steps of H
+	MSMH          time.Duration
+	BatchAdd      time.Duration // additions of the bases whose scalar is 1
+	MSML          time.Duration
+	MSMA          time.Duration
+	MSMBG1        time.Duration
+	MSMBG2        time.Duration
+	Assembly      time.Duration // combining into A, B, C and serialising the proof
+	Verify        time.Duration // self-verification (0 when it is off)
 }
 
 // Phase is one named phase of Timings.
@@ -96,6 +103,7 @@ func (t Timings) Phases() []Phase {
 		{"srs_load", t.SRSLoad},
 		{"srs_upload", t.SRSUpload},
 		{"pin", t.Pin},
+		{"shape_extract", t.ShapeExtract},
 		{"input_check", t.InputCheck},
 		{"synthesis", t.Synthesis},
 		{"prep_msm", t.PrepMSM},
@@ -132,6 +140,10 @@ func timingsFromC(ct *C.cuzk_timings) Timings {
 		SRSUpload:      nanos(ct.srs_upload_ns),
 		Pin:            nanos(ct.pin_ns),
 		KeyResidency:   KeyResidency(ct.key_residency),
+		ShapeExtract:   nanos(ct.shape_extract_ns),
+		Witness:        nanos(ct.witness_ns),
+		SpMV:           nanos(ct.spmv_ns),
+		R1CSSynthesis:  ct.r1cs_synthesis == 1,
 		InputCheck:     nanos(ct.input_check_ns),
 		Synthesis:      nanos(ct.synthesis_ns),
 		PrepMSM:        nanos(ct.prep_msm_ns),

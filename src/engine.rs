@@ -189,12 +189,13 @@ pub struct EngineStatus {
     pub devices: Vec<DeviceStatus>,
 }
 
-/// What a preload did: the time to read the key from disk and to copy it to the devices
-/// (each 0 when it was already there).
+/// What a preload did: the time to read the key from disk, to copy it to the devices and to
+/// extract the circuit's shape (each 0 when it was already there).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PreloadReport {
     pub srs_load_ns: u64,
     pub srs_upload_ns: u64,
+    pub shape_extract_ns: u64,
 }
 
 /// Counts a call as in flight for as long as it lives.
@@ -284,14 +285,17 @@ impl Engine {
         self.pool.install(|| with_porep_shape!(statement.registered_proof, verify_with_vk_file(self, statement, proof)))
     }
 
-    /// Reads the proving key of `proof` into host memory and copies it to every device the
-    /// backend uses, so that the first proof loads nothing.
+    /// Reads the proving key of `proof` into host memory, copies it to every device the
+    /// backend uses and extracts the circuit's shape, so that the first proof does none of it.
     pub fn preload_key(&self, proof: RegisteredSealProof) -> Result<PreloadReport> {
         let path = with_porep_shape!(proof, proving_key_path(self, proof))?;
         self.pool.install(|| {
             let mut report = PreloadReport::default();
             let key = self.keys.proving_key(&path, &mut report.srs_load_ns)?;
             report.srs_upload_ns = self.backend.preload(&key)?;
+            if !self.config.classic_synthesis {
+                report.shape_extract_ns = with_porep_shape!(proof, preload_shape(self, proof))?;
+            }
             Ok(report)
         })
     }
@@ -410,6 +414,13 @@ pub fn prove_synthesized(
     let never = CancelToken::new();
     let msm = backend.compute_msms(key, synthesized, cancel.unwrap_or(&never), t)?;
     Ok(timed(&mut t.assembly_ns, || assemble(key, &msm, r, s)))
+}
+
+fn preload_shape<Tree: 'static + MerkleTreeTrait>(engine: &Engine, proof: RegisteredSealProof) -> Result<u64> {
+    let config = porep::porep_config(proof)?;
+    let mut t = Timings::new();
+    engine.shapes.get(&porep::parameter_cache_id::<Tree>(&config)?, || porep::blank_partition_circuit::<Tree>(&config), &mut t)?;
+    Ok(t.shape_extract_ns)
 }
 
 /// The identity of a proof kind's partition circuit: filecoin-proofs' parameter id, which

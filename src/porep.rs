@@ -196,6 +196,13 @@ pub struct SealStatement {
     pub seed: [u8; 32],
 }
 
+/// The partition circuit of a proof kind without a witness, as parameter generation builds
+/// it: enough for its R1CS shape (tests/r1cs.rs checks it equals a sector's).
+pub fn blank_partition_circuit<Tree: 'static + MerkleTreeTrait>(config: &PoRepConfig) -> Result<StackedCircuit<Tree, DefaultPieceHasher>> {
+    let params = public_params::<Tree>(config).map_err(dependency("PoRep public parameters"))?;
+    Ok(<StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<_, _>>::blank_circuit(&params))
+}
+
 /// filecoin-proofs' `verify_seal` with the verifying key supplied by the caller (so that it
 /// comes from the engine's parameter directory, not from a process-wide setting).
 pub fn verify_seal<Tree: 'static + MerkleTreeTrait>(

@@ -53,6 +53,10 @@ fn preload_status_evict() {
     assert_eq!(keys.len(), 1, "{status}");
     assert!(keys[0]["label"].as_str().unwrap().ends_with(".params"));
     assert!(keys[0]["bytes"].as_u64().unwrap() > 1 << 20);
+    // The circuit's R1CS shape is extracted too (from a blank circuit), for the first proof.
+    let shapes = status["circuit_shapes"].as_array().unwrap();
+    assert_eq!(shapes.len(), 1, "{status}");
+    assert!(shapes[0]["constraints"].as_u64().unwrap() > 2_000_000 && shapes[0]["bytes"].as_u64().unwrap() > 1 << 20);
     match status["backend"].as_str().unwrap() {
         "cpu" => assert_eq!((upload_ns, status["devices"].as_array().unwrap().len()), (0, 0)),
         "gpu" => assert!(upload_ns > 0 && status["devices"][0]["resident_keys"][0]["loaded"] == true, "{status}"),
@@ -61,7 +65,8 @@ fn preload_status_evict() {
     assert_eq!(preload(&engine, proof).expect("preload"), (0, 0), "a resident key is not read again");
 
     assert!(evict(&engine, proof));
-    assert!(status_json(&engine)["host_keys"].as_array().unwrap().is_empty());
+    let status = status_json(&engine);
+    assert!(status["host_keys"].as_array().unwrap().is_empty() && status["circuit_shapes"].as_array().unwrap().is_empty(), "{status}");
     assert!(!evict(&engine, proof), "nothing left to evict");
     let (load_ns, _) = preload(&engine, proof).expect("preload after evict");
     assert!(load_ns > 0, "an evicted key is read again");
