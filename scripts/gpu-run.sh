@@ -7,6 +7,8 @@
 #                                 the key resident, with classic synthesis, with the key
 #                                 streamed, with the 0/1 split forced either way;
 #                                 supraseal-c2; bellperson (~2 min + params)
+#   scripts/gpu-run.sh sha        the SHA-256 chain of 2^24 constraints (synthetic key, performance
+#                                 only): cuzk, then supraseal-c2 on the same circuit and key
 #   scripts/gpu-run.sh circuits   a 2^26 PoRep-like circuit with a synthetic key (performance
 #                                 only): cold + warm with the key resident, then streamed
 # device tool: run "scripts/gpu-run.sh tests" with carry ["carry"]
@@ -21,6 +23,9 @@ export CUZK_TEST_PARAMS=/tmp/cuzk-params FIL_PROOFS_PARAMETER_CACHE=/tmp/cuzk-pa
     echo "commit: $(cat carry/COMMIT)"
 } >"$out/machine.txt" 2>&1
 
+# Every JSON record names the commit and the CUDA driver it was measured with.
+export CUZK_BENCH_COMMIT="$(cat carry/COMMIT)"
+export CUZK_BENCH_CUDA="$(nvidia-smi 2>/dev/null | sed -n 's/.*Driver Version: *\([0-9.]*\).*CUDA Version: *\([0-9.]*\).*/driver \1, CUDA \2/p' | head -1)"
 bench() { carry/cuzk-bench "$@" >>"$out/bench.jsonl" 2>>"$out/bench.log"; }
 
 params() {
@@ -54,6 +59,17 @@ bench)
         carry/supraseal-bench c2 --fixture /tmp/fx --params /tmp/cuzk-params --repeat 3 >>"$out/bench.jsonl" 2>>"$out/bench.log" || status=1
     fi
     c2 --system bellperson --repeat 1
+    ;;
+sha)
+    # cuzk writes its synthetic key in bellperson's format; supraseal-c2 proves the same circuit
+    # (same seed) with it.
+    timeout 280 carry/cuzk-bench circuit --system cuzk --witness sha --log-constraints 24 --repeat 2 --write-key /tmp/sha24.params \
+        >>"$out/bench.jsonl" 2>>"$out/bench.log" || status=1
+    if [ -x carry/supraseal-bench ]; then
+        timeout 250 carry/supraseal-bench circuit --workload sha --log-constraints 24 --params /tmp/sha24.params --repeat 2 \
+            >>"$out/bench.jsonl" 2>>"$out/bench.log" || status=1
+    fi
+    rm -f /tmp/sha24.params
     ;;
 circuits)
     # Each process builds its circuit, synthesizes it once for its key's shape and proves it.

@@ -126,7 +126,35 @@ fn timing_fields(t: &Timings) -> String {
     fields.join(",")
 }
 
-fn report(args: &Args, label: &str, run: usize, wall: f64, fields: &str) {
+/// Where a record was measured: the commit (CUZK_BENCH_COMMIT, which scripts/gpu-run.sh sets
+/// from carry/COMMIT), the host, the CUDA driver (CUZK_BENCH_CUDA, from nvidia-smi), and for
+/// cuzk's GPU systems the device and the device memory in use after the run, in all and by
+/// cuzk (keys, NTT buffers), from the engine status.
+fn machine_fields(engine: Option<&Engine>) -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_string()).unwrap_or_default();
+    let host_memory_gib = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| m.lines().find_map(|l| l.strip_prefix("MemTotal:").map(|v| v.trim().trim_end_matches(" kB").parse::<u64>().ok())))
+        .flatten()
+        .map_or(0, |kib| kib >> 20);
+    let mut fields = serde_json::json!({
+        "commit": std::env::var("CUZK_BENCH_COMMIT").unwrap_or_else(|_| "unknown".into()),
+        "host": host,
+        "cores": std::thread::available_parallelism().map_or(0, |n| n.get()),
+        "host_memory_gib": host_memory_gib,
+        "cuda": std::env::var("CUZK_BENCH_CUDA").ok(),
+    });
+    if let Some(device) = engine.and_then(|e| e.status().devices.into_iter().next()) {
+        fields["gpu"] = device.name.into();
+        fields["gpu_memory_mib"] = (device.memory_total >> 20).into();
+        fields["device_memory_in_use_mib"] = ((device.memory_total - device.memory_free) >> 20).into();
+        fields["device_memory_cuzk_mib"] = (device.memory_used_by_cuzk >> 20).into();
+    }
+    let object = fields.to_string();
+    object[1..object.len() - 1].to_string()
+}
+
+fn report(args: &Args, label: &str, run: usize, wall: f64, fields: &str, engine: Option<&Engine>) {
     let rss = peak_rss_mib();
     let threads = rayon::current_num_threads();
     // A forced 0/1 split (CUZK_GPU_SPLIT, for measuring the GPU's cost model) and classic
@@ -141,8 +169,9 @@ fn report(args: &Args, label: &str, run: usize, wall: f64, fields: &str) {
     }
     eprintln!("{system:<11} {label} run {run}: wall {wall:8.3} s  peak RSS {rss:8.0} MiB  ({threads} threads)");
     let sep = if fields.is_empty() { "" } else { "," };
+    let machine = machine_fields(engine);
     println!(
-        "{{\"workload\":\"{label}\",\"system\":\"{system}\",\"run\":{run},\"threads\":{threads},\"wall_s\":{wall:.3},\"peak_rss_mib\":{rss:.0}{sep}{fields}}}"
+        "{{\"workload\":\"{label}\",\"system\":\"{system}\",\"run\":{run},\"threads\":{threads},\"wall_s\":{wall:.3},\"peak_rss_mib\":{rss:.0},{machine}{sep}{fields}}}"
     );
 }
 
@@ -169,7 +198,7 @@ fn run_c2(args: &Args) -> Result<()> {
                 String::new()
             }
         };
-        report(args, &label, run, start.elapsed().as_secs_f64(), &fields);
+        report(args, &label, run, start.elapsed().as_secs_f64(), &fields, engine.as_deref());
     }
     Ok(())
 }
@@ -222,7 +251,7 @@ fn bench_circuit<C: Circuit<Scalar> + Clone + Send + Sync>(args: &Args, label: &
         engine.install(|| prove_synthesized(engine.backend(), &key, synthesized, (Scalar::ONE, Scalar::ONE), None, &mut t))?;
         let wall = start.elapsed().as_secs_f64() + if run == 0 { synthesis_ns as f64 / 1e9 } else { 0.0 };
         t.total_ns = (wall * 1e9) as u64;
-        report(args, &label, run, wall, &timing_fields(&t));
+        report(args, &label, run, wall, &timing_fields(&t), Some(&engine));
     }
     Ok(())
 }
