@@ -108,14 +108,6 @@ impl<V> ResidentCache<V> {
         }
     }
 
-    /// Drops the copy of the key `id`; true when there was one.
-    pub fn evict(&self, id: u64) -> bool {
-        let mut state = self.lock();
-        let before = state.entries.len();
-        state.entries.retain(|e| e.key.id != id);
-        state.entries.len() != before
-    }
-
     /// Drops the copies whose label is `label` (a key file's path); how many there were.
     pub fn evict_label(&self, label: &str) -> usize {
         let mut state = self.lock();
@@ -179,8 +171,8 @@ mod tests {
         assert_eq!(labels(&cache), ["k4"]);
         assert!(matches!(cache.get(&key(5, 101, &alive), || panic!("never loaded")).unwrap(), Residency::TooLarge));
         assert_eq!(labels(&cache), ["k4"], "a key too large for the budget evicts nothing");
-        assert!(cache.evict(4));
-        assert!(!cache.evict(4));
+        assert_eq!(cache.evict_label("k4"), 1);
+        assert_eq!(cache.evict_label("k4"), 0);
         assert!(loaded(cache.get(&key(4, 90, &alive), || Ok(4)).unwrap()), "evicted keys load again");
     }
 

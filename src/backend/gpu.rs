@@ -464,10 +464,6 @@ impl GpuBackend {
         SplitPolicy::from_env()
     }
 
-    pub fn name(&self) -> &str {
-        &self.devices[0].name
-    }
-
     /// The device with the fewest calls in flight, ties taken in turn, so that calls spread
     /// over the devices.
     fn least_busy_device(&self) -> InFlight<'_> {
