@@ -24,7 +24,7 @@ use crate::error::{Error, Result, Status};
 use crate::groth16::{assemble, ProvingKey};
 use crate::keys::KeyStore;
 use crate::porep::{self, SealStatement};
-use crate::r1cs::{synthesize_witness, CircuitShape};
+use crate::r1cs::{synthesize_witness_parallel, CircuitShape, SegmentedCircuit};
 use crate::synthesis::{synthesize, SynthesizedCircuit};
 use crate::timings::{nanos, timed, Timings};
 use crate::with_porep_shape;
@@ -131,13 +131,13 @@ struct ShapeCache {
 }
 
 impl ShapeCache {
-    /// The shape of the circuits named `id`, extracted from `circuit()` (timed into
-    /// `shape_extract_ns`) on first use; concurrent first calls extract it once.
-    fn get<C: Circuit<Scalar>>(&self, id: &str, circuit: impl FnOnce() -> Result<C>, t: &mut Timings) -> Result<Arc<CircuitShape>> {
+    /// The shape of the circuits named `id`, made by `extract` (timed into `shape_extract_ns`)
+    /// on first use; concurrent first calls extract it once.
+    fn get(&self, id: &str, extract: impl FnOnce() -> Result<CircuitShape>, t: &mut Timings) -> Result<Arc<CircuitShape>> {
         let slot = self.shapes.lock().unwrap_or_else(|p| p.into_inner()).entry(id.to_string()).or_default().clone();
         let shape = slot.get_or_try_init(|| {
             let start = Instant::now();
-            let shape = CircuitShape::extract(circuit()?)?;
+            let shape = extract()?;
             t.shape_extract_ns += nanos(start.elapsed());
             log::info!("circuit shape {id}: {} constraints, {} MiB, extracted in {:.2?}", shape.num_constraints(), shape.size_bytes() >> 20, start.elapsed());
             Ok::<_, Error>(Arc::new(shape))
@@ -383,15 +383,15 @@ fn synthesis_error(cancel: Option<&CancelToken>, e: SynthesisError) -> Error {
 
 /// Synthesis on the R1CS path: the witness of `circuit`, then a, b, c as products with the
 /// matrices of its `shape` (timed into `synthesis_ns`, split into `witness_ns` and `spmv_ns`).
-pub fn synthesize_with_shape<C: Circuit<Scalar>>(
+pub fn synthesize_with_shape<C: SegmentedCircuit>(
     shape: &CircuitShape,
-    circuit: C,
+    circuit: &C,
     cancel: Option<&CancelToken>,
     t: &mut Timings,
 ) -> Result<SynthesizedCircuit> {
     t.r1cs_synthesis = 1;
     let start = Instant::now();
-    let witness = timed(&mut t.witness_ns, || synthesize_witness(circuit, cancel)).map_err(|e| synthesis_error(cancel, e))?;
+    let witness = timed(&mut t.witness_ns, || synthesize_witness_parallel(circuit, cancel)).map_err(|e| synthesis_error(cancel, e))?;
     let synthesized = timed(&mut t.spmv_ns, || shape.synthesized(witness));
     t.synthesis_ns += nanos(start.elapsed());
     synthesized
@@ -419,7 +419,9 @@ pub fn prove_synthesized(
 fn preload_shape<Tree: 'static + MerkleTreeTrait>(engine: &Engine, proof: RegisteredSealProof) -> Result<u64> {
     let config = porep::porep_config(proof)?;
     let mut t = Timings::new();
-    engine.shapes.get(&porep::parameter_cache_id::<Tree>(&config)?, || porep::blank_partition_circuit::<Tree>(&config), &mut t)?;
+    // Shapes do not depend on values: a made-up partition of the right geometry has the shape.
+    let extract = || CircuitShape::extract_parallel(&porep::synthetic_partition_circuit::<Tree>(&config, 0)?);
+    engine.shapes.get(&porep::parameter_cache_id::<Tree>(&config)?, extract, &mut t)?;
     Ok(t.shape_extract_ns)
 }
 
@@ -488,7 +490,7 @@ fn prove_sector<Tree: 'static + MerkleTreeTrait>(
         None
     } else {
         let id = porep::parameter_cache_id::<Tree>(&inputs.config)?;
-        Some(engine.shapes.get(&id, || porep::partition_circuit(&inputs, 0), t)?)
+        Some(engine.shapes.get(&id, || CircuitShape::extract_parallel(&porep::partition_circuit(&inputs, 0)?), t)?)
     };
     let mut bytes = Vec::with_capacity(partitions * GROTH_PROOF_BYTES);
     for k in 0..partitions {
@@ -497,7 +499,7 @@ fn prove_sector<Tree: 'static + MerkleTreeTrait>(
         let randomness = options.randomness_for(k)?;
         let cancel = options.cancel.as_ref();
         let proof = match &shape {
-            Some(shape) => prove_synthesized(backend, &key, synthesize_with_shape(shape, circuit, cancel, t)?, randomness, cancel, t)?,
+            Some(shape) => prove_synthesized(backend, &key, synthesize_with_shape(shape, &circuit, cancel, t)?, randomness, cancel, t)?,
             None => prove_with(backend, &key, circuit, randomness, cancel, t)?,
         };
         timed(&mut t.assembly_ns, || proof.write(&mut bytes)).map_err(|e| Error::internal(format!("writing proof: {e}")))?;
@@ -536,6 +538,7 @@ fn log_timings(sector_id: u64, t: &Timings) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::r1cs::synthesize_witness;
     use crate::testing::RandomCircuit;
     use rand::SeedableRng;
 
@@ -546,13 +549,13 @@ mod tests {
         let large = RandomCircuit::new(&mut rng, 200, true);
         let cache = ShapeCache::default();
         let mut t = Timings::new();
-        let first = cache.get("small", || Ok(small.clone()), &mut t).unwrap();
+        let first = cache.get("small", || CircuitShape::extract(small.clone()), &mut t).unwrap();
         assert!(t.shape_extract_ns > 0);
         let mut t = Timings::new();
-        let again = cache.get("small", || -> Result<RandomCircuit> { panic!("extracted twice") }, &mut t).unwrap();
+        let again = cache.get("small", || panic!("extracted twice"), &mut t).unwrap();
         assert!(Arc::ptr_eq(&first, &again) && t.shape_extract_ns == 0);
         // Another identity (another sector size) gets its own shape, never the cached one.
-        let other = cache.get("large", || Ok(large.clone()), &mut t).unwrap();
+        let other = cache.get("large", || CircuitShape::extract(large.clone()), &mut t).unwrap();
         assert_ne!(other.num_constraints(), first.num_constraints());
         // A witness of another shape is refused, not proven.
         let witness = synthesize_witness(large, None).unwrap();

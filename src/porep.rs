@@ -15,9 +15,20 @@ use storage_proofs_core::compound_proof::{self, CompoundProof};
 use filecoin_hashers::Hasher;
 use storage_proofs_core::multi_proof::MultiProof;
 use storage_proofs_core::proof::ProofScheme;
+use storage_proofs_core::merkle::{base_path_length, MerkleProof};
 use storage_proofs_porep::stacked::{
-    self, generate_replica_id, ChallengeRequirements, StackedCircuit, StackedCompound, StackedDrg, Tau,
+    self, generate_replica_id, ChallengeRequirements, Column, ColumnProof, EncodingProof, LabelingProof, StackedCircuit, StackedCompound,
+    StackedDrg, Tau,
 };
+use std::ops::Range;
+use bellperson::{Circuit, ConstraintSystem, SynthesisError};
+use blstrs::Scalar;
+use ff::Field;
+use rand::{Rng, SeedableRng};
+use storage_proofs_core::drgraph::Graph;
+use typenum::{Unsigned, U0, U2};
+
+use crate::r1cs::SegmentedCircuit;
 
 use crate::error::{Error, Result, Status};
 
@@ -168,20 +179,117 @@ fn vanilla_sector_size(proofs: &VanillaSealProof) -> u64 {
     }
 }
 
+/// The circuit of one partition: what filecoin-proofs' `StackedCompound::circuit` builds,
+/// synthesized through `StackedCircuit::synthesize`, but holding the vanilla proofs so that its
+/// challenges can be synthesized apart ([`SegmentedCircuit`]): each challenge's sub-circuit
+/// reads only the commitments and replica id bits allocated before the first challenge.
+pub struct PartitionCircuit<Tree: 'static + MerkleTreeTrait> {
+    replica_id: Option<TreeDomain<Tree>>,
+    comm_d: Option<<DefaultPieceHasher as Hasher>::Domain>,
+    comm_r: Option<TreeDomain<Tree>>,
+    comm_r_last: Option<TreeDomain<Tree>>,
+    comm_c: Option<TreeDomain<Tree>>,
+    /// One per challenge.
+    proofs: Vec<stacked::Proof<Tree, DefaultPieceHasher>>,
+}
+
+type TreeDomain<Tree> = <<Tree as MerkleTreeTrait>::Hasher as Hasher>::Domain;
+
+impl<Tree: 'static + MerkleTreeTrait> SegmentedCircuit for PartitionCircuit<Tree> {
+    fn num_segments(&self) -> usize {
+        self.proofs.len()
+    }
+
+    fn synthesize_segments<CS: ConstraintSystem<Scalar>>(&self, cs: &mut CS, segments: Range<usize>) -> std::result::Result<(), SynthesisError> {
+        let proofs = self.proofs[segments].iter().cloned().map(Into::into).collect();
+        StackedCircuit::<Tree, DefaultPieceHasher>::synthesize(cs, self.replica_id, self.comm_d, self.comm_r, self.comm_r_last, self.comm_c, proofs)
+    }
+}
+
+impl<Tree: 'static + MerkleTreeTrait> Circuit<Scalar> for PartitionCircuit<Tree> {
+    fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> std::result::Result<(), SynthesisError> {
+        self.synthesize_segments(cs, 0..self.proofs.len())
+    }
+}
+
 /// The circuit of partition `k`.
-pub fn partition_circuit<Tree: 'static + MerkleTreeTrait>(
-    inputs: &SealInputs<Tree>,
-    k: usize,
-) -> Result<StackedCircuit<Tree, DefaultPieceHasher>> {
-    let params = public_params::<Tree>(&inputs.config).map_err(dependency("PoRep public parameters"))?;
-    <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<_, _>>::circuit(
-        &inputs.public_inputs,
-        Default::default(),
-        &inputs.vanilla_proofs[k],
-        &params,
-        Some(k),
-    )
-    .map_err(|e| Error::from_dependency(Status::Internal, "building the partition circuit", e))
+pub fn partition_circuit<Tree: 'static + MerkleTreeTrait>(inputs: &SealInputs<Tree>, k: usize) -> Result<PartitionCircuit<Tree>> {
+    let proofs = inputs.vanilla_proofs.get(k).filter(|p| !p.is_empty()).ok_or_else(|| Error::invalid(format!("no vanilla proofs for partition {k}")))?;
+    // The checks of StackedCompound::circuit.
+    let (comm_r_last, comm_c) = (proofs[0].comm_r_last(), proofs[0].comm_c());
+    if proofs.iter().any(|p| p.comm_r_last() != comm_r_last || p.comm_c() != comm_c) {
+        return Err(Error::invalid(format!("partition {k}: the vanilla proofs disagree on comm_r_last or comm_c")));
+    }
+    let tau = inputs.public_inputs.tau.as_ref();
+    Ok(PartitionCircuit {
+        replica_id: Some(inputs.public_inputs.replica_id),
+        comm_d: tau.map(|t| t.comm_d),
+        comm_r: tau.map(|t| t.comm_r),
+        comm_r_last: Some(comm_r_last),
+        comm_c: Some(comm_c),
+        proofs: proofs.clone(),
+    })
+}
+
+/// A partition circuit of a proof kind's exact shape built from made-up vanilla proofs: the
+/// merkle paths have the depths and arities of the sector's trees, the columns one row per
+/// layer, a challenge has the graph's parents. Its values are random (`seed`), so its witness
+/// looks like a real one (hash outputs), but nothing in it is consistent: for the circuit's
+/// shape (extracted without values; tests/r1cs.rs compares it with filecoin-proofs' blank
+/// circuit) and for benchmarks at sizes no sector can be sealed for here (PERFORMANCE ONLY:
+/// its proofs cannot verify).
+pub fn synthetic_partition_circuit<Tree: 'static + MerkleTreeTrait>(config: &PoRepConfig, seed: u64) -> Result<PartitionCircuit<Tree>> {
+    let params = public_params::<Tree>(config).map_err(dependency("PoRep public parameters"))?;
+    let nodes = params.graph.size();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let mut value = || Scalar::random(&mut rng);
+    let comm_r_last: TreeDomain<Tree> = value().into();
+    let comm_c: TreeDomain<Tree> = value().into();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed ^ 0x5eed);
+    let made_up_path = |root: TreeDomain<Tree>, rng: &mut rand_chacha::ChaCha8Rng| -> MerkleProof<Tree::Hasher, Tree::Arity, Tree::SubTreeArity, Tree::TopTreeArity> {
+        let level = |arity: usize, rng: &mut rand_chacha::ChaCha8Rng| {
+            ((1..arity).map(|_| Scalar::random(&mut *rng).into()).collect::<Vec<_>>(), rng.gen_range(0..arity))
+        };
+        let base = base_path_length::<Tree::Arity, Tree::SubTreeArity, Tree::TopTreeArity>(nodes);
+        let mut path: Vec<_> = (0..base).map(|_| level(Tree::Arity::to_usize(), rng)).collect();
+        for arity in [Tree::SubTreeArity::to_usize(), Tree::TopTreeArity::to_usize()].into_iter().filter(|&a| a > 0) {
+            path.push(level(arity, rng));
+        }
+        MerkleProof::from_parts(Scalar::random(&mut *rng).into(), root, path)
+    };
+    let num_layers = params.num_layers;
+    let proofs = (0..params.challenges.num_challenges_per_partition())
+        .map(|_| {
+            let rng = &mut rng;
+            let challenge = rng.gen_range(0..nodes as u64);
+            let column = |index: u64, rng: &mut rand_chacha::ChaCha8Rng| {
+                let rows = (0..num_layers).map(|_| Scalar::random(&mut *rng).into()).collect();
+                let column = Column::new(index as u32, rows).expect("a column of layers");
+                ColumnProof::from_column(column, made_up_path(comm_c, rng)).expect("a column proof")
+            };
+            let c_x = column(challenge, rng);
+            let drg_parents = (0..params.graph.base_graph().degree()).map(|_| column(rng.gen_range(0..nodes as u64), rng)).collect();
+            let exp_parents = (0..params.graph.expansion_degree()).map(|_| column(rng.gen_range(0..nodes as u64), rng)).collect();
+            let comm_d_path = (0..base_path_length::<U2, U0, U0>(nodes)).map(|_| (vec![Scalar::random(&mut *rng).into()], rng.gen_range(0..2))).collect();
+            let data_leaf = Scalar::random(&mut *rng).into();
+            stacked::Proof {
+                comm_d_proofs: MerkleProof::from_parts(data_leaf, Scalar::random(&mut *rng).into(), comm_d_path),
+                comm_r_last_proof: made_up_path(comm_r_last, rng),
+                replica_column_proofs: stacked::ReplicaColumnProof { c_x, drg_parents, exp_parents },
+                labeling_proofs: (1..=num_layers as u32).map(|layer| LabelingProof::new(layer, challenge, Vec::new())).collect(),
+                encoding_proof: EncodingProof::new(num_layers as u32, challenge, Vec::new()),
+            }
+        })
+        .collect();
+    let mut value = || Scalar::random(&mut rng);
+    Ok(PartitionCircuit {
+        replica_id: Some(value().into()),
+        comm_d: Some(value().into()),
+        comm_r: Some(value().into()),
+        comm_r_last: Some(comm_r_last),
+        comm_c: Some(comm_c),
+        proofs,
+    })
 }
 
 /// What a seal proof is verified against (filecoin-proofs-api's `verify_seal` arguments).
@@ -194,13 +302,6 @@ pub struct SealStatement {
     pub sector_id: u64,
     pub ticket: [u8; 32],
     pub seed: [u8; 32],
-}
-
-/// The partition circuit of a proof kind without a witness, as parameter generation builds
-/// it: enough for its R1CS shape (tests/r1cs.rs checks it equals a sector's).
-pub fn blank_partition_circuit<Tree: 'static + MerkleTreeTrait>(config: &PoRepConfig) -> Result<StackedCircuit<Tree, DefaultPieceHasher>> {
-    let params = public_params::<Tree>(config).map_err(dependency("PoRep public parameters"))?;
-    Ok(<StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<_, _>>::blank_circuit(&params))
 }
 
 /// filecoin-proofs' `verify_seal` with the verifying key supplied by the caller (so that it

@@ -13,13 +13,15 @@ use cuzk::backend::cpu::CpuBackend;
 use cuzk::cancel::CancelToken;
 use cuzk::error::Status;
 use cuzk::porep::{self, SealInputs};
-use cuzk::r1cs::{synthesize_witness, CircuitShape};
+use cuzk::r1cs::{synthesize_witness, synthesize_witness_parallel, CircuitShape, SegmentedCircuit};
 use cuzk::synthesis::{synthesize, SynthesizedCircuit};
 use cuzk::testing::RandomCircuit;
 use cuzk::timings::Timings;
 use cuzk::workloads::sha_chain::ShaChain;
 use ff::Field;
-use filecoin_proofs::constants::{DefaultPieceHasher, SectorShape2KiB};
+use filecoin_proofs::constants::{DefaultPieceHasher, SectorShape2KiB, SectorShape8MiB};
+use filecoin_proofs::types::MerkleTreeTrait;
+use filecoin_proofs_api::RegisteredSealProof;
 use rand::SeedableRng;
 use rayon::prelude::*;
 use storage_proofs_core::compound_proof::CompoundProof;
@@ -219,14 +221,51 @@ fn seal_inputs() -> SealInputs<SectorShape2KiB> {
 fn porep_2k_split_path_matches_synthesis() {
     let inputs = seal_inputs();
     let circuit = || porep::partition_circuit(&inputs, 0).unwrap();
+    // The shape recorded sequentially, recorded challenge by challenge in parallel, and the
+    // shape of filecoin-proofs' blank circuit (what its parameters are generated from).
     let shape = CircuitShape::extract(circuit()).unwrap();
+    assert!(CircuitShape::extract_parallel(&circuit()).unwrap() == shape, "parallel shape extraction differs");
     let public_params = filecoin_proofs::parameters::public_params::<SectorShape2KiB>(&inputs.config).unwrap();
     let blank = <StackedCompound<SectorShape2KiB, DefaultPieceHasher> as CompoundProof<_, _>>::blank_circuit(&public_params);
     assert!(CircuitShape::extract(blank).unwrap() == shape, "the blank circuit's shape differs from the sector's");
 
-    let ours = shape.synthesized(synthesize_witness(circuit(), None).unwrap()).unwrap();
+    // The witness of parallel synthesis (challenges on all cores) is the sequential one.
+    let sequential = synthesize_witness(circuit(), None).unwrap();
+    assert!(synthesize_witness_parallel(&circuit(), None).unwrap() == sequential, "parallel witness differs");
+    // Our PartitionCircuit synthesizes what filecoin-proofs' StackedCompound::circuit does.
+    let params = filecoin_proofs::parameters::public_params::<SectorShape2KiB>(&inputs.config).unwrap();
+    let theirs = <StackedCompound<SectorShape2KiB, DefaultPieceHasher> as CompoundProof<_, _>>::circuit(
+        &inputs.public_inputs,
+        Default::default(),
+        &inputs.vanilla_proofs[0],
+        &params,
+        Some(0),
+    )
+    .unwrap();
+    assert!(synthesize_witness(theirs, None).unwrap() == sequential, "PartitionCircuit's witness differs from StackedCircuit's");
+
+    let ours = shape.synthesized(synthesize_witness_parallel(&circuit(), None).unwrap()).unwrap();
     let theirs = synthesize(circuit(), None).unwrap();
     assert_same(&ours, &theirs, "2KiB PoRep partition 0");
+}
+
+/// The made-up partitions the engine extracts shapes from (at preload) have the shape of
+/// filecoin-proofs' blank circuits: checked here for the sizes whose shape records in seconds
+/// (2KiB: 2.7M constraints, 8MiB: 3.8M); 32GiB (130M) by `cuzk-bench shape` on the GPU machine.
+#[test]
+fn synthetic_partitions_have_the_blank_circuits_shape() {
+    fn check<Tree: 'static + MerkleTreeTrait>(proof: RegisteredSealProof) {
+        let config = porep::porep_config(proof).unwrap();
+        let public_params = filecoin_proofs::parameters::public_params::<Tree>(&config).unwrap();
+        let blank = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<_, _>>::blank_circuit(&public_params);
+        let theirs = CircuitShape::extract(blank).unwrap();
+        let ours = CircuitShape::extract_parallel(&porep::synthetic_partition_circuit::<Tree>(&config, 1).unwrap()).unwrap();
+        assert!(ours == theirs, "{proof:?}: {} vs {} constraints", ours.num_constraints(), theirs.num_constraints());
+        // Its witness fits the shape.
+        ours.synthesized(synthesize_witness_parallel(&porep::synthetic_partition_circuit::<Tree>(&config, 2).unwrap(), None).unwrap()).unwrap();
+    }
+    check::<SectorShape2KiB>(RegisteredSealProof::StackedDrg2KiBV1_1);
+    check::<SectorShape8MiB>(RegisteredSealProof::StackedDrg8MiBV1_1);
 }
 
 /// Prints classic synthesis vs the split path's parts, and the shape's size, for `circuit`.
@@ -288,5 +327,18 @@ fn measure<C: Circuit<Scalar>>(name: &str, circuit: impl Fn() -> C) {
 fn measure_split_path() {
     let inputs = seal_inputs();
     measure("2KiB PoRep partition 0", || porep::partition_circuit(&inputs, 0).unwrap());
+    let circuit = porep::partition_circuit(&inputs, 0).unwrap();
+    let parallel = (0..3)
+        .map(|_| {
+            let start = Instant::now();
+            drop(synthesize_witness_parallel(&circuit, None).unwrap());
+            start.elapsed()
+        })
+        .min()
+        .unwrap();
+    eprintln!("  witness, challenges in parallel {:>9.1} ms ({} challenges)", parallel.as_secs_f64() * 1e3, circuit.num_segments());
+    let start = Instant::now();
+    drop(CircuitShape::extract_parallel(&circuit).unwrap());
+    eprintln!("  shape extraction in parallel    {:>9.1} ms", start.elapsed().as_secs_f64() * 1e3);
     measure("ShaChain 2^18", || ShaChain::with_constraints((1 << 18) - 64, 1));
 }

@@ -5,9 +5,11 @@
 //! value for value, densities included, so it feeds the backends unchanged.
 
 mod matrix;
+mod segmented;
 mod shape;
 mod witness;
 
 pub use matrix::{Assignment, SparseMatrix, MINUS_ONE, ONE};
+pub use segmented::{synthesize_witness_parallel, SegmentedCircuit, Segments};
 pub use shape::{CircuitShape, CoefficientStats};
 pub use witness::{synthesize_witness, Witness, WitnessCs};

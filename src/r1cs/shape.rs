@@ -11,6 +11,7 @@ use ff::{Field, PrimeField};
 use rayon::prelude::*;
 
 use super::matrix::{Assignment, SparseMatrix, MINUS_ONE, ONE};
+use super::segmented::{SegmentedCircuit, Segments};
 use super::witness::Witness;
 use crate::error::{self, Error, Status};
 use crate::synthesis::{Density, SynthesizedCircuit};
@@ -58,15 +59,25 @@ impl CircuitShape {
     /// witness values. Fails when a matrix has 2^32 or more entries, or the circuit 2^31 or
     /// more variables of one kind (the indices are 32-bit).
     pub fn extract<C: Circuit<Scalar>>(circuit: C) -> error::Result<Self> {
-        let mut cs = ShapeRecorder::new();
-        let synthesis = |e| Error::from_dependency(Status::InvalidArgument, "circuit synthesis failed", e);
-        cs.alloc_input(|| "one", || Ok(Scalar::ONE)).map_err(synthesis)?;
-        circuit.synthesize(&mut cs).map_err(synthesis)?;
-        // The prover's input constraints, as in `synthesis::synthesize`.
-        for i in 0..cs.num_inputs {
-            cs.enforce(|| "", |lc| lc + Variable::new_unchecked(Index::Input(i)), |lc| lc, |lc| lc);
+        ShapeRecorder::record(circuit)?.finish()
+    }
+
+    /// [`Self::extract`] of the whole circuit, its segments recorded in parallel on the
+    /// current rayon pool (see [`super::segmented`]).
+    pub fn extract_parallel<C: SegmentedCircuit>(circuit: &C) -> error::Result<Self> {
+        let mut whole = ShapeRecorder::record(Segments::prefix(circuit))?;
+        let prefix = whole.size();
+        let segments = (0..circuit.num_segments())
+            .into_par_iter()
+            .map(|i| ShapeRecorder::record(Segments::one(circuit, i)))
+            .collect::<error::Result<Vec<_>>>()?;
+        for (i, segment) in segments.iter().enumerate() {
+            whole
+                .append_segment(segment, &prefix)
+                .map_err(|e| Error::internal(format!("segment {i} of the circuit cannot be recorded in parallel: {e}")))?;
         }
-        cs.finish()
+        drop(segments);
+        whole.finish()
     }
 
     pub fn num_inputs(&self) -> usize {
@@ -191,7 +202,70 @@ struct ShapeRecorder {
     too_large: bool,
 }
 
+/// How much of a recording a circuit's prefix takes.
+struct RecordedSize {
+    inputs: usize,
+    aux: usize,
+    /// Rows of each matrix (the same in all three).
+    rows: usize,
+}
+
+fn synthesis_failed(e: SynthesisError) -> Error {
+    Error::from_dependency(Status::InvalidArgument, "circuit synthesis failed", e)
+}
+
 impl ShapeRecorder {
+    /// Runs `circuit` (after the ONE input) through a new recorder.
+    fn record<C: Circuit<Scalar>>(circuit: C) -> error::Result<Self> {
+        let mut cs = ShapeRecorder::new();
+        cs.alloc_input(|| "one", || Ok(Scalar::ONE)).map_err(synthesis_failed)?;
+        circuit.synthesize(&mut cs).map_err(synthesis_failed)?;
+        Ok(cs)
+    }
+
+    fn size(&self) -> RecordedSize {
+        RecordedSize { inputs: self.num_inputs, aux: self.num_aux, rows: self.matrices[0].num_rows() }
+    }
+
+    /// Appends what `segment` recorded after its copy of the prefix (of size `prefix`, and
+    /// equal to the start of `self`): its rows, with its own variables renumbered to follow
+    /// those of `self` and its coefficients entered in the table of `self`.
+    fn append_segment(&mut self, segment: &ShapeRecorder, prefix: &RecordedSize) -> Result<(), &'static str> {
+        if segment.num_inputs < prefix.inputs || segment.num_aux < prefix.aux || segment.matrices[0].num_rows() < prefix.rows {
+            return Err("the segment recorded less than the prefix");
+        }
+        let ids: Vec<u32> = segment.coefficients.iter().map(|c| self.coefficient_id(c)).collect();
+        let (input_base, aux_base) = (self.num_inputs, self.num_aux);
+        for (dst, src) in self.matrices.iter_mut().zip(&segment.matrices) {
+            let skip = src.row_starts[prefix.rows] as usize;
+            if src.columns[..skip] != dst.columns[..skip] || src.coefficient_ids[..skip] != dst.coefficient_ids[..skip] {
+                return Err("the segment's prefix rows differ from the prefix's");
+            }
+            for (&column, &id) in src.columns[skip..].iter().zip(&src.coefficient_ids[skip..]) {
+                let (index, flag) = (column & !INPUT_FLAG, column & INPUT_FLAG);
+                let (own, base) = if flag != 0 { (prefix.inputs, input_base) } else { (prefix.aux, aux_base) };
+                let index = index as usize;
+                let placed = if index < own { index } else { base + index - own };
+                match u32::try_from(placed).ok().filter(|&p| p < INPUT_FLAG) {
+                    Some(placed) => dst.columns.push(placed | flag),
+                    None => self.too_large = true,
+                }
+                dst.coefficient_ids.push(ids[id as usize]);
+            }
+            let offset = dst.columns.len() as u64 - src.columns.len() as u64;
+            for &end in &src.row_starts[prefix.rows + 1..] {
+                match u32::try_from(offset + u64::from(end)) {
+                    Ok(end) => dst.row_starts.push(end),
+                    Err(_) => self.too_large = true,
+                }
+            }
+        }
+        self.num_inputs += segment.num_inputs - prefix.inputs;
+        self.num_aux += segment.num_aux - prefix.aux;
+        self.too_large |= segment.too_large;
+        Ok(())
+    }
+
     fn coefficient_id(&mut self, coeff: &Scalar) -> u32 {
         if *coeff == Scalar::ONE {
             return ONE;
@@ -235,7 +309,11 @@ impl ShapeRecorder {
     /// Places the inputs before the aux in z, checks that every entry names an allocated
     /// variable, and derives the densities the way synthesis marks them: aux variables in A,
     /// inputs and aux variables in B.
-    fn finish(self) -> error::Result<CircuitShape> {
+    /// Adds the prover's input constraints (as in `synthesis::synthesize`) first.
+    fn finish(mut self) -> error::Result<CircuitShape> {
+        for i in 0..self.num_inputs {
+            self.enforce(|| "", |lc| lc + Variable::new_unchecked(Index::Input(i)), |lc| lc, |lc| lc);
+        }
         let (num_inputs, num_aux) = (self.num_inputs, self.num_aux);
         if self.too_large || u32::try_from(num_inputs + num_aux).is_err() {
             return Err(Error::invalid(format!(

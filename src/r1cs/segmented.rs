@@ -1,0 +1,156 @@
+//! Parallel synthesis of circuits made of independent parts.
+//!
+//! A PoRep partition circuit is a short prefix (the public commitments, the replica id's bits)
+//! followed by one sub-circuit per challenge; each sub-circuit reads only the prefix's
+//! variables. Synthesizing "prefix + challenge i" on its own therefore allocates exactly what
+//! the sequential synthesis allocates for challenge i, after a copy of the prefix. Both the
+//! witness and the shape of the whole circuit are put together from such runs, made on all
+//! cores: the copies of the prefix are dropped and the variables of each part are renumbered to
+//! where the sequential synthesis puts them.
+
+use std::ops::Range;
+
+use bellperson::{Circuit, ConstraintSystem, SynthesisError};
+use blstrs::Scalar;
+use rayon::prelude::*;
+
+use super::witness::{synthesize_witness, Witness};
+use crate::cancel::CancelToken;
+
+/// A circuit that synthesizes as a prefix followed by `num_segments()` segments, where each
+/// segment uses the prefix's variables and its own, never another segment's.
+///
+/// `synthesize_segments(cs, a..b)` synthesizes the prefix and then segments a..b in order; over
+/// `0..num_segments()` it is the whole circuit, over `0..0` the prefix alone. The prefix must
+/// not depend on which segments follow it (callers check that it comes out the same).
+pub trait SegmentedCircuit: Sync {
+    fn num_segments(&self) -> usize;
+
+    fn synthesize_segments<CS: ConstraintSystem<Scalar>>(&self, cs: &mut CS, segments: Range<usize>) -> Result<(), SynthesisError>;
+}
+
+/// Some of a segmented circuit's segments, after its prefix, as a bellperson `Circuit`.
+pub struct Segments<'a, C> {
+    pub circuit: &'a C,
+    pub range: Range<usize>,
+}
+
+impl<'a, C: SegmentedCircuit> Segments<'a, C> {
+    pub fn all(circuit: &'a C) -> Self {
+        Segments { circuit, range: 0..circuit.num_segments() }
+    }
+
+    pub fn prefix(circuit: &'a C) -> Self {
+        Segments { circuit, range: 0..0 }
+    }
+
+    pub fn one(circuit: &'a C, segment: usize) -> Self {
+        Segments { circuit, range: segment..segment + 1 }
+    }
+}
+
+impl<C: SegmentedCircuit> Circuit<Scalar> for Segments<'_, C> {
+    fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        self.circuit.synthesize_segments(cs, self.range)
+    }
+}
+
+fn prefix_mismatch(segment: usize) -> SynthesisError {
+    SynthesisError::IoError(std::io::Error::other(format!(
+        "segment {segment} of the circuit does not start with the circuit's prefix: it cannot be synthesized in parallel"
+    )))
+}
+
+/// The witness of the whole circuit, equal to `synthesize_witness(Segments::all(circuit))`,
+/// with the segments synthesized in parallel on the current rayon pool.
+pub fn synthesize_witness_parallel<C: SegmentedCircuit>(circuit: &C, cancel: Option<&CancelToken>) -> Result<Witness, SynthesisError> {
+    let prefix = synthesize_witness(Segments::prefix(circuit), cancel)?;
+    let segments = (0..circuit.num_segments())
+        .into_par_iter()
+        .map(|i| synthesize_witness(Segments::one(circuit, i), cancel))
+        .collect::<Result<Vec<_>, _>>()?;
+    let (p_inputs, p_aux) = (prefix.input_assignment.len(), prefix.aux_assignment.len());
+    for (i, segment) in segments.iter().enumerate() {
+        if !(segment.input_assignment.starts_with(&prefix.input_assignment) && segment.aux_assignment.starts_with(&prefix.aux_assignment)) {
+            return Err(prefix_mismatch(i));
+        }
+    }
+    let Witness { mut input_assignment, mut aux_assignment, mut num_constraints } = prefix;
+    input_assignment.reserve(segments.iter().map(|s| s.input_assignment.len() - p_inputs).sum());
+    aux_assignment.reserve(segments.iter().map(|s| s.aux_assignment.len() - p_aux).sum());
+    // Each segment's count includes the prefix's constraints (its input constraints too).
+    let prefix_constraints = num_constraints;
+    for segment in segments {
+        input_assignment.extend_from_slice(&segment.input_assignment[p_inputs..]);
+        aux_assignment.extend_from_slice(&segment.aux_assignment[p_aux..]);
+        num_constraints += segment.num_constraints - prefix_constraints;
+    }
+    Ok(Witness { input_assignment, aux_assignment, num_constraints })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::r1cs::CircuitShape;
+    use bellperson::LinearCombination;
+    use ff::Field;
+
+    /// A prefix (an input x and an aux y = x²) and segments that each allocate aux and input
+    /// variables, use the prefix's, and bring their own coefficients. With `prefix_varies`,
+    /// the prefix allocates one variable per segment before the first it is followed by (not a
+    /// segmented circuit).
+    struct Toy {
+        segments: usize,
+        prefix_varies: bool,
+    }
+
+    impl SegmentedCircuit for Toy {
+        fn num_segments(&self) -> usize {
+            self.segments
+        }
+
+        fn synthesize_segments<CS: ConstraintSystem<Scalar>>(&self, cs: &mut CS, segments: Range<usize>) -> Result<(), SynthesisError> {
+            let x_value = Scalar::from(3);
+            let x = cs.alloc_input(|| "x", || Ok(x_value))?;
+            if self.prefix_varies {
+                for _ in 0..segments.start {
+                    cs.alloc(|| "extra", || Ok(Scalar::ONE))?;
+                }
+            }
+            let y = cs.alloc(|| "y", || Ok(x_value.square()))?;
+            cs.enforce(|| "y = x²", |lc| lc + x, |lc| lc + x, |lc| lc + y);
+            for i in segments {
+                let k = Scalar::from(i as u64 + 5);
+                let a_value = x_value.square() + k;
+                let a = cs.alloc(|| "a", || Ok(a_value))?;
+                cs.enforce(|| "a = y + k", |lc| lc + y + (k, CS::one()), |lc| lc + CS::one(), |lc| lc + a);
+                let b = cs.alloc_input(|| "b", || Ok(a_value * x_value))?;
+                cs.enforce(|| "b = a·x", |lc| lc + a, |lc| lc + x, |lc: LinearCombination<Scalar>| lc + (Scalar::ONE, b));
+                let bit = cs.alloc(|| "bit", || Ok(Scalar::from(i as u64 % 2)))?;
+                cs.enforce(|| "bit", |lc| lc + bit, |lc| lc + CS::one() - bit, |lc| lc);
+            }
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn parallel_synthesis_equals_sequential() {
+        for segments in [0, 1, 2, 7] {
+            let toy = Toy { segments, prefix_varies: false };
+            let sequential = synthesize_witness(Segments::all(&toy), None).unwrap();
+            assert_eq!(synthesize_witness_parallel(&toy, None).unwrap(), sequential, "{segments} segments: witness");
+            let shape = CircuitShape::extract(Segments::all(&toy)).unwrap();
+            assert_eq!(CircuitShape::extract_parallel(&toy).unwrap(), shape, "{segments} segments: shape");
+            assert_eq!(shape.num_inputs(), 2 + segments);
+            // The parallel shape accepts the parallel witness.
+            shape.synthesized(synthesize_witness_parallel(&toy, None).unwrap()).unwrap();
+        }
+    }
+
+    #[test]
+    fn a_prefix_that_depends_on_its_segments_is_refused() {
+        let toy = Toy { segments: 3, prefix_varies: true };
+        assert!(synthesize_witness_parallel(&toy, None).unwrap_err().to_string().contains("prefix"));
+        assert!(CircuitShape::extract_parallel(&toy).unwrap_err().to_string().contains("prefix"));
+    }
+}
