@@ -11,6 +11,14 @@
 #                                 only): cuzk, then supraseal-c2 on the same circuit and key
 #   scripts/gpu-run.sh circuits   a 2^26 PoRep-like circuit with a synthetic key (performance
 #                                 only): cold + warm with the key resident, then streamed
+#   scripts/gpu-run.sh partition  one partition of the 32GiB PoRep circuit (130M constraints,
+#                                 2^27) from made-up vanilla proofs, synthetic key (performance
+#                                 only): shape extraction, then 3 proofs (~5 min)
+#   scripts/gpu-run.sh shape      checks the made-up 32GiB partition's shape against
+#                                 filecoin-proofs' blank circuit (recorded sequentially)
+#   scripts/gpu-run.sh micro      per-phase sweep: random circuits of 2^20, 2^22, 2^24
+#                                 constraints, PoRep-like (mostly 0/1) and uniform witnesses
+# scripts/bench-table.py turns $OUT/bench.jsonl into the tables of docs/PERFORMANCE.md.
 # device tool: run "scripts/gpu-run.sh tests" with carry ["carry"]
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -63,13 +71,31 @@ bench)
 sha)
     # cuzk writes its synthetic key in bellperson's format; supraseal-c2 proves the same circuit
     # (same seed) with it.
-    timeout 280 carry/cuzk-bench circuit --system cuzk --witness sha --log-constraints 24 --repeat 2 --write-key /tmp/sha24.params \
+    timeout 200 carry/cuzk-bench circuit --system cuzk --witness sha --log-constraints 24 --repeat 2 --write-key /tmp/sha24.params \
         >>"$out/bench.jsonl" 2>>"$out/bench.log" || status=1
     if [ -x carry/supraseal-bench ]; then
-        timeout 250 carry/supraseal-bench circuit --workload sha --log-constraints 24 --params /tmp/sha24.params --repeat 2 \
+        timeout 200 carry/supraseal-bench circuit --workload sha --log-constraints 24 --params /tmp/sha24.params --repeat 2 \
             >>"$out/bench.jsonl" 2>>"$out/bench.log" || status=1
     fi
     rm -f /tmp/sha24.params
+    timeout 180 carry/cuzk-bench circuit --system bellperson --witness sha --log-constraints 24 --repeat 1 \
+        >>"$out/bench.jsonl" 2>>"$out/bench.log" || status=1
+    ;;
+partition)
+    timeout 560 carry/cuzk-bench porep-partition --system cuzk --sector-size 32GiB --repeat 3 \
+        >>"$out/bench.jsonl" 2>>"$out/bench.log" || status=1
+    ;;
+shape)
+    timeout 560 carry/cuzk-bench porep-partition --system cuzk-cpu --sector-size 32GiB --check-shape --repeat 0 \
+        >>"$out/bench.jsonl" 2>>"$out/bench.log" || status=1
+    ;;
+micro)
+    for k in 20 22 24; do
+        for witness in porep uniform; do
+            timeout 150 carry/cuzk-bench circuit --system cuzk --witness $witness --log-constraints $k --repeat 2 \
+                >>"$out/bench.jsonl" 2>>"$out/bench.log" || status=1
+        done
+    done
     ;;
 circuits)
     # Each process builds its circuit, synthesizes it once for its key's shape and proves it.

@@ -3,13 +3,22 @@
 //!
 //!   cuzk-bench c2 --system cuzk|cuzk-streamed|cuzk-cpu|bellperson --fixture DIR --params DIR [--repeat N]
 //!       PoRep C2 of a fixture made by `cuzk-fixtures seal`.
-//!   cuzk-bench circuit --system cuzk|cuzk-streamed|cuzk-cpu --log-constraints K [--witness porep|uniform|sha]
+//!   cuzk-bench circuit --system cuzk|cuzk-streamed|cuzk-cpu|bellperson --log-constraints K [--witness porep|uniform|sha]
 //!                      [--write-key FILE] [--repeat N]
 //!       a circuit of 2^K constraints with a synthetic key: PERFORMANCE ONLY (its proofs cannot
 //!       verify), for sizes no test parameters exist for. porep|uniform: a random circuit whose
 //!       witness is PoRep-like (mostly 0/1) or uniform; sha: the SHA-256 chain of
 //!       src/workloads/sha_chain.rs, also proven by the peers under bench/peers/, which read the
 //!       key that --write-key saves (bellperson's params format).
+//!
+//!   cuzk-bench porep-partition --system cuzk|cuzk-streamed|cuzk-cpu --sector-size 2KiB|8MiB|512MiB|32GiB|64GiB
+//!                              [--check-shape] [--repeat N]
+//!       one partition of the real PoRep circuit of that sector size (32GiB: 130M constraints,
+//!       domain 2^27), made from made-up vanilla proofs of the right geometry, with a synthetic
+//!       key: PERFORMANCE ONLY. The R1CS path as the engine runs it (shape extracted in parallel
+//!       once, then per proof the witness with the challenges in parallel, A·z, B·z, C·z, GPU).
+//!       --check-shape also records filecoin-proofs' blank circuit sequentially and fails unless
+//!       its shape is the made-up partition's (the engine's preload relies on it).
 //!
 //! `cuzk` uses the GPU when one is usable (else the CPU), keeping the key resident in device
 //! memory; `cuzk-streamed` the GPU with a key budget of one byte, so that the key's points are
@@ -27,8 +36,15 @@ use std::sync::Arc;
 use anyhow::{bail, Context, Result};
 use blstrs::Scalar;
 use cuzk::backend::BackendKind;
-use cuzk::engine::{prove_synthesized, Engine, EngineConfig, ProveOptions};
-use cuzk::synthesis::synthesize;
+use cuzk::engine::{prove_synthesized, synthesize_with_shape, Engine, EngineConfig, ProveOptions};
+use cuzk::porep;
+use cuzk::r1cs::CircuitShape;
+use filecoin_proofs::constants::DefaultPieceHasher;
+use filecoin_proofs::types::MerkleTreeTrait;
+use filecoin_proofs_api::RegisteredSealProof;
+use storage_proofs_core::compound_proof::CompoundProof;
+use storage_proofs_porep::stacked::StackedCompound;
+use cuzk::synthesis::{synthesize, SynthesizedCircuit};
 use cuzk::fixtures::SealedSector;
 use cuzk::testing::{synthetic_key, RandomCircuit};
 use cuzk::workloads::sha_chain::ShaChain;
@@ -47,14 +63,16 @@ struct Args {
     witness: String,
     write_key: Option<PathBuf>,
     repeat: usize,
+    sector_size: String,
+    check_shape: bool,
 }
 
-const USAGE: &str = "usage: cuzk-bench c2 --system cuzk|cuzk-streamed|cuzk-cpu|bellperson --fixture DIR --params DIR [--repeat N]\n       cuzk-bench circuit --system cuzk|cuzk-streamed|cuzk-cpu --log-constraints K [--witness porep|uniform|sha] [--write-key FILE] [--repeat N]";
+const USAGE: &str = "usage: cuzk-bench c2 --system cuzk|cuzk-streamed|cuzk-cpu|bellperson --fixture DIR --params DIR [--repeat N]\n       cuzk-bench circuit --system cuzk|cuzk-streamed|cuzk-cpu|bellperson --log-constraints K [--witness porep|uniform|sha] [--write-key FILE] [--repeat N]\n       cuzk-bench porep-partition --system cuzk|cuzk-streamed|cuzk-cpu --sector-size 2KiB|8MiB|512MiB|32GiB|64GiB [--check-shape] [--repeat N]";
 
 fn parse_args() -> Result<Args> {
     let mut argv = std::env::args().skip(1);
     let workload = argv.next().unwrap_or_default();
-    if workload != "c2" && workload != "circuit" {
+    if !["c2", "circuit", "porep-partition"].contains(&workload.as_str()) {
         bail!("{USAGE}");
     }
     let mut args = Args {
@@ -66,8 +84,14 @@ fn parse_args() -> Result<Args> {
         witness: "porep".into(),
         write_key: None,
         repeat: 1,
+        sector_size: "32GiB".into(),
+        check_shape: false,
     };
     while let Some(flag) = argv.next() {
+        if flag == "--check-shape" {
+            args.check_shape = true;
+            continue;
+        }
         let value = argv.next().with_context(|| format!("{flag} needs a value"))?;
         match flag.as_str() {
             "--system" => args.system = value,
@@ -77,10 +101,11 @@ fn parse_args() -> Result<Args> {
             "--witness" => args.witness = value,
             "--write-key" => args.write_key = Some(PathBuf::from(value)),
             "--repeat" => args.repeat = value.parse().context("--repeat")?,
+            "--sector-size" => args.sector_size = value,
             _ => bail!("unknown flag {flag}\n{USAGE}"),
         }
     }
-    if !["cuzk", "cuzk-streamed", "cuzk-cpu", "bellperson"].contains(&args.system.as_str()) || (args.workload == "circuit" && args.system == "bellperson") {
+    if !["cuzk", "cuzk-streamed", "cuzk-cpu", "bellperson"].contains(&args.system.as_str()) || (args.workload == "porep-partition" && args.system == "bellperson") {
         bail!("unknown --system {:?}\n{USAGE}", args.system);
     }
     Ok(args)
@@ -175,6 +200,32 @@ fn report(args: &Args, label: &str, run: usize, wall: f64, fields: &str, engine:
     );
 }
 
+/// How the aux scalars of each MSM split into zeros (skipped), ones (batch addition) and
+/// full-width values (tail MSMs): `"scalars":{"l":[zeros,ones,full],"a":[..],"b":[..]}`, from
+/// which scripts/bench-table.py computes each phase's arithmetic floor.
+fn scalar_fields(synthesized: &SynthesizedCircuit) -> String {
+    let count = |density: Option<&cuzk::synthesis::Density>| {
+        let (mut zeros, mut ones, mut full) = (0u64, 0u64, 0u64);
+        for (i, value) in synthesized.aux_assignment.iter().enumerate() {
+            if density.is_some_and(|d| !d.get(i)) {
+                continue;
+            }
+            match value {
+                v if bool::from(v.is_zero()) => zeros += 1,
+                v if *v == Scalar::ONE => ones += 1,
+                _ => full += 1,
+            }
+        }
+        format!("[{zeros},{ones},{full}]")
+    };
+    format!(
+        "\"scalars\":{{\"l\":{},\"a\":{},\"b\":{}}}",
+        count(None),
+        count(Some(&synthesized.a_aux_density)),
+        count(Some(&synthesized.b_aux_density))
+    )
+}
+
 fn run_c2(args: &Args) -> Result<()> {
     let fixture = args.fixture.as_ref().context("c2 needs --fixture")?;
     let params = args.params.as_ref().context("c2 needs --params")?;
@@ -236,6 +287,16 @@ fn bench_circuit<C: Circuit<Scalar> + Clone + Send + Sync>(args: &Args, label: &
         key.write(&mut file).and_then(|()| file.flush()).with_context(|| format!("writing {}", path.display()))?;
         eprintln!("{label}: key written to {} in {:.1} s", path.display(), start.elapsed().as_secs_f64());
     }
+    if args.system == "bellperson" {
+        // bellperson's CPU prover, its own synthesis included, on the same circuit and key.
+        drop(synthesized);
+        for run in 0..args.repeat {
+            let start = Instant::now();
+            bellperson::groth16::create_proof_batch(vec![circuit.clone()], &*key, vec![Scalar::ONE], vec![Scalar::ONE])?;
+            report(args, label, run, start.elapsed().as_secs_f64(), "", Some(&engine));
+        }
+        return Ok(());
+    }
     let mut first = Some((synthesized, synthesis_ns));
     for run in 0..args.repeat {
         let mut t = Timings::new();
@@ -248,10 +309,78 @@ fn bench_circuit<C: Circuit<Scalar> + Clone + Send + Sync>(args: &Args, label: &
             }
             None => cuzk::timings::timed(&mut t.synthesis_ns, || engine.install(|| synthesize(circuit.clone(), None)))?,
         };
+        let counting = Instant::now();
+        let scalars = scalar_fields(&synthesized);
+        let counting = counting.elapsed();
         engine.install(|| prove_synthesized(engine.backend(), &key, synthesized, (Scalar::ONE, Scalar::ONE), None, &mut t))?;
-        let wall = start.elapsed().as_secs_f64() + if run == 0 { synthesis_ns as f64 / 1e9 } else { 0.0 };
+        let wall = (start.elapsed() - counting).as_secs_f64() + if run == 0 { synthesis_ns as f64 / 1e9 } else { 0.0 };
         t.total_ns = (wall * 1e9) as u64;
-        report(args, &label, run, wall, &timing_fields(&t), Some(&engine));
+        report(args, &label, run, wall, &format!("{},{scalars}", timing_fields(&t)), Some(&engine));
+    }
+    Ok(())
+}
+
+fn run_porep_partition(args: &Args) -> Result<()> {
+    use filecoin_proofs::constants as c;
+    use RegisteredSealProof as P;
+    match args.sector_size.as_str() {
+        "2KiB" => bench_partition::<c::SectorShape2KiB>(args, P::StackedDrg2KiBV1_1),
+        "8MiB" => bench_partition::<c::SectorShape8MiB>(args, P::StackedDrg8MiBV1_1),
+        "512MiB" => bench_partition::<c::SectorShape512MiB>(args, P::StackedDrg512MiBV1_1),
+        "32GiB" => bench_partition::<c::SectorShape32GiB>(args, P::StackedDrg32GiBV1_1),
+        "64GiB" => bench_partition::<c::SectorShape64GiB>(args, P::StackedDrg64GiBV1_1),
+        other => bail!("unknown --sector-size {other:?}\n{USAGE}"),
+    }
+}
+
+fn bench_partition<Tree: 'static + MerkleTreeTrait>(args: &Args, proof: RegisteredSealProof) -> Result<()> {
+    let short = args.sector_size.to_lowercase().trim_end_matches("ib").to_string();
+    let label = format!("porep-{short}-partition (made-up vanilla proofs, synthetic key, performance only)");
+    let config = porep::porep_config(proof)?;
+    let engine = engine(args)?;
+    let start = Instant::now();
+    let shape = engine.install(|| CircuitShape::extract_parallel(&porep::synthetic_partition_circuit::<Tree>(&config, 0)?))?;
+    let shape_extract_ns = cuzk::timings::nanos(start.elapsed());
+    eprintln!(
+        "{label}: {} constraints, {} inputs, {} aux; shape {} MiB extracted in {:.2} s (challenges in parallel)",
+        shape.num_constraints(),
+        shape.num_inputs(),
+        shape.num_aux(),
+        shape.size_bytes() >> 20,
+        shape_extract_ns as f64 / 1e9
+    );
+    if args.check_shape {
+        let start = Instant::now();
+        let params = filecoin_proofs::parameters::public_params::<Tree>(&config)?;
+        let blank = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<_, _>>::blank_circuit(&params);
+        let theirs = CircuitShape::extract(blank)?;
+        if theirs != shape {
+            bail!("the made-up partition's shape differs from filecoin-proofs' blank circuit's ({} vs {} constraints)", shape.num_constraints(), theirs.num_constraints());
+        }
+        eprintln!("{label}: equal to the blank circuit's shape, recorded sequentially in {:.2} s", start.elapsed().as_secs_f64());
+    }
+    let mut key = None;
+    for run in 0..args.repeat {
+        // Fresh values every run, as every sector has.
+        let circuit = porep::synthetic_partition_circuit::<Tree>(&config, run as u64 + 1)?;
+        let mut t = Timings::new();
+        t.backend = engine.backend().kind() as u32;
+        t.shape_extract_ns = if run == 0 { shape_extract_ns } else { 0 };
+        let start = Instant::now();
+        let synthesized = engine.install(|| synthesize_with_shape(&shape, &circuit, None, &mut t))?;
+        let synthesis_done = start.elapsed();
+        let scalars = scalar_fields(&synthesized);
+        let key = key.get_or_insert_with(|| {
+            let start = Instant::now();
+            let key = synthetic_key(&synthesized, 7);
+            eprintln!("{label}: synthetic key made in {:.1} s (not timed)", start.elapsed().as_secs_f64());
+            key
+        });
+        let start = Instant::now();
+        engine.install(|| prove_synthesized(engine.backend(), key, synthesized, (Scalar::ONE, Scalar::ONE), None, &mut t))?;
+        let wall = (synthesis_done + start.elapsed()).as_secs_f64();
+        t.total_ns = (wall * 1e9) as u64;
+        report(args, &label, run, wall, &format!("{},{scalars}", timing_fields(&t)), Some(&engine));
     }
     Ok(())
 }
@@ -260,6 +389,7 @@ fn run() -> Result<()> {
     let args = parse_args()?;
     match args.workload.as_str() {
         "c2" => run_c2(&args),
+        "porep-partition" => run_porep_partition(&args),
         _ => run_circuit(&args),
     }
 }
