@@ -13,9 +13,8 @@
 #                                 only): cold + warm with the key resident, then streamed
 #   scripts/gpu-run.sh partition  one partition of the 32GiB PoRep circuit (130M constraints,
 #                                 2^27) from made-up vanilla proofs, synthetic key (performance
-#                                 only): shape extraction, then 3 proofs (~5 min)
-#   scripts/gpu-run.sh shape      checks the made-up 32GiB partition's shape against
-#                                 filecoin-proofs' blank circuit (recorded sequentially)
+#                                 only): shape extraction (checked against filecoin-proofs' blank
+#                                 circuit, recorded sequentially), then 3 proofs (~5 min)
 #   scripts/gpu-run.sh micro      per-phase sweep: random circuits of 2^20, 2^22, 2^24
 #                                 constraints, PoRep-like (mostly 0/1) and uniform witnesses
 # scripts/bench-table.py turns $OUT/bench.jsonl into the tables of docs/PERFORMANCE.md.
@@ -82,11 +81,7 @@ sha)
         >>"$out/bench.jsonl" 2>>"$out/bench.log" || status=1
     ;;
 partition)
-    timeout 560 carry/cuzk-bench porep-partition --system cuzk --sector-size 32GiB --repeat 3 \
-        >>"$out/bench.jsonl" 2>>"$out/bench.log" || status=1
-    ;;
-shape)
-    timeout 560 carry/cuzk-bench porep-partition --system cuzk-cpu --sector-size 32GiB --check-shape --repeat 0 \
+    timeout 560 carry/cuzk-bench porep-partition --system cuzk --sector-size 32GiB --check-shape --repeat 3 \
         >>"$out/bench.jsonl" 2>>"$out/bench.log" || status=1
     ;;
 micro)

@@ -1,0 +1,173 @@
+#!/usr/bin/env python3
+"""Tables of docs/PERFORMANCE.md from the JSON lines of cuzk-bench and supraseal-bench.
+
+    scripts/bench-table.py bench.jsonl [more.jsonl ...]
+
+Prints, in Markdown:
+1. per workload and system: cold run (run 0), warm runs (median of runs >= 1), peak RSS, and
+   the ratio of each system's warm median to cuzk's (same run, same inputs);
+2. per workload, cuzk's phases (median of the warm runs; run 0 when there is only one);
+3. for cuzk GPU records that carry scalar counts, each GPU phase against its arithmetic floor.
+
+The floor counts modular multiplications only and assumes the H200 issues them at its IMAD
+rate: 132 SMs x 64 IMAD/clock x 1.98 GHz = 16.7e12 IMAD/s, with an Fr multiplication = 264
+IMAD and an Fp multiplication = 588 IMAD (the numbers of the issue). Operation counts:
+- NTT phase of domain n: 7 NTTs of n/2 * log2(n) butterflies (one Fr mul each) plus 6n Fr muls
+  for the coset shifts, a*b - c and the division by Z.
+- MSM of N G1 points (Pippenger, window c chosen to minimise the count): N * ceil(255/c)
+  bucket additions at 10 Fp muls (XYZZ mixed addition) plus ceil(255/c) * 2^(c+1) bucket
+  reduction additions at 14 Fp muls. G2 points: Fp2 arithmetic, 3 Fp muls per Fp2 mul.
+- Batch addition: one mixed addition (10 Fp muls; x3 in G2) per scalar equal to one.
+Memory traffic, launch latency and host work are not in the floor: it is a lower bound, and the
+fraction says how far a phase is from it.
+"""
+import json
+import math
+import statistics
+import sys
+from collections import OrderedDict
+
+IMAD_PER_S = 132 * 64 * 1.98e9
+FR_MUL_S = 264 / IMAD_PER_S
+FP_MUL_S = 588 / IMAD_PER_S
+MADD_FP_MULS = 10
+ADD_FP_MULS = 14
+G2_FACTOR = 3
+
+CUZK_PHASES = [
+    ("srs_load_s", "srs_load"),
+    ("srs_upload_s", "srs_upload"),
+    ("pin_s", "pin"),
+    ("shape_extract_s", "shape_extract (once per circuit id)"),
+    ("synthesis_s", "synthesis"),
+    ("witness_s", "... witness generation"),
+    ("spmv_s", "... SpMV (A·z, B·z, C·z)"),
+    ("prep_msm_s", "prep_msm"),
+    ("pin_h2d_s", "H2D of a, b, c"),
+    ("ntt_s", "NTT (7 × domain)"),
+    ("msm_h_s", "MSM H"),
+    ("batch_add_s", "batch addition"),
+    ("msm_l_s", "tail MSM L"),
+    ("msm_a_s", "tail MSM A"),
+    ("msm_b_g1_s", "tail MSM B_G1"),
+    ("msm_b_g2_s", "MSM B_G2"),
+    ("assembly_s", "assembly"),
+    ("verify_s", "self-verify"),
+    ("total_s", "**total**"),
+]
+
+
+def msm_floor(points, g2=False):
+    if points <= 0:
+        return 0.0
+    best = min(
+        points * math.ceil(255 / c) * MADD_FP_MULS + math.ceil(255 / c) * 2 ** (c + 1) * ADD_FP_MULS
+        for c in range(4, 24)
+    )
+    return best * FP_MUL_S * (G2_FACTOR if g2 else 1)
+
+
+def gpu_floors(r):
+    """(phase key, floor seconds) for a record with log_domain and scalars."""
+    n = 2 ** r["log_domain"]
+    k = r["log_domain"]
+    s = r["scalars"]
+    ones_g1 = s["l"][1] + s["a"][1] + s["b"][1]
+    return [
+        ("ntt_s", (7 * n // 2 * k + 6 * n) * FR_MUL_S),
+        ("msm_h_s", msm_floor(n)),
+        ("batch_add_s", (ones_g1 + G2_FACTOR * s["b"][1]) * MADD_FP_MULS * FP_MUL_S),
+        ("msm_l_s", msm_floor(s["l"][2])),
+        ("msm_a_s", msm_floor(s["a"][2])),
+        ("msm_b_g1_s", msm_floor(s["b"][2])),
+        ("msm_b_g2_s", msm_floor(s["b"][2], g2=True)),
+    ]
+
+
+def fmt(x):
+    return "—" if x is None else f"{x:.4g}"
+
+
+def load(paths):
+    groups = OrderedDict()
+    for path in paths:
+        with open(path) as f:
+            for line in f:
+                line = line.strip()
+                if not line.startswith("{"):
+                    continue
+                r = json.loads(line)
+                groups.setdefault(r["workload"], OrderedDict()).setdefault(r["system"], []).append(r)
+    return groups
+
+
+def warm(records):
+    runs = [r for r in records if r.get("run", 0) >= 1]
+    return runs or records
+
+
+def median(records, key):
+    values = [r[key] for r in records if key in r]
+    return statistics.median(values) if values else None
+
+
+def main(paths):
+    groups = load(paths)
+    commits = {r.get("commit") for ws in groups.values() for rs in ws.values() for r in rs if r.get("commit")}
+    gpus = {r.get("gpu") for ws in groups.values() for rs in ws.values() for r in rs if r.get("gpu")}
+    print(f"commit {', '.join(sorted(c for c in commits if c))}; GPU {', '.join(sorted(g for g in gpus if g)) or '—'}\n")
+
+    print("| workload | system | cold (run 0) s | warm s (median, runs) | peak RSS MiB | warm / cuzk warm |")
+    print("|---|---|---|---|---|---|")
+    for workload, systems in groups.items():
+        base = median(warm(systems["cuzk"]), "wall_s") if "cuzk" in systems else None
+        for system, records in systems.items():
+            cold = next((r["wall_s"] for r in records if r.get("run") == 0), None)
+            w = warm(records)
+            m = median(w, "wall_s")
+            ratio = f"{m / base:.2f}×" if base and m else "—"
+            rss = max(r.get("peak_rss_mib", 0) for r in records)
+            print(f"| {workload} | {system} | {fmt(cold)} | {fmt(m)} ({len(w)}) | {rss:.0f} | {ratio} |")
+
+    for workload, systems in groups.items():
+        cuzk = {s: rs for s, rs in systems.items() if s.startswith("cuzk") and "synthesis_s" in rs[0]}
+        if not cuzk:
+            continue
+        print(f"\n**{workload}** — cuzk phases, seconds (median of warm runs; run 0 where only one)\n")
+        names = list(cuzk)
+        print("| phase | " + " | ".join(f"{n} warm" for n in names) + " | " + " | ".join(f"{n} run 0" for n in names) + " |")
+        print("|---|" + "---|" * (2 * len(names)))
+        for key, label in CUZK_PHASES:
+            warm_values = [median(warm(cuzk[n]), key) for n in names]
+            cold_values = [next((r.get(key) for r in cuzk[n] if r.get("run") == 0), None) for n in names]
+            if all(not v for v in warm_values + cold_values):
+                continue
+            print(f"| {label} | " + " | ".join(fmt(v) for v in warm_values) + " | " + " | ".join(fmt(v) for v in cold_values) + " |")
+
+    print("\n**GPU phases against the arithmetic floor** (cuzk, median of warm runs)\n")
+    print("| workload | domain | ones L/A/B | full-width L/A/B | NTT | MSM H | batch add | tail L | tail A | tail B_G1 | B_G2 | all GPU phases |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for workload, systems in groups.items():
+        records = [r for r in warm(systems.get("cuzk", [])) if r.get("backend") == "gpu" and "scalars" in r]
+        if not records:
+            continue
+        r = records[0]
+        floors = gpu_floors(r)
+        cells = []
+        total_floor = total_measured = 0.0
+        for key, floor in floors:
+            measured = median(records, key)
+            total_floor += floor
+            total_measured += measured or 0
+            cells.append(f"{fmt(measured)} s / {fmt(floor)} s = {100 * floor / measured:.0f} %" if measured else "—")
+        s = r["scalars"]
+        ones = "/".join(f"{v[1] / 1e6:.2f}M" for v in (s["l"], s["a"], s["b"]))
+        full = "/".join(f"{v[2] / 1e6:.2f}M" for v in (s["l"], s["a"], s["b"]))
+        print(f"| {workload} | 2^{r['log_domain']} | {ones} | {full} | " + " | ".join(cells)
+              + f" | {fmt(total_measured)} s / {fmt(total_floor)} s = {100 * total_floor / total_measured:.0f} % |")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    main(sys.argv[1:])
