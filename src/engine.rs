@@ -24,7 +24,7 @@ use crate::error::{Error, Result, Status};
 use crate::groth16::{assemble, ProvingKey};
 use crate::keys::KeyStore;
 use crate::porep::{self, SealStatement};
-use crate::r1cs::{synthesize_witness_parallel, CircuitShape, SegmentedCircuit};
+use crate::r1cs::{CircuitShape, SegmentedCircuit};
 use crate::synthesis::{synthesize, SynthesizedCircuit};
 use crate::timings::{nanos, timed, Timings};
 use crate::with_porep_shape;
@@ -391,7 +391,7 @@ pub fn synthesize_with_shape<C: SegmentedCircuit>(
 ) -> Result<SynthesizedCircuit> {
     t.r1cs_synthesis = 1;
     let start = Instant::now();
-    let witness = timed(&mut t.witness_ns, || synthesize_witness_parallel(circuit, cancel)).map_err(|e| synthesis_error(cancel, e))?;
+    let witness = timed(&mut t.witness_ns, || circuit.witness(cancel)).map_err(|e| synthesis_error(cancel, e))?;
     let synthesized = timed(&mut t.spmv_ns, || shape.synthesized(witness));
     t.synthesis_ns += nanos(start.elapsed());
     synthesized

@@ -229,9 +229,11 @@ fn porep_2k_split_path_matches_synthesis() {
     let blank = <StackedCompound<SectorShape2KiB, DefaultPieceHasher> as CompoundProof<_, _>>::blank_circuit(&public_params);
     assert!(CircuitShape::extract(blank).unwrap() == shape, "the blank circuit's shape differs from the sector's");
 
-    // The witness of parallel synthesis (challenges on all cores) is the sequential one.
+    // The witness of parallel synthesis (by challenge, and finer: the engine's) is the
+    // sequential one.
     let sequential = synthesize_witness(circuit(), None).unwrap();
-    assert!(synthesize_witness_parallel(&circuit(), None).unwrap() == sequential, "parallel witness differs");
+    assert!(synthesize_witness_parallel(&circuit(), None).unwrap() == sequential, "witness by challenge differs");
+    assert!(circuit().witness(None).unwrap() == sequential, "witness by challenge parts differs");
     // Our PartitionCircuit synthesizes what filecoin-proofs' StackedCompound::circuit does.
     let params = filecoin_proofs::parameters::public_params::<SectorShape2KiB>(&inputs.config).unwrap();
     let theirs = <StackedCompound<SectorShape2KiB, DefaultPieceHasher> as CompoundProof<_, _>>::circuit(
@@ -261,8 +263,11 @@ fn synthetic_partitions_have_the_blank_circuits_shape() {
         let theirs = CircuitShape::extract(blank).unwrap();
         let ours = CircuitShape::extract_parallel(&porep::synthetic_partition_circuit::<Tree>(&config, 1).unwrap()).unwrap();
         assert!(ours == theirs, "{proof:?}: {} vs {} constraints", ours.num_constraints(), theirs.num_constraints());
-        // Its witness fits the shape.
-        ours.synthesized(synthesize_witness_parallel(&porep::synthetic_partition_circuit::<Tree>(&config, 2).unwrap(), None).unwrap()).unwrap();
+        // Its witness fits the shape, and parallel generation gives the sequential witness.
+        let circuit = porep::synthetic_partition_circuit::<Tree>(&config, 2).unwrap();
+        let witness = circuit.witness(None).unwrap();
+        assert!(synthesize_witness(porep::synthetic_partition_circuit::<Tree>(&config, 2).unwrap(), None).unwrap() == witness, "{proof:?}: witness");
+        ours.synthesized(witness).unwrap();
     }
     check::<SectorShape2KiB>(RegisteredSealProof::StackedDrg2KiBV1_1);
     check::<SectorShape8MiB>(RegisteredSealProof::StackedDrg8MiBV1_1);
@@ -337,6 +342,15 @@ fn measure_split_path() {
         .min()
         .unwrap();
     eprintln!("  witness, challenges in parallel {:>9.1} ms ({} challenges)", parallel.as_secs_f64() * 1e3, circuit.num_segments());
+    let parts = (0..3)
+        .map(|_| {
+            let start = Instant::now();
+            drop(circuit.witness(None).unwrap());
+            start.elapsed()
+        })
+        .min()
+        .unwrap();
+    eprintln!("  witness, challenge parts in parallel {:>9.1} ms", parts.as_secs_f64() * 1e3);
     let start = Instant::now();
     drop(CircuitShape::extract_parallel(&circuit).unwrap());
     eprintln!("  shape extraction in parallel    {:>9.1} ms", start.elapsed().as_secs_f64() * 1e3);

@@ -27,6 +27,15 @@ pub trait SegmentedCircuit: Sync {
     fn num_segments(&self) -> usize;
 
     fn synthesize_segments<CS: ConstraintSystem<Scalar>>(&self, cs: &mut CS, segments: Range<usize>) -> Result<(), SynthesisError>;
+
+    /// The witness of the whole circuit, as `synthesize_witness` gives it; by default with the
+    /// segments synthesized in parallel. Circuits that know a finer split may override it.
+    fn witness(&self, cancel: Option<&CancelToken>) -> Result<Witness, SynthesisError>
+    where
+        Self: Sized,
+    {
+        synthesize_witness_parallel(self, cancel)
+    }
 }
 
 /// Some of a segmented circuit's segments, after its prefix, as a bellperson `Circuit`.

@@ -101,15 +101,40 @@ impl ConstraintSystem<Scalar> for WitnessCs {
     }
 }
 
+impl WitnessCs {
+    /// An empty system (no ONE input) whose allocations stop with an `Interrupted` error once
+    /// `cancel` is cancelled: for synthesizing a part of a circuit, to be `append`ed.
+    pub fn part(cancel: Option<&CancelToken>) -> Self {
+        WitnessCs { cancel: cancel.cloned(), ..WitnessCs::new() }
+    }
+
+    /// Appends everything `part` allocated and enforced, after everything in `self`.
+    pub fn append(&mut self, part: WitnessCs) {
+        self.input_assignment.extend_from_slice(&part.input_assignment);
+        self.aux_assignment.extend_from_slice(&part.aux_assignment);
+        self.num_constraints += part.num_constraints;
+    }
+
+    /// The witness of a whole circuit synthesized into `self` (which starts with ONE).
+    pub fn into_witness(mut self) -> Witness {
+        // The prover's input constraints (one per input, see `synthesize`) live in the shape.
+        self.num_constraints += self.input_assignment.len();
+        Witness { input_assignment: self.input_assignment, aux_assignment: self.aux_assignment, num_constraints: self.num_constraints }
+    }
+
+    /// A system for a whole circuit: ONE allocated as input 0.
+    pub fn whole(cancel: Option<&CancelToken>) -> Self {
+        let mut cs = WitnessCs::part(cancel);
+        cs.input_assignment.push(Scalar::ONE);
+        cs
+    }
+}
+
 /// The witness of `circuit` as [`crate::synthesis::synthesize`] would assign it (input 0 is
 /// ONE), without building a single linear combination. A cancelled `cancel` token ends it early
 /// with an `Interrupted` I/O error, as it does synthesis.
 pub fn synthesize_witness<C: Circuit<Scalar>>(circuit: C, cancel: Option<&CancelToken>) -> Result<Witness, SynthesisError> {
-    let mut cs = WitnessCs::new();
-    cs.cancel = cancel.cloned();
-    cs.alloc_input(|| "one", || Ok(Scalar::ONE))?;
+    let mut cs = WitnessCs::whole(cancel);
     circuit.synthesize(&mut cs)?;
-    // The prover's input constraints (one per input, see `synthesize`) live in the shape.
-    cs.num_constraints += cs.input_assignment.len();
-    Ok(Witness { input_assignment: cs.input_assignment, aux_assignment: cs.aux_assignment, num_constraints: cs.num_constraints })
+    Ok(cs.into_witness())
 }

@@ -28,7 +28,10 @@ use rand::{Rng, SeedableRng};
 use storage_proofs_core::drgraph::Graph;
 use typenum::{Unsigned, U0, U2};
 
-use crate::r1cs::SegmentedCircuit;
+use crate::cancel::CancelToken;
+use crate::r1cs::{SegmentedCircuit, Witness};
+
+mod witness;
 
 use crate::error::{Error, Result, Status};
 
@@ -191,6 +194,8 @@ pub struct PartitionCircuit<Tree: 'static + MerkleTreeTrait> {
     comm_c: Option<TreeDomain<Tree>>,
     /// One per challenge.
     proofs: Vec<stacked::Proof<Tree, DefaultPieceHasher>>,
+    /// Layers of the sector's replication (a column has one row per layer).
+    num_layers: usize,
 }
 
 type TreeDomain<Tree> = <<Tree as MerkleTreeTrait>::Hasher as Hasher>::Domain;
@@ -198,6 +203,11 @@ type TreeDomain<Tree> = <<Tree as MerkleTreeTrait>::Hasher as Hasher>::Domain;
 impl<Tree: 'static + MerkleTreeTrait> SegmentedCircuit for PartitionCircuit<Tree> {
     fn num_segments(&self) -> usize {
         self.proofs.len()
+    }
+
+    /// Finer than by challenge: see [`witness`].
+    fn witness(&self, cancel: Option<&CancelToken>) -> std::result::Result<Witness, SynthesisError> {
+        witness::partition_witness(self, cancel)
     }
 
     fn synthesize_segments<CS: ConstraintSystem<Scalar>>(&self, cs: &mut CS, segments: Range<usize>) -> std::result::Result<(), SynthesisError> {
@@ -228,6 +238,7 @@ pub fn partition_circuit<Tree: 'static + MerkleTreeTrait>(inputs: &SealInputs<Tr
         comm_r_last: Some(comm_r_last),
         comm_c: Some(comm_c),
         proofs: proofs.clone(),
+        num_layers: setup_params(&inputs.config).map_err(dependency("PoRep setup parameters"))?.num_layers,
     })
 }
 
@@ -289,6 +300,7 @@ pub fn synthetic_partition_circuit<Tree: 'static + MerkleTreeTrait>(config: &PoR
         comm_r_last: Some(comm_r_last),
         comm_c: Some(comm_c),
         proofs,
+        num_layers,
     })
 }
 

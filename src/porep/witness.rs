@@ -1,0 +1,228 @@
+//! The witness of one PoRep partition, generated on all cores.
+//!
+//! Splitting by challenge (`SegmentedCircuit`) leaves 2 tasks for a 2KiB partition and 18
+//! uneven ones for 32GiB. Inside a challenge the work is still independent: the data leaf's
+//! and each parent column's inclusion proofs, and the label of each layer (a SHA-256 over 37
+//! parents: most of the constraints) read only values the vanilla proof already holds; only
+//! the last step (encoding, the column hash of the labels and their inclusion proofs) needs the
+//! labels. So each challenge runs as: its parts and its layers, all in parallel with every
+//! other challenge's, then its tail.
+//!
+//! This is valid for witness generation only. `WitnessCs` never evaluates a linear
+//! combination, so a gadget may be handed variables allocated in another constraint system
+//! (or in a scratch one, from the proof's values): only their values are read. The parts are
+//! appended in the order `StackedCircuit::synthesize` allocates them; tests/r1cs.rs checks the
+//! result equals its witness exactly.
+
+use bellperson::gadgets::boolean::Boolean;
+use bellperson::gadgets::num::AllocatedNum;
+use bellperson::gadgets::uint32::UInt32;
+use bellperson::SynthesisError;
+use blstrs::Scalar;
+use filecoin_hashers::{HashFunction, Hasher, PoseidonArity, POSEIDON_CONSTANTS_11, POSEIDON_CONSTANTS_2};
+use filecoin_proofs::constants::DefaultPieceHasher;
+use filecoin_proofs::types::MerkleTreeTrait;
+use rayon::prelude::*;
+use storage_proofs_core::gadgets::constraint;
+use storage_proofs_core::gadgets::encode::encode;
+use storage_proofs_core::gadgets::por::{AuthPath, PoRCircuit};
+use storage_proofs_core::gadgets::uint64::UInt64;
+use storage_proofs_core::gadgets::variables::Root;
+use storage_proofs_core::merkle::{DiskStore, MerkleTreeWrapper};
+use storage_proofs_core::util::reverse_bit_numbering;
+use storage_proofs_porep::stacked::{create_label_circuit, StackedCircuit};
+use typenum::{U11, U2};
+
+use super::{PartitionCircuit, TreeDomain};
+use crate::cancel::CancelToken;
+use crate::r1cs::{Witness, WitnessCs};
+
+type PieceDomain = <DefaultPieceHasher as Hasher>::Domain;
+
+/// What every challenge reads from the partition's first variables.
+struct Prefix {
+    replica_id_bits: Vec<Boolean>,
+    comm_d: AllocatedNum<Scalar>,
+    comm_c: AllocatedNum<Scalar>,
+    comm_r_last: AllocatedNum<Scalar>,
+}
+
+/// The first variables of `StackedCircuit::synthesize`, in its order.
+fn synthesize_prefix<Tree: 'static + MerkleTreeTrait>(cs: &mut WitnessCs, circuit: &PartitionCircuit<Tree>) -> Result<Prefix, SynthesisError> {
+    let value = |v: Option<Scalar>| move || v.ok_or(SynthesisError::AssignmentMissing);
+    let replica_id = AllocatedNum::alloc(&mut *cs, value(circuit.replica_id.map(Into::into)))?;
+    replica_id.inputize(&mut *cs)?;
+    let replica_id_bits = reverse_bit_numbering(replica_id.to_bits_le(&mut *cs)?);
+    let comm_d = AllocatedNum::alloc(&mut *cs, value(circuit.comm_d.map(Into::into)))?;
+    comm_d.inputize(&mut *cs)?;
+    let comm_r = AllocatedNum::alloc(&mut *cs, value(circuit.comm_r.map(Into::into)))?;
+    comm_r.inputize(&mut *cs)?;
+    let comm_r_last = AllocatedNum::alloc(&mut *cs, value(circuit.comm_r_last.map(Into::into)))?;
+    let comm_c = AllocatedNum::alloc(&mut *cs, value(circuit.comm_c.map(Into::into)))?;
+    let hash = <Tree::Hasher as Hasher>::Function::hash2_circuit(&mut *cs, &comm_c, &comm_r_last)?;
+    constraint::equal(cs, || "comm_r = H(comm_c || comm_r_last)", &comm_r, &hash);
+    Ok(Prefix { replica_id_bits, comm_d, comm_c, comm_r_last })
+}
+
+/// storage-proofs-porep's `enforce_inclusion` (private there): a PoR of `leaf` under `root`.
+fn enforce_inclusion<H, U, V, W>(cs: &mut WitnessCs, path: AuthPath<H, U, V, W>, root: &AllocatedNum<Scalar>, leaf: &AllocatedNum<Scalar>) -> Result<(), SynthesisError>
+where
+    H: 'static + Hasher,
+    U: 'static + PoseidonArity,
+    V: 'static + PoseidonArity,
+    W: 'static + PoseidonArity,
+{
+    let (root, leaf) = (Root::from_allocated::<WitnessCs>(root.clone()), Root::from_allocated::<WitnessCs>(leaf.clone()));
+    PoRCircuit::<MerkleTreeWrapper<H, DiskStore<H::Domain>, U, V, W>>::synthesize(cs, leaf, path, root, true)
+}
+
+/// storage-proofs-porep's `hash_single_column` (private there).
+fn hash_column(cs: &mut WitnessCs, column: &[AllocatedNum<Scalar>]) -> Result<AllocatedNum<Scalar>, SynthesisError> {
+    match column.len() {
+        2 => neptune::circuit::poseidon_hash::<_, Scalar, U2>(cs, column.to_vec(), &POSEIDON_CONSTANTS_2),
+        11 => neptune::circuit::poseidon_hash::<_, Scalar, U11>(cs, column.to_vec(), &POSEIDON_CONSTANTS_11),
+        n => Err(SynthesisError::IoError(std::io::Error::other(format!("no column hash for {n} layers")))),
+    }
+}
+
+/// filecoin-proofs' per-challenge circuit proof type lives in a private module, so it cannot
+/// be named here: this returns its argument unchanged, its element type fixed to that type by
+/// `StackedCircuit::synthesize`'s signature (passed as `_synthesize`).
+#[allow(clippy::type_complexity)]
+fn as_circuit_proofs<Tree: MerkleTreeTrait, P>(
+    proofs: Vec<P>,
+    _synthesize: fn(
+        WitnessCs,
+        Option<TreeDomain<Tree>>,
+        Option<PieceDomain>,
+        Option<TreeDomain<Tree>>,
+        Option<TreeDomain<Tree>>,
+        Option<TreeDomain<Tree>>,
+        Vec<P>,
+    ) -> Result<(), SynthesisError>,
+) -> Vec<P> {
+    proofs
+}
+
+/// One task of a challenge, in the order `StackedCircuit` synthesizes them.
+#[derive(Clone, Copy)]
+enum Part {
+    /// The data leaf and its inclusion in comm_d.
+    DataLeaf,
+    /// Parent column `j` (DRG parents, then expander parents): its rows, its hash, and the
+    /// hash's inclusion in comm_c.
+    Parent(usize),
+    /// The challenged node's number, also a public input.
+    Challenge,
+    /// The label of layer `l` (1-based): the parents' bits and a SHA-256 over them.
+    Layer(usize),
+}
+
+/// The witness of `circuit`, equal to `synthesize_witness(circuit)` (tests/r1cs.rs).
+pub fn partition_witness<Tree: 'static + MerkleTreeTrait>(circuit: &PartitionCircuit<Tree>, cancel: Option<&CancelToken>) -> Result<Witness, SynthesisError> {
+    let mut whole = WitnessCs::whole(cancel);
+    let prefix = synthesize_prefix(&mut whole, circuit)?;
+    let proofs = as_circuit_proofs::<Tree, _>(
+        circuit.proofs.iter().cloned().map(Into::into).collect(),
+        StackedCircuit::<Tree, DefaultPieceHasher>::synthesize::<WitnessCs>,
+    );
+    let missing = || SynthesisError::AssignmentMissing;
+    let mut tasks = Vec::new();
+    for (i, proof) in proofs.iter().enumerate() {
+        let parents = proof.drg_parents_proofs.len() + proof.exp_parents_proofs.len();
+        tasks.push((i, Part::DataLeaf));
+        tasks.extend((0..parents).map(|j| (i, Part::Parent(j))));
+        tasks.push((i, Part::Challenge));
+        tasks.extend((1..=circuit.num_layers).map(|l| (i, Part::Layer(l))));
+    }
+    let parts = tasks
+        .par_iter()
+        .map(|&(i, part)| {
+            let proof = &proofs[i];
+            let mut cs = WitnessCs::part(cancel);
+            let mut label = None;
+            match part {
+                Part::DataLeaf => {
+                    let leaf = AllocatedNum::alloc(&mut cs, || proof.data_leaf.ok_or_else(missing))?;
+                    enforce_inclusion(&mut cs, proof.comm_d_path.clone(), &prefix.comm_d, &leaf)?;
+                }
+                Part::Parent(j) => {
+                    let drg = proof.drg_parents_proofs.len();
+                    let column = if j < drg { &proof.drg_parents_proofs[j] } else { &proof.exp_parents_proofs[j - drg] };
+                    let (rows, path) = column.clone().alloc(&mut cs)?;
+                    let hash = rows.hash(&mut cs)?;
+                    enforce_inclusion(&mut cs, path, &prefix.comm_c, &hash)?;
+                }
+                Part::Challenge => UInt64::alloc(&mut cs, proof.challenge)?.pack_into_input(&mut cs)?,
+                Part::Layer(layer) => {
+                    // The parents' rows and the challenge number as the earlier parts allocate
+                    // them, in a scratch system: only their values matter here.
+                    let mut scratch = WitnessCs::part(None);
+                    let challenge = UInt64::alloc(&mut scratch, proof.challenge)?;
+                    let mut parents = Vec::new();
+                    for column in &proof.drg_parents_proofs {
+                        let (rows, _) = column.clone().alloc(&mut scratch)?;
+                        parents.push(reverse_bit_numbering(rows.get_value(layer).to_bits_le(&mut cs)?));
+                    }
+                    // Layer 1 has no expander parents; theirs are shifted by one layer.
+                    if layer > 1 {
+                        for column in &proof.exp_parents_proofs {
+                            let (rows, _) = column.clone().alloc(&mut scratch)?;
+                            parents.push(reverse_bit_numbering(rows.get_value(layer - 1).to_bits_le(&mut cs)?));
+                        }
+                    }
+                    let expanded = expand_parents(parents, layer);
+                    label = Some(create_label_circuit(&mut cs, &prefix.replica_id_bits, expanded, UInt32::constant(layer as u32), challenge)?);
+                }
+            }
+            Ok((cs, label))
+        })
+        .collect::<Result<Vec<_>, SynthesisError>>()?;
+
+    // Per challenge: its parts, then its tail over the labels.
+    let per_challenge = parts.len() / proofs.len().max(1);
+    let mut challenges: Vec<Vec<(WitnessCs, Option<AllocatedNum<Scalar>>)>> = Vec::with_capacity(proofs.len());
+    let mut parts = parts.into_iter();
+    for _ in 0..proofs.len() {
+        challenges.push(parts.by_ref().take(per_challenge).collect());
+    }
+    let tails = challenges
+        .par_iter()
+        .zip(&proofs)
+        .map(|(parts, proof)| {
+            let labels: Vec<_> = parts.iter().filter_map(|(_, label)| label.clone()).collect();
+            let key = labels.last().ok_or_else(missing)?;
+            let mut cs = WitnessCs::part(cancel);
+            let leaf = AllocatedNum::alloc(WitnessCs::part(None), || proof.data_leaf.ok_or_else(missing))?;
+            let encoded = encode(&mut cs, key, &leaf)?;
+            enforce_inclusion(&mut cs, proof.comm_r_last_path.clone(), &prefix.comm_r_last, &encoded)?;
+            let column_hash = hash_column(&mut cs, &labels)?;
+            enforce_inclusion(&mut cs, proof.comm_c_path.clone(), &prefix.comm_c, &column_hash)?;
+            Ok(cs)
+        })
+        .collect::<Result<Vec<_>, SynthesisError>>()?;
+    for (parts, tail) in challenges.into_iter().zip(tails) {
+        for (part, _) in parts {
+            whole.append(part);
+        }
+        whole.append(tail);
+    }
+    Ok(whole.into_witness())
+}
+
+/// The 37 parents a label hashes, as `StackedCircuit` repeats them: layer 1 has 6 DRG parents
+/// (repeated 6 times, then the first once more), later layers 6 + 8 (repeated twice, then the
+/// first 9).
+fn expand_parents(parents: Vec<Vec<Boolean>>, layer: usize) -> Vec<Vec<Boolean>> {
+    let mut expanded = parents.clone();
+    if layer > 1 {
+        expanded.extend_from_slice(&parents);
+        expanded.extend_from_slice(&parents[..9]);
+    } else {
+        for _ in 0..5 {
+            expanded.extend_from_slice(&parents);
+        }
+        expanded.push(parents[0].clone());
+    }
+    expanded
+}
