@@ -10,6 +10,6 @@ mod shape;
 mod witness;
 
 pub use matrix::{Assignment, SparseMatrix, MINUS_ONE, ONE};
-pub use segmented::{synthesize_witness_parallel, SegmentedCircuit, Segments};
+pub use segmented::{synthesize_witness_parallel, SegmentedCircuit, Segments, Whole};
 pub use shape::{CircuitShape, CoefficientStats};
 pub use witness::{synthesize_witness, Witness, WitnessCs};

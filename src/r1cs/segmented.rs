@@ -38,6 +38,27 @@ pub trait SegmentedCircuit: Sync {
     }
 }
 
+/// Any circuit as a segmented one: an empty prefix and one segment, the whole circuit (for
+/// circuits without independent parts, such as a hash chain).
+pub struct Whole<C>(pub C);
+
+impl<C: Circuit<Scalar> + Clone + Sync> SegmentedCircuit for Whole<C> {
+    fn num_segments(&self) -> usize {
+        1
+    }
+
+    fn synthesize_segments<CS: ConstraintSystem<Scalar>>(&self, cs: &mut CS, segments: Range<usize>) -> Result<(), SynthesisError> {
+        match segments.is_empty() {
+            true => Ok(()),
+            false => self.0.clone().synthesize(cs),
+        }
+    }
+
+    fn witness(&self, cancel: Option<&CancelToken>) -> Result<Witness, SynthesisError> {
+        synthesize_witness(self.0.clone(), cancel)
+    }
+}
+
 /// Some of a segmented circuit's segments, after its prefix, as a bellperson `Circuit`.
 pub struct Segments<'a, C> {
     pub circuit: &'a C,
