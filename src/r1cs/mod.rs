@@ -2,7 +2,9 @@
 //! shape ([`CircuitShape::extract`]); each proof then runs only a witness-only synthesis
 //! ([`synthesize_witness`]) and computes a = A·z, b = B·z, c = C·z as sparse matrix–vector
 //! products ([`CircuitShape::synthesized`]). The result equals [`crate::synthesis::synthesize`]'s
-//! value for value, densities included, so it feeds the backends unchanged.
+//! value for value, densities included, so it feeds the backends unchanged. Circuits made of
+//! independent parts ([`SegmentedCircuit`]: a PoRep partition's challenges) have both their
+//! shape and their witness made on all cores.
 
 mod matrix;
 mod segmented;
