@@ -16,7 +16,8 @@
 #                                 only): shape extraction, then 3 proofs (~5 min); then the same
 #                                 for the 2KiB partition. CUZK_CHECK_SHAPE=1 also checks the
 #                                 32GiB shape against filecoin-proofs' blank circuit (+90 s)
-#   scripts/gpu-run.sh micro      per-phase sweep: random circuits of 2^20, 2^22, 2^24
+#   scripts/gpu-run.sh micro      SHA chains of 2^16 and 2^20 with random-setup keys (verified),
+#                                 then a per-phase sweep: random circuits of 2^20, 2^22, 2^24
 #                                 constraints, PoRep-like (mostly 0/1) and uniform witnesses
 # scripts/bench-table.py turns $OUT/bench.jsonl into the tables of docs/PERFORMANCE.md.
 # device tool: run "scripts/gpu-run.sh tests" with carry ["carry"]
@@ -91,6 +92,11 @@ partition)
         >>"$out/bench.jsonl" 2>>"$out/bench.log" || status=1
     ;;
 micro)
+    # SHA chains with keys from bellperson's random setup (≈ 100 s at 2^20): every proof verified.
+    for k in 16 20; do
+        timeout 200 carry/cuzk-bench circuit --system cuzk --witness sha --setup-key --log-constraints $k --repeat 2 \
+            >>"$out/bench.jsonl" 2>>"$out/bench.log" || status=1
+    done
     for k in 20 22 24; do
         for witness in porep uniform; do
             timeout 150 carry/cuzk-bench circuit --system cuzk --witness $witness --log-constraints $k --repeat 2 \

@@ -9,7 +9,8 @@
 //!       verify), for sizes no test parameters exist for. porep|uniform: a random circuit whose
 //!       witness is PoRep-like (mostly 0/1) or uniform; sha: the SHA-256 chain of
 //!       src/workloads/sha_chain.rs, also proven by the peers under bench/peers/, which read the
-//!       key that --write-key saves (bellperson's params format).
+//!       key that --write-key saves (bellperson's params format). --setup-key (K <= 20): a key
+//!       from bellperson's random setup instead, and every proof verified ("verified" field).
 //!
 //!   cuzk-bench porep-partition --system cuzk|cuzk-streamed|cuzk-cpu --sector-size 2KiB|8MiB|512MiB|32GiB|64GiB
 //!                              [--check-shape] [--repeat N]
@@ -48,7 +49,10 @@ use cuzk::synthesis::{synthesize, SynthesizedCircuit};
 use cuzk::fixtures::SealedSector;
 use cuzk::testing::{synthetic_key, RandomCircuit};
 use cuzk::workloads::sha_chain::ShaChain;
+use bellperson::groth16::{generate_random_parameters, prepare_verifying_key, verify_proof, Proof};
 use bellperson::Circuit;
+use blstrs::Bls12;
+use cuzk::groth16::ProvingKey;
 use std::io::Write;
 use cuzk::timings::Timings;
 use ff::Field;
@@ -65,9 +69,11 @@ struct Args {
     repeat: usize,
     sector_size: String,
     check_shape: bool,
+    /// Prove with a key from bellperson's random setup (`--setup-key`) and verify every proof.
+    setup_key: bool,
 }
 
-const USAGE: &str = "usage: cuzk-bench c2 --system cuzk|cuzk-streamed|cuzk-cpu|bellperson --fixture DIR --params DIR [--repeat N]\n       cuzk-bench circuit --system cuzk|cuzk-streamed|cuzk-cpu|bellperson --log-constraints K [--witness porep|uniform|sha] [--write-key FILE] [--repeat N]\n       cuzk-bench porep-partition --system cuzk|cuzk-streamed|cuzk-cpu --sector-size 2KiB|8MiB|512MiB|32GiB|64GiB [--check-shape] [--repeat N]";
+const USAGE: &str = "usage: cuzk-bench c2 --system cuzk|cuzk-streamed|cuzk-cpu|bellperson --fixture DIR --params DIR [--repeat N]\n       cuzk-bench circuit --system cuzk|cuzk-streamed|cuzk-cpu|bellperson --log-constraints K [--witness porep|uniform|sha] [--setup-key] [--write-key FILE] [--repeat N]\n       cuzk-bench porep-partition --system cuzk|cuzk-streamed|cuzk-cpu --sector-size 2KiB|8MiB|512MiB|32GiB|64GiB [--check-shape] [--repeat N]";
 
 fn parse_args() -> Result<Args> {
     let mut argv = std::env::args().skip(1);
@@ -86,10 +92,12 @@ fn parse_args() -> Result<Args> {
         repeat: 1,
         sector_size: "32GiB".into(),
         check_shape: false,
+        setup_key: false,
     };
     while let Some(flag) = argv.next() {
-        if flag == "--check-shape" {
-            args.check_shape = true;
+        if flag == "--check-shape" || flag == "--setup-key" {
+            args.check_shape |= flag == "--check-shape";
+            args.setup_key |= flag == "--setup-key";
             continue;
         }
         let value = argv.next().with_context(|| format!("{flag} needs a value"))?;
@@ -104,6 +112,9 @@ fn parse_args() -> Result<Args> {
             "--sector-size" => args.sector_size = value,
             _ => bail!("unknown flag {flag}\n{USAGE}"),
         }
+    }
+    if args.setup_key && args.log_constraints > 20 {
+        bail!("--setup-key: a random setup above 2^20 constraints takes too long; use the synthetic key");
     }
     if !["cuzk", "cuzk-streamed", "cuzk-cpu", "bellperson"].contains(&args.system.as_str()) || (args.workload == "porep-partition" && args.system == "bellperson") {
         bail!("unknown --system {:?}\n{USAGE}", args.system);
@@ -258,21 +269,28 @@ fn run_circuit(args: &Args) -> Result<()> {
     let constraints = (1usize << args.log_constraints) - 64; // room for the input constraints
     let start = Instant::now();
     let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(u64::from(args.log_constraints));
+    let key = if args.setup_key { "random-setup key, proofs verified" } else { "synthetic key, performance only" };
     match args.witness.as_str() {
         "porep" | "uniform" => {
-            let label = format!("circuit-2^{}-{} (synthetic key, performance only)", args.log_constraints, args.witness);
-            bench_circuit(args, &label, RandomCircuit::new(&mut rng, constraints, args.witness == "porep"), start)
+            let label = format!("circuit-2^{}-{} ({key})", args.log_constraints, args.witness);
+            let circuit = RandomCircuit::new(&mut rng, constraints, args.witness == "porep");
+            let inputs = circuit.inputs.clone();
+            bench_circuit(args, &label, circuit, &inputs, start)
         }
         // The label and circuit (seed 1) the peers use for the same workload.
         "sha" => {
-            let label = format!("sha-2^{} (synthetic key, performance only)", args.log_constraints);
-            bench_circuit(args, &label, ShaChain::with_constraints(constraints, 1), start)
+            let label = format!("sha-2^{} ({key})", args.log_constraints);
+            let circuit = ShaChain::with_constraints(constraints, 1);
+            let inputs = circuit.public_inputs();
+            bench_circuit(args, &label, circuit, &inputs, start)
         }
         other => bail!("unknown --witness {other:?} (porep, uniform, sha)"),
     }
 }
 
-fn bench_circuit<C: Circuit<Scalar> + Clone + Send + Sync>(args: &Args, label: &str, circuit: C, made_since: Instant) -> Result<()> {
+/// `inputs`: the circuit's public inputs (without ONE), against which proofs made with a
+/// random-setup key are verified.
+fn bench_circuit<C: Circuit<Scalar> + Clone + Send + Sync>(args: &Args, label: &str, circuit: C, inputs: &[Scalar], made_since: Instant) -> Result<()> {
     let made = made_since.elapsed().as_secs_f64();
     // The first run's (classic) synthesis also gives the key its shape: at 2^26 a synthesis is
     // a minute.
@@ -280,8 +298,28 @@ fn bench_circuit<C: Circuit<Scalar> + Clone + Send + Sync>(args: &Args, label: &
     let start = Instant::now();
     let synthesized = engine.install(|| synthesize(circuit.clone(), None))?;
     let synthesis_ns = cuzk::timings::nanos(start.elapsed());
-    let key = synthetic_key(&synthesized, 7);
-    eprintln!("{label}: circuit made in {made:.1} s, synthetic key in {:.1} s", start.elapsed().as_secs_f64() - synthesis_ns as f64 / 1e9);
+    let key = match args.setup_key {
+        true => {
+            let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(7);
+            ProvingKey::new(generate_random_parameters::<Bls12, _, _>(circuit.clone(), &mut rng)?, "random setup (seed 7)")
+        }
+        false => synthetic_key(&synthesized, 7),
+    };
+    let vk = args.setup_key.then(|| prepare_verifying_key(&key.vk));
+    // "verified": null for a synthetic key (its proofs cannot verify), else the verifier's answer.
+    let verified = |proof: &Proof<Bls12>| -> Result<String> {
+        Ok(match &vk {
+            Some(vk) => {
+                let valid = verify_proof(vk, proof, inputs)?;
+                if !valid {
+                    eprintln!("{label}: PROOF DID NOT VERIFY");
+                }
+                format!("\"verified\":{valid}")
+            }
+            None => "\"verified\":null".into(),
+        })
+    };
+    eprintln!("{label}: circuit made in {made:.1} s, key in {:.1} s", start.elapsed().as_secs_f64() - synthesis_ns as f64 / 1e9);
     if let Some(path) = &args.write_key {
         let start = Instant::now();
         let mut file = std::io::BufWriter::new(std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?);
@@ -293,8 +331,9 @@ fn bench_circuit<C: Circuit<Scalar> + Clone + Send + Sync>(args: &Args, label: &
         drop(synthesized);
         for run in 0..args.repeat {
             let start = Instant::now();
-            bellperson::groth16::create_proof_batch(vec![circuit.clone()], &*key, vec![Scalar::ONE], vec![Scalar::ONE])?;
-            report(args, label, run, start.elapsed().as_secs_f64(), "", Some(&engine));
+            let proof = bellperson::groth16::create_proof_batch(vec![circuit.clone()], &*key, vec![Scalar::ONE], vec![Scalar::ONE])?.remove(0);
+            let wall = start.elapsed().as_secs_f64();
+            report(args, label, run, wall, &verified(&proof)?, Some(&engine));
         }
         return Ok(());
     }
@@ -326,10 +365,10 @@ fn bench_circuit<C: Circuit<Scalar> + Clone + Send + Sync>(args: &Args, label: &
         let counting = Instant::now();
         let scalars = scalar_fields(&synthesized);
         let counting = counting.elapsed();
-        engine.install(|| prove_synthesized(engine.backend(), &key, synthesized, (Scalar::ONE, Scalar::ONE), None, &mut t))?;
+        let proof = engine.install(|| prove_synthesized(engine.backend(), &key, synthesized, (Scalar::ONE, Scalar::ONE), None, &mut t))?;
         let wall = (start.elapsed() - counting).as_secs_f64() + if run == 0 { synthesis_ns as f64 / 1e9 } else { 0.0 };
         t.total_ns = (wall * 1e9) as u64;
-        report(args, &label, run, wall, &format!("{},{scalars}", timing_fields(&t)), Some(&engine));
+        report(args, label, run, wall, &format!("{},{scalars},{}", timing_fields(&t), verified(&proof)?), Some(&engine));
     }
     Ok(())
 }
