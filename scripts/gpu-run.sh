@@ -7,6 +7,7 @@
 #                                 the key resident, with classic synthesis, with the key
 #                                 streamed, with the 0/1 split forced either way;
 #                                 supraseal-c2; bellperson (~2 min + params)
+#   scripts/gpu-run.sh bench-8m   porep-8m: 8MiB params and sector, cuzk, supraseal-c2, bellperson
 #   scripts/gpu-run.sh sha        the SHA-256 chain of 2^24 constraints (synthetic key, performance
 #                                 only): cuzk, then supraseal-c2 on the same circuit and key
 #   scripts/gpu-run.sh circuits   a 2^26 PoRep-like circuit with a synthetic key (performance
@@ -38,9 +39,9 @@ export CUZK_BENCH_CUDA="$(nvidia-smi 2>/dev/null | sed -n 's/.*Driver Version: *
 bench() { carry/cuzk-bench "$@" >>"$out/bench.jsonl" 2>>"$out/bench.log"; }
 
 params() {
-    local start=$SECONDS
-    carry/cuzk-fixtures params --sector-size 2KiB --dir /tmp/cuzk-params >"$out/params.log" 2>&1 || { tail "$out/params.log"; exit 1; }
-    echo "params: $((SECONDS - start)) s"
+    local start=$SECONDS size="${1:-2KiB}"
+    carry/cuzk-fixtures params --sector-size "$size" --dir /tmp/cuzk-params >>"$out/params.log" 2>&1 || { tail "$out/params.log"; exit 1; }
+    echo "params $size: $((SECONDS - start)) s"
 }
 
 status=0
@@ -68,6 +69,16 @@ bench)
         carry/supraseal-bench c2 --fixture /tmp/fx --params /tmp/cuzk-params --repeat 3 >>"$out/bench.jsonl" 2>>"$out/bench.log" || status=1
     fi
     c2 --system bellperson --repeat 1
+    ;;
+bench-8m)
+    # porep-8m: a freshly sealed 8MiB sector (domain 2^22, 3.8M constraints), not run yet.
+    params 8MiB
+    carry/cuzk-fixtures seal --sector-size 8MiB --out /tmp/fx8 --sector 8 >/dev/null 2>&1
+    bench c2 --fixture /tmp/fx8 --params /tmp/cuzk-params --system cuzk --repeat 3 || status=1
+    if [ -x carry/supraseal-bench ]; then
+        carry/supraseal-bench c2 --fixture /tmp/fx8 --params /tmp/cuzk-params --repeat 2 >>"$out/bench.jsonl" 2>>"$out/bench.log" || status=1
+    fi
+    bench c2 --fixture /tmp/fx8 --params /tmp/cuzk-params --system bellperson --repeat 1 || status=1
     ;;
 sha)
     # cuzk writes its synthetic key in bellperson's format; supraseal-c2 proves the same circuit
