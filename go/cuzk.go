@@ -67,6 +67,9 @@ type Config struct {
 	GPUKeyMemoryBudget uint64
 	// PinnedPoolBytes is the pinned host memory per GPU for staging copies; 0 means 128 MiB.
 	PinnedPoolBytes uint64
+	// HostMemoryBudget bounds the host memory of synthesized partitions waiting to be proven
+	// (how far synthesis runs ahead of proving); 0 means a quarter of the machine's memory.
+	HostMemoryBudget uint64
 }
 
 // DefaultConfig returns the library's defaults (cuzk_config_default): all cores, a GPU when
@@ -85,6 +88,7 @@ func DefaultConfig() Config {
 		SelfVerify:         bool(cc.self_verify),
 		GPUKeyMemoryBudget: uint64(cc.gpu_key_memory_budget),
 		PinnedPoolBytes:    uint64(cc.pinned_pool_bytes),
+		HostMemoryBudget:   uint64(cc.host_memory_budget),
 	}
 	if cc.param_cache_dir != nil {
 		cfg.ParamCacheDir = C.GoString(cc.param_cache_dir)
@@ -180,6 +184,7 @@ func newEngine(cfg Config) (*C.cuzk_engine, error) {
 	cc.self_verify = C.bool(cfg.SelfVerify)
 	cc.gpu_key_memory_budget = C.uint64_t(cfg.GPUKeyMemoryBudget)
 	cc.pinned_pool_bytes = C.uint64_t(cfg.PinnedPoolBytes)
+	cc.host_memory_budget = C.uint64_t(cfg.HostMemoryBudget)
 	if cfg.ParamCacheDir != "" {
 		dir := C.CString(cfg.ParamCacheDir)
 		defer C.free(unsafe.Pointer(dir))

@@ -573,3 +573,36 @@ func TestPreloadStatusEvict(t *testing.T) {
 	_, err = PreloadKey(abi.RegisteredSealProof(9999))
 	wantIs(t, err, ErrInvalidArgument)
 }
+
+func TestSealCommitPhase2Batch(t *testing.T) {
+	f := needFixture(t)
+	results, err := SealCommitPhase2Batch(context.Background(), []SectorRequest{
+		{Phase1Output: f.c1, SectorNum: f.sector, MinerID: f.miner},
+		{Phase1Output: []byte("{not json"), SectorNum: f.sector, MinerID: f.miner},
+		{Phase1Output: f.c1, SectorNum: f.sector, MinerID: f.miner},
+	})
+	if err != nil {
+		t.Fatalf("SealCommitPhase2Batch: %v", err)
+	}
+	if len(results) != 3 {
+		t.Fatalf("%d results for 3 sectors", len(results))
+	}
+	for _, i := range []int{0, 2} {
+		if results[i].Err != nil {
+			t.Fatalf("sector %d: %v", i, results[i].Err)
+		}
+		f.verify(t, results[i].Proof)
+		checkTimings(t, results[i].Timings)
+	}
+	wantIs(t, results[1].Err, ErrParse)
+	if results[1].Proof != nil {
+		t.Fatalf("a failed sector has a proof")
+	}
+	// The third sector waited for the first one's synthesis before its own began.
+	if results[2].Timings.QueueWait < results[0].Timings.Synthesis {
+		t.Fatalf("sector 2 queued %v, sector 0 synthesized for %v", results[2].Timings.QueueWait, results[0].Timings.Synthesis)
+	}
+	if empty, err := SealCommitPhase2Batch(context.Background(), nil); err != nil || len(empty) != 0 {
+		t.Fatalf("empty batch: %v, %d results", err, len(empty))
+	}
+}

@@ -49,8 +49,9 @@ const (
 	KeyStreamed KeyResidency = C.CUZK_KEY_RESIDENCY_STREAMED
 )
 
-// Timings are the per-phase timings of one proof (cuzk_timings). The phases never overlap, so
-// their sum is at most Total; phases a backend does not have are 0.
+// Timings are the per-phase timings of one proof (cuzk_timings). Within a partition the
+// phases never overlap; with several partitions one partition's synthesis overlaps the proving
+// of the one before, so their sum may exceed Total. Phases a backend does not have are 0.
 type Timings struct {
 	Backend        Backend // BackendCPU or BackendGPU
 	DeviceIndex    int     // CUDA device that ran the GPU phases; -1 on the CPU backend
@@ -64,7 +65,7 @@ type Timings struct {
 	KeyResidency KeyResidency
 
 	Total     time.Duration // wall time of the whole call
-	QueueWait time.Duration // waiting for another call to release the backend
+	QueueWait time.Duration // waiting before work on the sector began
 	SRSLoad   time.Duration // reading the proving key (0 when already resident)
 	SRSUpload time.Duration // copying the proving key to device memory (0 when resident)
 	Pin       time.Duration // allocating pinned host buffers (0 once the pool is warm)
@@ -202,35 +203,48 @@ func SealCommitPhase2WithTimings(ctx context.Context, phase1Output []byte, secto
 	if err != nil {
 		return nil, Timings{}, err
 	}
+	r, err := callCancellable(ctx, eng, func(tok *C.cuzk_cancel_token) proveResult {
+		return eng.sealCommitPhase2(phase1Output, uint64(sectorNum), &proverID, tok)
+	}, func(r proveResult) error { return r.err })
+	if err != nil {
+		return nil, Timings{}, err
+	}
+	return r.resultFor(ctx)
+}
+
+// callCancellable makes a library call that takes a cancel token (NULL when ctx can never be
+// done) and releases eng after it. When ctx is done first it returns ctx.Err() at once; the
+// token is cancelled and the call ends at its next phase boundary in the background (errOf
+// gives its error to the test hook).
+func callCancellable[R any](ctx context.Context, eng *engine, call func(*C.cuzk_cancel_token) R, errOf func(R) error) (R, error) {
 	if ctx.Done() == nil { // never cancelled: no token, no goroutine
 		defer eng.release()
-		r := eng.sealCommitPhase2(phase1Output, uint64(sectorNum), &proverID, nil)
-		return r.proof, r.timings, r.err
+		return call(nil), nil
 	}
-
 	tok := &cancelToken{ptr: C.cuzk_cancel_token_new()}
-	done := make(chan proveResult, 1)
+	done := make(chan R, 1)
 	go func() {
 		defer eng.release()
-		r := eng.sealCommitPhase2(phase1Output, uint64(sectorNum), &proverID, tok.ptr)
+		r := call(tok.ptr)
 		tok.free() // the library call has returned: nothing uses the token any more
 		if h := testHookCallReturned; h != nil {
-			h(r.err)
+			h(errOf(r))
 		}
 		done <- r
 	}()
 
 	select {
 	case r := <-done:
-		return r.resultFor(ctx)
+		return r, nil
 	case <-ctx.Done():
 		select {
-		case r := <-done: // finished at the same time: keep the proof
-			return r.resultFor(ctx)
+		case r := <-done: // finished at the same time: keep the result
+			return r, nil
 		default:
 		}
 		tok.cancel()
-		return nil, Timings{}, ctx.Err()
+		var none R
+		return none, ctx.Err()
 	}
 }
 

@@ -138,6 +138,9 @@ typedef struct cuzk_config {
   uint64_t gpu_key_memory_budget;
   // Pinned host memory per GPU for staging copies, in bytes; 0: 128 MiB.
   uint64_t pinned_pool_bytes;
+  // Host memory for synthesized partitions waiting to be proven, in bytes (bounds how far
+  // synthesis runs ahead of proving); 0: a quarter of the machine's memory.
+  uint64_t host_memory_budget;
 } cuzk_config;
 
 // Options of one prove call; NULL means all defaults; zero-initialised fields are defaults.
@@ -171,8 +174,8 @@ typedef struct cuzk_timings {
   uint64_t num_constraints;
   // Wall time of the whole call.
   uint64_t total_ns;
-  // Waiting for the engine: for its worker threads, and for the GPU while another call's
-  // GPU phases run.
+  // Waiting before work on this sector began: behind the sectors before it in a batch call,
+  // and for the GPU while another call's GPU phases run.
   uint64_t queue_wait_ns;
   // Reading the proving key from disk (0 when it was already resident).
   uint64_t srs_load_ns;
@@ -214,6 +217,28 @@ typedef struct cuzk_timings {
   uint64_t witness_ns;
   uint64_t spmv_ns;
 } cuzk_timings;
+
+// One sector of `cuzk_seal_commit_phase2_batch`: the inputs of `cuzk_seal_commit_phase2`.
+typedef struct cuzk_sector_request {
+  const uint8_t *c1_json;
+  size_t c1_json_len;
+  uint64_t sector_id;
+  // 32 bytes.
+  const uint8_t *prover_id;
+} cuzk_sector_request;
+
+// The outcome of one sector of `cuzk_seal_commit_phase2_batch`.
+typedef struct cuzk_sector_result {
+  // CUZK_STATUS_OK, or why this sector failed.
+  enum cuzk_status status;
+  // The proof on success (free with `cuzk_bytes_free`), else NULL.
+  struct cuzk_bytes *proof;
+  // The error on failure (free with `cuzk_error_free`), else NULL.
+  struct cuzk_error *error;
+  // Set by the caller before the call: NULL, or a `cuzk_timings` (its `struct_size` set)
+  // that receives this sector's timings on success.
+  struct cuzk_timings *timings;
+} cuzk_sector_result;
 
 // What a C1 output says about its sector (enough to verify the C2 proof made from it).
 typedef struct cuzk_c1_info {
@@ -298,6 +323,15 @@ void cuzk_cancel_token_free(struct cuzk_cancel_token *token);
 // free with `cuzk_bytes_free`) and `timings`, when not NULL, the per-phase timings (set its
 // `struct_size` first).
 enum cuzk_status cuzk_seal_commit_phase2(const struct cuzk_engine *engine, const uint8_t *c1_json, size_t c1_json_len, uint64_t sector_id, const uint8_t *prover_id, const struct cuzk_prove_options *options, struct cuzk_bytes **proof_out, struct cuzk_timings *timings, struct cuzk_error **err);
+
+// PoRep commit phase 2 of `count` sectors in one call: their partitions flow through one
+// pipeline (a partition is synthesized while the previous one is proven, within the
+// engine's host memory budget), so the batch takes less time than the sectors one by one.
+// `results[i]` receives sector i's outcome; a sector that fails (bad input, failed
+// verification) fails alone. Returns CUZK_STATUS_OK when every sector was attempted (check
+// each result's status), or an error for the call as a whole (NULL arrays, unusable options),
+// with every result left without proof or error.
+enum cuzk_status cuzk_seal_commit_phase2_batch(const struct cuzk_engine *engine, const struct cuzk_sector_request *sectors, struct cuzk_sector_result *results, size_t count, const struct cuzk_prove_options *options, struct cuzk_error **err);
 
 // filecoin-proofs-api's `verify_seal`: `*valid_out` is true when `proof` proves the sector.
 // The verifying key comes from the engine's parameter directory.

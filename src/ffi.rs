@@ -15,7 +15,7 @@ use std::sync::Arc;
 use filecoin_proofs_api::RegisteredSealProof;
 
 use crate::cancel::CancelToken;
-use crate::engine::{Engine, EngineConfig, ProveOptions};
+use crate::engine::{Engine, EngineConfig, ProveOptions, SectorRequest};
 use crate::error::{panic_message, Error, Result, Status};
 use crate::porep::{self, SealStatement};
 use crate::timings::Timings;
@@ -78,6 +78,10 @@ pub struct cuzk_config {
     pub gpu_key_memory_budget: u64,
     /// Pinned host memory per GPU for staging copies, in bytes; 0: 128 MiB.
     pub pinned_pool_bytes: u64,
+    // Added in 0.3:
+    /// Host memory for synthesized partitions waiting to be proven, in bytes (bounds how far
+    /// synthesis runs ahead of proving); 0: a quarter of the machine's memory.
+    pub host_memory_budget: u64,
 }
 
 /// Size of cuzk_config as first released, the smallest struct_size accepted.
@@ -164,11 +168,16 @@ fn boundary(err_out: *mut *mut cuzk_error, f: impl FnOnce() -> Result<()>) -> St
     };
     let status = err.status;
     if !err_out.is_null() {
-        let message = CString::new(err.message.replace('\0', "\\0")).expect("NULs were replaced");
         // SAFETY: as above.
-        unsafe { *err_out = Box::into_raw(Box::new(cuzk_error { status, message })) };
+        unsafe { *err_out = error_object(err) };
     }
     status
+}
+
+/// An owned error object for the caller (free with `cuzk_error_free`).
+fn error_object(err: Error) -> *mut cuzk_error {
+    let message = CString::new(err.message.replace('\0', "\\0")).expect("NULs were replaced");
+    Box::into_raw(Box::new(cuzk_error { status: err.status, message }))
 }
 
 fn required<'a, T>(ptr: *const T, name: &str) -> Result<&'a T> {
@@ -299,6 +308,7 @@ pub extern "C" fn cuzk_config_default(config: *mut cuzk_config, err: *mut *mut c
             param_cache_dir: std::ptr::null(),
             gpu_key_memory_budget: defaults.gpu_key_memory_budget,
             pinned_pool_bytes: defaults.pinned_pool_bytes,
+            host_memory_budget: defaults.host_memory_budget,
         };
         write_sized(config, &value, size);
         Ok(())
@@ -315,6 +325,7 @@ fn engine_config(config: *const cuzk_config) -> Result<EngineConfig> {
         param_cache_dir: std::ptr::null(),
         gpu_key_memory_budget: 0,
         pinned_pool_bytes: 0,
+        host_memory_budget: 0,
     };
     let full = read_sized(config, CONFIG_V1_SIZE, defaults, "cuzk_config")?;
     let config = &full;
@@ -338,6 +349,7 @@ fn engine_config(config: *const cuzk_config) -> Result<EngineConfig> {
         gpu_key_memory_budget: config.gpu_key_memory_budget,
         pinned_pool_bytes: config.pinned_pool_bytes,
         classic_synthesis: false,
+        host_memory_budget: config.host_memory_budget,
     })
 }
 
@@ -449,6 +461,52 @@ pub extern "C" fn cuzk_cancel_token_free(token: *mut cuzk_cancel_token) {
     }
 }
 
+/// The C1 JSON of a call, refused above the size limit.
+fn c1_json<'a>(ptr: *const u8, len: usize, name: &str) -> Result<&'a [u8]> {
+    let json = bytes(ptr, len, name)?;
+    if json.len() > CUZK_MAX_C1_JSON_BYTES {
+        return Err(Error::invalid(format!("{name} is {} bytes, more than the {} byte limit", json.len(), CUZK_MAX_C1_JSON_BYTES)));
+    }
+    Ok(json)
+}
+
+/// The options of a prove call (NULL: defaults).
+fn prove_options(options: *const cuzk_prove_options) -> Result<ProveOptions> {
+    let mut prove_options = ProveOptions::default();
+    if !options.is_null() {
+        let defaults = cuzk_prove_options { struct_size: 0, cancel: std::ptr::null(), pin_device: false, device: 0 };
+        let options = read_sized(options, PROVE_OPTIONS_V1_SIZE, defaults, "cuzk_prove_options")?;
+        // SAFETY: NULL or a live token that outlives the call.
+        prove_options.cancel = unsafe { options.cancel.as_ref() }.map(|t| t.token.clone());
+        prove_options.device = options.pin_device.then_some(options.device);
+    }
+    Ok(prove_options)
+}
+
+/// Where a call writes timings: NULL, or a `cuzk_timings` whose `struct_size` the caller set.
+struct TimingsOut<'a>(Option<(&'a mut Timings, usize)>);
+
+impl TimingsOut<'_> {
+    fn new(timings: *mut Timings) -> Result<Self> {
+        // SAFETY: NULL or valid for the call.
+        match unsafe { timings.as_mut() } {
+            Some(t) => {
+                let size = check_struct_size(t.struct_size, 8, "cuzk_timings")?;
+                Ok(TimingsOut(Some((t, size))))
+            }
+            None => Ok(TimingsOut(None)),
+        }
+    }
+
+    fn write(self, measured: &Timings) {
+        if let Some((dst, size)) = self.0 {
+            let caller_size = dst.struct_size;
+            write_sized(dst, measured, size);
+            dst.struct_size = caller_size;
+        }
+    }
+}
+
 /// PoRep commit phase 2, with the inputs of filecoin-ffi's `seal_commit_phase2`: the JSON of
 /// filecoin-proofs-api's `SealCommitPhase1Output`, the sector number and the 32-byte prover id.
 /// On success `*proof_out` holds the proof (192 bytes per partition, filecoin-proofs' format;
@@ -471,37 +529,96 @@ pub extern "C" fn cuzk_seal_commit_phase2(
         let proof_out = out_ptr(proof_out, "proof_out")?;
         *proof_out = std::ptr::null_mut();
         let engine = &required(engine, "engine")?.engine;
-        let c1_json = bytes(c1_json, c1_json_len, "c1_json")?;
-        if c1_json.len() > CUZK_MAX_C1_JSON_BYTES {
-            return Err(Error::invalid(format!(
-                "C1 JSON is {} bytes, more than the {} byte limit",
-                c1_json.len(),
-                CUZK_MAX_C1_JSON_BYTES
-            )));
-        }
+        let c1_json = self::c1_json(c1_json, c1_json_len, "c1_json")?;
         let prover_id = array32(prover_id, "prover_id")?;
-        // SAFETY: NULL or valid for the call.
-        let timings = unsafe { timings.as_mut() };
-        let timings_size = match &timings {
-            Some(t) => Some(check_struct_size(t.struct_size, 8, "cuzk_timings")?),
-            None => None,
-        };
-        let mut prove_options = ProveOptions::default();
-        // SAFETY: NULL or valid for the call.
-        if !options.is_null() {
-            let defaults = cuzk_prove_options { struct_size: 0, cancel: std::ptr::null(), pin_device: false, device: 0 };
-            let options = read_sized(options, PROVE_OPTIONS_V1_SIZE, defaults, "cuzk_prove_options")?;
-            // SAFETY: NULL or a live token that outlives the call.
-            prove_options.cancel = unsafe { options.cancel.as_ref() }.map(|t| t.token.clone());
-            prove_options.device = options.pin_device.then_some(options.device);
-        }
-        let (proof, measured) = engine.seal_commit_phase2(c1_json, sector_id, prover_id, &prove_options)?;
-        if let (Some(dst), Some(size)) = (timings, timings_size) {
-            let caller_size = dst.struct_size;
-            write_sized(dst, &measured, size);
-            dst.struct_size = caller_size;
-        }
+        let timings = TimingsOut::new(timings)?;
+        let (proof, measured) = engine.seal_commit_phase2(c1_json, sector_id, prover_id, &prove_options(options)?)?;
+        timings.write(&measured);
         *proof_out = owned_bytes(proof);
+        Ok(())
+    })
+}
+
+/// One sector of `cuzk_seal_commit_phase2_batch`: the inputs of `cuzk_seal_commit_phase2`.
+#[repr(C)]
+pub struct cuzk_sector_request {
+    pub c1_json: *const u8,
+    pub c1_json_len: usize,
+    pub sector_id: u64,
+    /// 32 bytes.
+    pub prover_id: *const u8,
+}
+
+/// The outcome of one sector of `cuzk_seal_commit_phase2_batch`.
+#[repr(C)]
+pub struct cuzk_sector_result {
+    /// CUZK_STATUS_OK, or why this sector failed.
+    pub status: Status,
+    /// The proof on success (free with `cuzk_bytes_free`), else NULL.
+    pub proof: *mut cuzk_bytes,
+    /// The error on failure (free with `cuzk_error_free`), else NULL.
+    pub error: *mut cuzk_error,
+    /// Set by the caller before the call: NULL, or a `cuzk_timings` (its `struct_size` set)
+    /// that receives this sector's timings on success.
+    pub timings: *mut Timings,
+}
+
+/// PoRep commit phase 2 of `count` sectors in one call: their partitions flow through one
+/// pipeline (a partition is synthesized while the previous one is proven, within the
+/// engine's host memory budget), so the batch takes less time than the sectors one by one.
+/// `results[i]` receives sector i's outcome; a sector that fails (bad input, failed
+/// verification) fails alone. Returns CUZK_STATUS_OK when every sector was attempted (check
+/// each result's status), or an error for the call as a whole (NULL arrays, unusable options),
+/// with every result left without proof or error.
+#[no_mangle]
+pub extern "C" fn cuzk_seal_commit_phase2_batch(
+    engine: *const cuzk_engine,
+    sectors: *const cuzk_sector_request,
+    results: *mut cuzk_sector_result,
+    count: usize,
+    options: *const cuzk_prove_options,
+    err: *mut *mut cuzk_error,
+) -> Status {
+    boundary(err, || {
+        let engine = &required(engine, "engine")?.engine;
+        if count == 0 {
+            return Ok(());
+        }
+        if sectors.is_null() || results.is_null() {
+            return Err(Error::new(Status::NullArgument, format!("sectors or results is NULL (count {count})")));
+        }
+        // SAFETY: non-NULL, and the caller passes `count` elements in each.
+        let (sectors, results) = unsafe { (std::slice::from_raw_parts(sectors, count), std::slice::from_raw_parts_mut(results, count)) };
+        for result in results.iter_mut() {
+            (result.status, result.proof, result.error) = (Status::Ok, std::ptr::null_mut(), std::ptr::null_mut());
+        }
+        let options = prove_options(options)?;
+        // Requests that cannot be read fail alone, like sectors that fail to prove.
+        let requests: Vec<Result<(SectorRequest, TimingsOut)>> = sectors
+            .iter()
+            .zip(results.iter())
+            .map(|(s, r)| {
+                let request = SectorRequest {
+                    c1_json: c1_json(s.c1_json, s.c1_json_len, "c1_json")?,
+                    sector_id: s.sector_id,
+                    prover_id: array32(s.prover_id, "prover_id")?,
+                };
+                Ok((request, TimingsOut::new(r.timings)?))
+            })
+            .collect();
+        let valid: Vec<SectorRequest> = requests.iter().filter_map(|r| r.as_ref().ok().map(|(request, _)| *request)).collect();
+        let mut proven = engine.seal_commit_phase2_batch(&valid, &options)?.into_iter();
+        for (request, result) in requests.into_iter().zip(results.iter_mut()) {
+            let outcome = request.and_then(|(_, timings)| {
+                let (proof, measured) = proven.next().expect("one result per valid request")?;
+                timings.write(&measured);
+                Ok(proof)
+            });
+            match outcome {
+                Ok(proof) => result.proof = owned_bytes(proof),
+                Err(e) => (result.status, result.error) = (e.status, error_object(e)),
+            }
+        }
         Ok(())
     })
 }

@@ -51,8 +51,8 @@ pub struct Timings {
     pub num_constraints: u64,
     /// Wall time of the whole call.
     pub total_ns: u64,
-    /// Waiting for the engine: for its worker threads, and for the GPU while another call's
-    /// GPU phases run.
+    /// Waiting before work on this sector began: behind the sectors before it in a batch call,
+    /// and for the GPU while another call's GPU phases run.
     pub queue_wait_ns: u64,
     /// Reading the proving key from disk (0 when it was already resident).
     pub srs_load_ns: u64,
@@ -106,7 +106,48 @@ impl Timings {
         }
     }
 
-    /// The phases that are disjoint parts of `total_ns` (they never overlap in time).
+    /// Adds what `other` measured of the same call (another stage or partition of it): its
+    /// phase times, and its flags where `self` has none.
+    pub fn merge(&mut self, other: &Timings) {
+        let sums = [
+            (&mut self.queue_wait_ns, other.queue_wait_ns),
+            (&mut self.srs_load_ns, other.srs_load_ns),
+            (&mut self.input_check_ns, other.input_check_ns),
+            (&mut self.synthesis_ns, other.synthesis_ns),
+            (&mut self.prep_msm_ns, other.prep_msm_ns),
+            (&mut self.pin_h2d_ns, other.pin_h2d_ns),
+            (&mut self.ntt_ns, other.ntt_ns),
+            (&mut self.msm_h_ns, other.msm_h_ns),
+            (&mut self.batch_add_ns, other.batch_add_ns),
+            (&mut self.msm_l_ns, other.msm_l_ns),
+            (&mut self.msm_a_ns, other.msm_a_ns),
+            (&mut self.msm_b_g1_ns, other.msm_b_g1_ns),
+            (&mut self.msm_b_g2_ns, other.msm_b_g2_ns),
+            (&mut self.assembly_ns, other.assembly_ns),
+            (&mut self.verify_ns, other.verify_ns),
+            (&mut self.srs_upload_ns, other.srs_upload_ns),
+            (&mut self.pin_ns, other.pin_ns),
+            (&mut self.shape_extract_ns, other.shape_extract_ns),
+            (&mut self.witness_ns, other.witness_ns),
+            (&mut self.spmv_ns, other.spmv_ns),
+        ];
+        for (sum, ns) in sums {
+            *sum += ns;
+        }
+        self.r1cs_synthesis |= other.r1cs_synthesis;
+        if self.key_residency == 0 {
+            self.key_residency = other.key_residency;
+        }
+        if self.device_index < 0 {
+            self.device_index = other.device_index;
+        }
+        self.num_constraints = self.num_constraints.max(other.num_constraints);
+        self.domain_log2 = self.domain_log2.max(other.domain_log2);
+    }
+
+    /// The phases that are disjoint parts of `total_ns`. They never overlap within a
+    /// partition; with several partitions, one partition's synthesis overlaps the proving of
+    /// the one before (the prove pipeline), so their sum may exceed `total_ns`.
     pub fn phases(&self) -> [(&'static str, u64); 19] {
         [
             ("queue_wait", self.queue_wait_ns),

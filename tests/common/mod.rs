@@ -69,6 +69,7 @@ pub fn c_config(dir: &CStr) -> cuzk_config {
         param_cache_dir: std::ptr::null(),
         gpu_key_memory_budget: 0,
         pinned_pool_bytes: 0,
+        host_memory_budget: 0,
     };
     assert_eq!(cuzk_config_default(&mut config, std::ptr::null_mut()), Status::Ok);
     config.param_cache_dir = dir.as_ptr();

@@ -30,7 +30,7 @@ impl Backend for CpuBackend {
         let SynthesizedCircuit { a, b, c, input_assignment, aux_assignment, a_aux_density, b_input_density, b_aux_density } =
             circuit;
 
-        let h_coeffs = timed(&mut t.ntt_ns, || quotient_coefficients(a, b, c)).expect("domain checked above");
+        let h_coeffs = timed(&mut t.ntt_ns, || quotient_coefficients(a, b, c, cancel)).expect("domain checked above");
         cancel.check()?;
         let (h_scalars, p) = timed(&mut t.prep_msm_ns, || {
             let prepared =
@@ -40,21 +40,21 @@ impl Backend for CpuBackend {
         drop((h_coeffs, aux_assignment, input_assignment));
 
         cancel.check()?;
-        let h = timed(&mut t.msm_h_ns, || sum_points(&key.h, &h_scalars.ones) + tail_msm(&key.h, &h_scalars));
+        let h = timed(&mut t.msm_h_ns, || sum_points(&key.h, &h_scalars.ones) + tail_msm(&key.h, &h_scalars, cancel));
         cancel.check()?;
         let (l_ones, a_ones, b_g1_ones) = timed(&mut t.batch_add_ns, || {
             (sum_points(&key.l, &p.l.ones), sum_points(&key.a, &p.a.ones), sum_points(&key.b_g1, &p.b.ones))
         });
-        let l = l_ones + timed(&mut t.msm_l_ns, || tail_msm(&key.l, &p.l));
-        let a = a_ones + timed(&mut t.msm_a_ns, || tail_msm(&key.a, &p.a));
-        let b_g1 = b_g1_ones + timed(&mut t.msm_b_g1_ns, || tail_msm(&key.b_g1, &p.b));
+        let l = l_ones + timed(&mut t.msm_l_ns, || tail_msm(&key.l, &p.l, cancel));
+        let a = a_ones + timed(&mut t.msm_a_ns, || tail_msm(&key.a, &p.a, cancel));
+        let b_g1 = b_g1_ones + timed(&mut t.msm_b_g1_ns, || tail_msm(&key.b_g1, &p.b, cancel));
         cancel.check()?;
         let b_g2_ones = timed(&mut t.batch_add_ns, || sum_points(&key.b_g2, &p.b.ones));
-        let b_g2 = b_g2_ones + timed(&mut t.msm_b_g2_ns, || tail_msm(&key.b_g2, &p.b));
+        let b_g2 = b_g2_ones + timed(&mut t.msm_b_g2_ns, || tail_msm(&key.b_g2, &p.b, cancel));
         Ok(MsmResults { h, l, a, b_g1, b_g2 })
     }
 }
 
-pub(crate) fn tail_msm<G: MixedAdd>(points: &[G], classes: &ClassifiedScalars) -> G::Curve {
-    pippenger(points, &classes.tail_indices, &classes.tail_scalars)
+pub(crate) fn tail_msm<G: MixedAdd>(points: &[G], classes: &ClassifiedScalars, cancel: &CancelToken) -> G::Curve {
+    pippenger(points, &classes.tail_indices, &classes.tail_scalars, cancel)
 }

@@ -8,6 +8,8 @@ use group::prime::PrimeCurveAffine;
 use group::Group;
 use rayon::prelude::*;
 
+use crate::cancel::CancelToken;
+
 /// Affine points that can be added into their projective accumulator (mixed addition).
 pub trait MixedAdd: PrimeCurveAffine<Scalar = Scalar> + Sync {
     fn add_to(&self, acc: &mut Self::Curve);
@@ -65,9 +67,13 @@ fn window_digit(scalar: &[u8; 32], offset: usize, width: usize) -> usize {
     digit
 }
 
+/// Points scattered between two looks at the cancel token: ~10 ms of additions.
+const POINTS_PER_CANCEL_CHECK: usize = 1 << 14;
+
 /// One chunk's Pippenger: for every window, scatter points into buckets by digit, then sum the
-/// buckets with the running-sum trick; combine windows by doubling.
-fn pippenger_chunk<G: MixedAdd>(points: &[G], indices: &[u32], scalars: &[[u8; 32]], width: usize) -> G::Curve
+/// buckets with the running-sum trick; combine windows by doubling. Once `cancel` is set it
+/// stops early with a meaningless sum (the caller checks the token after the phase).
+fn pippenger_chunk<G: MixedAdd>(points: &[G], indices: &[u32], scalars: &[[u8; 32]], width: usize, cancel: &CancelToken) -> G::Curve
 {
     let num_bits = Scalar::NUM_BITS as usize;
     let windows = num_bits.div_ceil(width);
@@ -78,7 +84,10 @@ fn pippenger_chunk<G: MixedAdd>(points: &[G], indices: &[u32], scalars: &[[u8; 3
             total = total.double();
         }
         buckets.iter_mut().for_each(|b| *b = G::Curve::identity());
-        for (&i, s) in indices.iter().zip(scalars) {
+        for (n, (&i, s)) in indices.iter().zip(scalars).enumerate() {
+            if n % POINTS_PER_CANCEL_CHECK == 0 && cancel.is_cancelled() {
+                return total;
+            }
             let digit = window_digit(s, w * width, width);
             if digit != 0 {
                 points[i as usize].add_to(&mut buckets[digit - 1]);
@@ -95,8 +104,9 @@ fn pippenger_chunk<G: MixedAdd>(points: &[G], indices: &[u32], scalars: &[[u8; 3
     total
 }
 
-/// Σ sᵢ·P[indexᵢ] for the tail scalars, split into one chunk per worker thread.
-pub fn pippenger<G: MixedAdd>(points: &[G], indices: &[u32], scalars: &[[u8; 32]]) -> G::Curve
+/// Σ sᵢ·P[indexᵢ] for the tail scalars, split into one chunk per worker thread; abandoned
+/// (a meaningless sum) once `cancel` is set.
+pub fn pippenger<G: MixedAdd>(points: &[G], indices: &[u32], scalars: &[[u8; 32]], cancel: &CancelToken) -> G::Curve
 {
     if indices.is_empty() {
         return G::Curve::identity();
@@ -107,7 +117,7 @@ pub fn pippenger<G: MixedAdd>(points: &[G], indices: &[u32], scalars: &[[u8; 32]
     indices
         .par_chunks(chunk_len)
         .zip(scalars.par_chunks(chunk_len))
-        .map(|(idx, sc)| pippenger_chunk(points, idx, sc, width))
+        .map(|(idx, sc)| pippenger_chunk(points, idx, sc, width, cancel))
         .reduce(G::Curve::identity, |a, b| a + b)
 }
 
@@ -136,7 +146,7 @@ mod tests {
 
     fn check<G: MixedAdd>(points: &[G], scalars: &[Scalar]) {
         let classes = ClassifiedScalars::all(scalars);
-        let got = sum_points(points, &classes.ones) + pippenger(points, &classes.tail_indices, &classes.tail_scalars);
+        let got = sum_points(points, &classes.ones) + pippenger(points, &classes.tail_indices, &classes.tail_scalars, &CancelToken::new());
         assert!(got == naive(points, scalars));
     }
 

@@ -5,6 +5,8 @@ use blstrs::Scalar;
 use ff::{Field, PrimeField};
 use rayon::prelude::*;
 
+use crate::cancel::CancelToken;
+
 /// Work below this many butterflies per task is not split further.
 const MIN_PARALLEL_CHUNK: usize = 1 << 12;
 
@@ -147,12 +149,18 @@ pub fn quotient_coefficients(
     mut a: Vec<Scalar>,
     mut b: Vec<Scalar>,
     mut c: Vec<Scalar>,
+    cancel: &CancelToken,
 ) -> Option<Vec<Scalar>> {
     let domain = Domain::for_len(a.len())?;
+    // Abandoned between transforms once cancelled (the caller checks the token next).
     for v in [&mut a, &mut b, &mut c] {
         v.resize(domain.size(), Scalar::ZERO);
-        domain.ifft(v);
-        domain.coset_fft(v);
+        for transform in [Domain::ifft, Domain::coset_fft] {
+            if cancel.is_cancelled() {
+                return Some(Vec::new());
+            }
+            transform(&domain, v);
+        }
     }
     let z_inv = domain.z_inverse_on_coset();
     a.par_iter_mut().zip(b.par_iter()).zip(c.par_iter()).for_each(|((a, b), c)| {
@@ -204,7 +212,7 @@ mod tests {
         let b: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut rng)).collect();
         let c: Vec<Scalar> = a.iter().zip(&b).map(|(a, b)| *a * b).collect();
         let domain = Domain::for_len(n).unwrap();
-        let h = quotient_coefficients(a.clone(), b.clone(), c.clone()).unwrap();
+        let h = quotient_coefficients(a.clone(), b.clone(), c.clone(), &CancelToken::new()).unwrap();
         assert_eq!(h.len(), domain.size() - 1);
         let interpolate = |mut v: Vec<Scalar>| {
             v.resize(domain.size(), Scalar::ZERO);

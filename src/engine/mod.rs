@@ -13,7 +13,6 @@ use once_cell::sync::OnceCell;
 use blstrs::{Bls12, Scalar};
 use ff::Field;
 use filecoin_proofs::types::MerkleTreeTrait;
-use filecoin_proofs_api::seal::SealCommitPhase1Output;
 use filecoin_proofs_api::RegisteredSealProof;
 use storage_proofs_core::parameter_cache::{parameter_id, verifying_key_id};
 
@@ -28,6 +27,11 @@ use crate::r1cs::{CircuitShape, SegmentedCircuit};
 use crate::synthesis::{synthesize, SynthesizedCircuit};
 use crate::timings::{nanos, timed, Timings};
 use crate::with_porep_shape;
+
+mod pipeline;
+
+use pipeline::MemoryBudget;
+pub use pipeline::SectorRequest;
 
 /// Bytes of one Groth16 proof (compressed A, B, C): one per partition.
 pub const GROTH_PROOF_BYTES: usize = 192;
@@ -57,11 +61,24 @@ pub struct EngineConfig {
     /// once per circuit shape. Both give the same a, b, c; this is for comparing them
     /// (env CUZK_SYNTHESIS=classic sets it too).
     pub classic_synthesis: bool,
+    /// Host memory for synthesized partitions waiting to be proven (the prove pipeline, see
+    /// `pipeline`), in bytes; 0: a quarter of the machine's memory. One partition at a time is
+    /// always allowed.
+    pub host_memory_budget: u64,
 }
 
 impl Default for EngineConfig {
     fn default() -> Self {
-        EngineConfig { param_cache_dir: None, cpu_only: false, num_threads: 0, self_verify: true, gpu_key_memory_budget: 0, pinned_pool_bytes: 0, classic_synthesis: false }
+        EngineConfig {
+            param_cache_dir: None,
+            cpu_only: false,
+            num_threads: 0,
+            self_verify: true,
+            gpu_key_memory_budget: 0,
+            pinned_pool_bytes: 0,
+            classic_synthesis: false,
+            host_memory_budget: 0,
+        }
     }
 }
 
@@ -76,6 +93,9 @@ impl EngineConfig {
         }
         if std::env::var("CUZK_SYNTHESIS").as_deref() == Ok("classic") {
             self.classic_synthesis = true;
+        }
+        if self.host_memory_budget == 0 {
+            self.host_memory_budget = physical_memory() / 4;
         }
         self
     }
@@ -122,6 +142,8 @@ pub struct Engine {
     keys: KeyStore,
     shapes: ShapeCache,
     in_flight: AtomicU64,
+    /// Host memory for synthesized partitions of every call (`config.host_memory_budget`).
+    pipeline_budget: Arc<MemoryBudget>,
 }
 
 /// Circuit shapes (R1CS matrices) by circuit identity, each extracted once.
@@ -186,6 +208,10 @@ pub struct EngineStatus {
     pub host_keys: Vec<HostKeyStatus>,
     /// R1CS matrices kept for witness-only synthesis, per circuit identity.
     pub circuit_shapes: Vec<ShapeStatus>,
+    /// Host memory of synthesized partitions waiting for or in proving (all calls), and the
+    /// budget bounding it.
+    pub pipeline_memory_in_use: u64,
+    pub pipeline_memory_budget: u64,
     pub devices: Vec<DeviceStatus>,
 }
 
@@ -196,6 +222,13 @@ pub struct PreloadReport {
     pub srs_load_ns: u64,
     pub srs_upload_ns: u64,
     pub shape_extract_ns: u64,
+}
+
+/// The machine's memory in bytes (0 when it cannot be read).
+fn physical_memory() -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    let (pages, page_size) = unsafe { (libc::sysconf(libc::_SC_PHYS_PAGES), libc::sysconf(libc::_SC_PAGE_SIZE)) };
+    (pages.max(0) as u64).saturating_mul(page_size.max(0) as u64)
 }
 
 /// Counts a call as in flight for as long as it lives.
@@ -243,7 +276,15 @@ impl Engine {
             .map_err(|e| Error::internal(format!("starting worker threads: {e}")))?;
         let backend = select_backend(&config)?;
         let engine =
-            Arc::new(Engine { backend, config, pool, keys: KeyStore::default(), shapes: ShapeCache::default(), in_flight: AtomicU64::new(0) });
+            Arc::new(Engine {
+                pipeline_budget: MemoryBudget::new(config.host_memory_budget),
+                backend,
+                config,
+                pool,
+                keys: KeyStore::default(),
+                shapes: ShapeCache::default(),
+                in_flight: AtomicU64::new(0),
+            });
         *current = Arc::downgrade(&engine);
         log::info!("cuzk engine started: {:?}", engine.config);
         Ok(engine)
@@ -258,25 +299,26 @@ impl Engine {
         prover_id: [u8; 32],
         options: &ProveOptions,
     ) -> Result<(Vec<u8>, Timings)> {
+        let sector = SectorRequest { c1_json, sector_id, prover_id };
+        self.seal_commit_phase2_batch(&[sector], options)?.pop().expect("one result per sector")
+    }
+
+    /// PoRep C2 of several sectors in one call: their partitions go through one pipeline (a
+    /// partition is synthesized while the previous one is proven, see `pipeline`). One result
+    /// per sector, in order; a sector that fails fails alone. The call itself fails only when
+    /// its options are unusable (a pinned device that does not exist).
+    pub fn seal_commit_phase2_batch(&self, sectors: &[SectorRequest], options: &ProveOptions) -> Result<Vec<Result<(Vec<u8>, Timings)>>> {
         let start = Instant::now();
         let _in_flight = InFlight::new(&self.in_flight);
-        let mut t = Timings::new();
-        t.backend = self.backend.kind() as u32;
-        options.check_cancel()?;
         let pinned = options.device.map(|d| self.backend.pinned(d)).transpose()?;
         let backend = pinned.as_deref().unwrap_or(self.backend());
-        let c1 = timed(&mut t.input_check_ns, || porep::parse_c1(c1_json))?;
-        let proof = c1.registered_proof;
-        let queued = Instant::now();
-        let bytes = self.pool.install(|| {
-            // Calls wait here while the engine's workers are busy with other calls.
-            t.queue_wait_ns += nanos(queued.elapsed());
-            options.check_cancel()?;
-            with_porep_shape!(proof, prove_sector(self, backend, c1, sector_id, prover_id, options, &mut t))
-        })?;
-        t.total_ns = nanos(start.elapsed());
-        log_timings(sector_id, &t);
-        Ok((bytes, t))
+        let results = pipeline::run(self, backend, sectors, options, start);
+        for (sector, result) in sectors.iter().zip(&results) {
+            if let Ok((_, t)) = result {
+                log_timings(sector.sector_id, t);
+            }
+        }
+        Ok(results)
     }
 
     /// filecoin-proofs-api's `verify_seal`, with the verifying key from the engine's parameter
@@ -328,6 +370,8 @@ impl Engine {
                 .map(|k| HostKeyStatus { label: k.label().to_string(), bytes: k.points_bytes() })
                 .collect(),
             circuit_shapes: self.shapes.status(),
+            pipeline_memory_in_use: self.pipeline_budget.used(),
+            pipeline_memory_budget: self.pipeline_budget.limit(),
             devices: self.backend.devices(),
         }
     }
@@ -459,62 +503,6 @@ fn select_backend(config: &EngineConfig) -> Result<Box<dyn Backend>> {
         Err(e) => log::warn!("CUDA unavailable, CPU backend: {e}"),
     }
     Ok(Box::new(CpuBackend))
-}
-
-fn prove_sector<Tree: 'static + MerkleTreeTrait>(
-    engine: &Engine,
-    backend: &dyn Backend,
-    c1: SealCommitPhase1Output,
-    sector_id: u64,
-    prover_id: [u8; 32],
-    options: &ProveOptions,
-    t: &mut Timings,
-) -> Result<Vec<u8>> {
-    let statement = SealStatement {
-        registered_proof: c1.registered_proof,
-        comm_r: c1.comm_r,
-        comm_d: c1.comm_d,
-        prover_id,
-        sector_id,
-        ticket: c1.ticket,
-        seed: c1.seed,
-    };
-    let inputs = timed(&mut t.input_check_ns, || porep::check_c1::<Tree>(c1, prover_id, sector_id))?;
-    options.check_cancel()?;
-    let key = engine.keys.proving_key(&engine.key_path::<Tree>(&inputs.config, false)?, &mut t.srs_load_ns)?;
-    let partitions = inputs.vanilla_proofs.len();
-    t.partitions = partitions as u32;
-    // Every partition circuit of a proof kind has the same shape (the proving key is made for
-    // it); a witness that does not fit it is refused by `synthesized`, never proven.
-    let shape = if engine.config.classic_synthesis {
-        None
-    } else {
-        let id = porep::parameter_cache_id::<Tree>(&inputs.config)?;
-        Some(engine.shapes.get(&id, || CircuitShape::extract_parallel(&porep::partition_circuit(&inputs, 0)?), t)?)
-    };
-    let mut bytes = Vec::with_capacity(partitions * GROTH_PROOF_BYTES);
-    for k in 0..partitions {
-        options.check_cancel()?;
-        let circuit = timed(&mut t.synthesis_ns, || porep::partition_circuit(&inputs, k))?;
-        let randomness = options.randomness_for(k)?;
-        let cancel = options.cancel.as_ref();
-        let proof = match &shape {
-            Some(shape) => prove_synthesized(backend, &key, synthesize_with_shape(shape, &circuit, cancel, t)?, randomness, cancel, t)?,
-            None => prove_with(backend, &key, circuit, randomness, cancel, t)?,
-        };
-        timed(&mut t.assembly_ns, || proof.write(&mut bytes)).map_err(|e| Error::internal(format!("writing proof: {e}")))?;
-    }
-    options.check_cancel()?;
-    if engine.config.self_verify {
-        let start = Instant::now();
-        let vk = porep::prepare_vk(&key.vk);
-        let valid = porep::verify_seal::<Tree>(&statement, &vk, &bytes)?;
-        t.verify_ns += nanos(start.elapsed());
-        if !valid {
-            return Err(Error::new(Status::VerifyFailed, "the proof failed self-verification (inconsistent proving key?)"));
-        }
-    }
-    Ok(bytes)
 }
 
 fn verify_with_vk_file<Tree: 'static + MerkleTreeTrait>(engine: &Engine, statement: &SealStatement, proof: &[u8]) -> Result<bool> {

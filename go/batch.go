@@ -1,0 +1,149 @@
+package cuzk
+
+/*
+#include <stdlib.h>
+#include "cuzk.h"
+*/
+import "C"
+
+import (
+	"context"
+	"errors"
+	"math"
+	"unsafe"
+
+	"github.com/filecoin-project/go-state-types/abi"
+)
+
+// SectorRequest is one sector of SealCommitPhase2Batch: the arguments of SealCommitPhase2.
+type SectorRequest struct {
+	Phase1Output []byte
+	SectorNum    abi.SectorNumber
+	MinerID      abi.ActorID
+}
+
+// SectorResult is the outcome of one sector of SealCommitPhase2Batch: its proof and timings,
+// or its error.
+type SectorResult struct {
+	Proof   []byte
+	Timings Timings
+	Err     error
+}
+
+// SealCommitPhase2Batch proves several sectors in one call: their partitions go through one
+// pipeline (a partition is synthesized while the one before it is proven, within the engine's
+// HostMemoryBudget), so the batch takes less time than the sectors one by one. Results are in
+// the order of sectors; a sector that fails (bad input, failed verification) has its own Err and
+// the others are proven. The returned error is for the call as a whole: a bad miner id, or ctx
+// done (as in SealCommitPhase2WithTimings, the call then stops in the background).
+func SealCommitPhase2Batch(ctx context.Context, sectors []SectorRequest) ([]SectorResult, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	proverIDs := make([][32]byte, len(sectors))
+	for i, s := range sectors {
+		id, err := ProverID(s.MinerID)
+		if err != nil {
+			return nil, err
+		}
+		proverIDs[i] = id
+	}
+	eng, err := acquire()
+	if err != nil {
+		return nil, err
+	}
+	r, err := callCancellable(ctx, eng, func(tok *C.cuzk_cancel_token) batchResult {
+		return eng.sealCommitPhase2Batch(sectors, proverIDs, tok)
+	}, func(r batchResult) error { return r.err })
+	if err != nil {
+		return nil, err
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	for i := range r.results {
+		if errors.Is(r.results[i].Err, ErrCancelled) && ctx.Err() != nil {
+			r.results[i].Err = ctx.Err()
+		}
+	}
+	return r.results, nil
+}
+
+type batchResult struct {
+	results []SectorResult
+	err     error
+}
+
+// cArray allocates n zeroed T in C memory: the library's request and result arrays hold
+// pointers, which Go memory passed to C may not.
+func cArray[T any](n int) []T {
+	var t T
+	return unsafe.Slice((*T)(C.calloc(C.size_t(n), C.size_t(unsafe.Sizeof(t)))), n)
+}
+
+// cCopy copies b into C memory (at least one byte, so that an empty input is not NULL).
+func cCopy(b []byte) unsafe.Pointer {
+	p := C.malloc(C.size_t(max(len(b), 1)))
+	copy(unsafe.Slice((*byte)(p), len(b)), b)
+	return p
+}
+
+// sealCommitPhase2Batch makes the library call with every input copied into C memory, and
+// copies the proofs out.
+func (e *engine) sealCommitPhase2Batch(sectors []SectorRequest, proverIDs [][32]byte, tok *C.cuzk_cancel_token) batchResult {
+	n := len(sectors)
+	if n == 0 {
+		return batchResult{results: []SectorResult{}}
+	}
+	requests := cArray[C.cuzk_sector_request](n)
+	results := cArray[C.cuzk_sector_result](n)
+	timings := cArray[C.cuzk_timings](n)
+	var inputs []unsafe.Pointer
+	defer func() {
+		for _, p := range inputs {
+			C.free(p)
+		}
+		C.free(unsafe.Pointer(&requests[0]))
+		C.free(unsafe.Pointer(&results[0]))
+		C.free(unsafe.Pointer(&timings[0]))
+	}()
+	for i, s := range sectors {
+		c1, id := cCopy(s.Phase1Output), cCopy(proverIDs[i][:])
+		inputs = append(inputs, c1, id)
+		requests[i] = C.cuzk_sector_request{
+			c1_json:     (*C.uint8_t)(c1),
+			c1_json_len: C.size_t(len(s.Phase1Output)),
+			sector_id:   C.uint64_t(s.SectorNum),
+			prover_id:   (*C.uint8_t)(id),
+		}
+		timings[i].struct_size = C.uint32_t(unsafe.Sizeof(timings[i]))
+		results[i].timings = &timings[i]
+	}
+	var opts C.cuzk_prove_options
+	opts.struct_size = C.uint32_t(unsafe.Sizeof(opts))
+	opts.cancel = tok
+	var cerr *C.cuzk_error
+	status := C.cuzk_seal_commit_phase2_batch(e.ptr, &requests[0], &results[0], C.size_t(n), &opts, &cerr)
+	if err := takeError(status, cerr); err != nil {
+		return batchResult{err: err}
+	}
+	out := make([]SectorResult, n)
+	for i := range results {
+		r := &results[i]
+		if err := takeError(r.status, r.error); err != nil {
+			out[i].Err = err
+			continue
+		}
+		switch {
+		case r.proof == nil || (r.proof.data == nil && r.proof.len != 0):
+			out[i].Err = newError(StatusInternal, "sector %d: no proof", i)
+		case r.proof.len > math.MaxInt32:
+			out[i].Err = newError(StatusInternal, "sector %d: proof of %d bytes", i, uint64(r.proof.len))
+		default:
+			out[i].Proof = C.GoBytes(unsafe.Pointer(r.proof.data), C.int(r.proof.len))
+			out[i].Timings = timingsFromC(&timings[i])
+		}
+		C.cuzk_bytes_free(r.proof)
+	}
+	return batchResult{results: out}
+}
