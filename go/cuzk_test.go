@@ -602,6 +602,10 @@ func TestSealCommitPhase2Batch(t *testing.T) {
 	if results[2].Timings.QueueWait < results[0].Timings.Synthesis {
 		t.Fatalf("sector 2 queued %v, sector 0 synthesized for %v", results[2].Timings.QueueWait, results[0].Timings.Synthesis)
 	}
+	st, err := ReadEngineStatus()
+	if err != nil || st.PipelineMemoryInUse != 0 || st.PipelineMemoryBudget == 0 {
+		t.Fatalf("after the batch: pipeline memory %d of %d bytes (%v)", st.PipelineMemoryInUse, st.PipelineMemoryBudget, err)
+	}
 	if empty, err := SealCommitPhase2Batch(context.Background(), nil); err != nil || len(empty) != 0 {
 		t.Fatalf("empty batch: %v, %d results", err, len(empty))
 	}

@@ -75,7 +75,11 @@ type EngineStatus struct {
 	WorkerThreads  int             `json:"worker_threads"`
 	ProofsInFlight uint64          `json:"proofs_in_flight"`
 	HostKeys       []HostKeyStatus `json:"host_keys"`
-	Devices        []DeviceStatus  `json:"devices"`
+	// PipelineMemoryInUse is the host memory of synthesized partitions waiting for or in
+	// proving, across all calls; PipelineMemoryBudget bounds it (Config.HostMemoryBudget).
+	PipelineMemoryInUse  uint64         `json:"pipeline_memory_in_use"`
+	PipelineMemoryBudget uint64         `json:"pipeline_memory_budget"`
+	Devices              []DeviceStatus `json:"devices"`
 }
 
 // HostKeyStatus is a proving key resident in host memory.
