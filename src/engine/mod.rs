@@ -414,8 +414,12 @@ pub fn prove_with<C: Circuit<Scalar>>(
     cancel: Option<&CancelToken>,
     t: &mut Timings,
 ) -> Result<Proof<Bls12>> {
-    let synthesized = timed(&mut t.synthesis_ns, || synthesize(circuit, cancel)).map_err(|e| synthesis_error(cancel, e))?;
-    prove_synthesized(backend, key, synthesized, (r, s), cancel, t)
+    prove_synthesized(backend, key, synthesize_classic(circuit, cancel, t)?, (r, s), cancel, t)
+}
+
+/// Classic synthesis (every linear combination built), timed into `synthesis_ns`.
+fn synthesize_classic<C: Circuit<Scalar>>(circuit: C, cancel: Option<&CancelToken>, t: &mut Timings) -> Result<SynthesizedCircuit> {
+    timed(&mut t.synthesis_ns, || synthesize(circuit, cancel)).map_err(|e| synthesis_error(cancel, e))
 }
 
 fn synthesis_error(cancel: Option<&CancelToken>, e: SynthesisError) -> Error {

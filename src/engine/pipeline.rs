@@ -21,13 +21,13 @@ use bellperson::groth16::Proof;
 use blstrs::Bls12;
 use filecoin_proofs::types::MerkleTreeTrait;
 
-use super::{synthesis_error, synthesize_with_shape, prove_synthesized, Engine, ProveOptions, GROTH_PROOF_BYTES};
+use super::{prove_synthesized, synthesize_classic, synthesize_with_shape, Engine, ProveOptions, GROTH_PROOF_BYTES};
 use crate::backend::Backend;
 use crate::error::{Error, Result, Status};
 use crate::groth16::ProvingKey;
 use crate::porep::{self, SealStatement};
 use crate::r1cs::CircuitShape;
-use crate::synthesis::{synthesize, SynthesizedCircuit};
+use crate::synthesis::SynthesizedCircuit;
 use crate::timings::{nanos, timed, Timings};
 use crate::with_porep_shape;
 
@@ -173,7 +173,7 @@ fn synthesize_partitions<Tree: 'static + MerkleTreeTrait>(
             let circuit = timed(&mut t.synthesis_ns, || porep::partition_circuit(&inputs, k))?;
             match &shape {
                 Some(shape) => synthesize_with_shape(shape, &circuit, cancel, t),
-                None => timed(&mut t.synthesis_ns, || synthesize(circuit, cancel)).map_err(|e| synthesis_error(cancel, e)),
+                None => synthesize_classic(circuit, cancel, t),
             }
         })?;
         let job = Job::Partition { k, synthesized, share, timings: std::mem::replace(t, Timings::new()) };
