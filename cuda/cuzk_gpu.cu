@@ -36,6 +36,7 @@ public:
         events.push_back(e);
         CUDA_OK(cudaEventRecord(e, stream));
     }
+    size_t last() const { return events.size() - 1; }
     uint64_t ns(size_t from, size_t to) const
     {
         float ms = 0;
@@ -57,6 +58,7 @@ static void check(RustError err)
 #include "context.cuh"
 #include "staging.cuh"
 #include "device_key.cuh"
+#include "spmv.cuh"
 #include "quotient.cuh"
 #include "batch_add.cuh"
 #include "tail_msm.cuh"
@@ -167,6 +169,7 @@ extern "C" int cuzk_gpu_memory_info(cuzk_gpu_context* ctx, cuzk_gpu_memory* out,
         out->free = free;
         out->total = total;
         out->ntt_buffer_bytes = ctx->ntt_buffer_bytes();
+        out->witness_buffer_bytes = ctx->witness_buffer_bytes();
     });
 }
 
@@ -208,8 +211,41 @@ extern "C" int cuzk_gpu_quotient_msm(cuzk_gpu_context* ctx, const void* a, const
     return guarded(msg, [&] {
         ctx->gpu.select();
         point_t h;
-        quotient_stage::run(*ctx, (const fr_t*)a, (const fr_t*)b, (const fr_t*)c, n, lg_domain,
-                            *h_points, staging, h, *times);
+        quotient_stage::from_host(*ctx, (const fr_t*)a, (const fr_t*)b, (const fr_t*)c, n,
+                                  lg_domain, *h_points, staging, h, *times);
+        to_g1(h, out);
+    });
+}
+
+extern "C" int cuzk_gpu_shape_upload(cuzk_gpu_context* ctx, const cuzk_gpu_shape_host* shape,
+                                     const cuzk_gpu_staging* staging, cuzk_gpu_shape** out,
+                                     uint64_t* bytes, cuzk_gpu_message* msg)
+{
+    return guarded(msg, [&] {
+        *out = nullptr;
+        *bytes = 0;
+        cuzk_gpu_shape* uploaded = upload_shape(*ctx, *shape, staging);
+        *bytes = uploaded->bytes;
+        *out = uploaded;
+    });
+}
+
+extern "C" void cuzk_gpu_shape_free(cuzk_gpu_shape* shape)
+{
+    delete shape;
+}
+
+extern "C" int cuzk_gpu_quotient_msm_r1cs(cuzk_gpu_context* ctx, const cuzk_gpu_shape* shape,
+                                          const cuzk_gpu_witness* witness, uint32_t lg_domain,
+                                          const cuzk_gpu_points* h_points,
+                                          const cuzk_gpu_staging* staging, cuzk_gpu_g1* out,
+                                          cuzk_gpu_h_times* times, cuzk_gpu_message* msg)
+{
+    return guarded(msg, [&] {
+        ctx->gpu.select();
+        point_t h;
+        quotient_stage::from_shape(*ctx, *shape, *witness, lg_domain, *h_points, staging, h,
+                                   *times);
         to_g1(h, out);
     });
 }

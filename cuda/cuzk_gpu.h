@@ -38,7 +38,8 @@ typedef struct {
 
 /* Device-side durations of the H stage, from CUDA events. */
 typedef struct {
-    uint64_t h2d_ns;  /* a, b, c to the device */
+    uint64_t h2d_ns;  /* a, b, c (or the compact witness) to the device */
+    uint64_t spmv_ns; /* witness decoding and A·z, B·z, C·z (0 when a, b, c came from the host) */
     uint64_t ntt_ns;  /* 3 iNTT, 3 coset NTT, a·b − c, ÷Z, coset iNTT */
     uint64_t msm_ns;  /* MSM over the H points */
 } cuzk_gpu_h_times;
@@ -53,6 +54,9 @@ typedef struct cuzk_gpu_context cuzk_gpu_context;
 
 /* A proving key's points resident in device memory. */
 typedef struct cuzk_gpu_key cuzk_gpu_key;
+
+/* A circuit's R1CS matrices resident in device memory. */
+typedef struct cuzk_gpu_shape cuzk_gpu_shape;
 
 /* Two pinned host buffers of `bytes` each, from the engine's pool, through which pageable
  * host memory is copied to the device (double-buffered). NULL or bytes == 0: plain copies. */
@@ -95,7 +99,44 @@ typedef struct {
     uint64_t total;
     uint64_t free;
     uint64_t ntt_buffer_bytes;
+    uint64_t witness_buffer_bytes;
 } cuzk_gpu_memory;
+
+/* One R1CS matrix in compressed sparse rows (src/r1cs/matrix.rs): row r has the entries
+ * row_starts[r] .. row_starts[r + 1]; an entry is a column of z and the id of its coefficient
+ * in the shape's table (0: +1, 1: −1). */
+typedef struct {
+    const uint32_t *row_starts; /* rows + 1 */
+    const uint32_t *columns;
+    const uint32_t *coefficient_ids;
+    size_t nonzeros;
+} cuzk_gpu_csr_host;
+
+/* A circuit shape to upload: A, B, C over z = (inputs..., aux...) of `variables` values. */
+typedef struct {
+    cuzk_gpu_csr_host matrices[3];
+    const void *coefficients; /* Montgomery scalars */
+    size_t num_coefficients;
+    size_t rows;
+    size_t variables;
+} cuzk_gpu_shape_host;
+
+/* The kinds of a compact witness's values (2 bits each). */
+enum {
+    CUZK_GPU_WITNESS_ZERO = 0,
+    CUZK_GPU_WITNESS_ONE = 1,
+    CUZK_GPU_WITNESS_FULL = 2,
+};
+
+/* z = (inputs..., aux...) of n values, compactly: value i has kind (kinds[i/32] >> 2(i%32)) & 3;
+ * the full-width values are full[] in order, full_offsets[w] of them before word w. */
+typedef struct {
+    const uint64_t *kinds;
+    const uint32_t *full_offsets;
+    const void *full; /* Montgomery scalars */
+    size_t num_full;
+    size_t n;
+} cuzk_gpu_witness;
 
 /* Number of CUDA devices this process can use (CUDA_VISIBLE_DEVICES applies). */
 int cuzk_gpu_device_count(int *count, cuzk_gpu_message *msg);
@@ -124,6 +165,20 @@ int cuzk_gpu_quotient_msm(cuzk_gpu_context *ctx, const void *a, const void *b, c
                           size_t n, uint32_t lg_domain, const cuzk_gpu_points *h_points,
                           const cuzk_gpu_staging *staging, cuzk_gpu_g1 *out,
                           cuzk_gpu_h_times *times, cuzk_gpu_message *msg);
+
+/* Copies a circuit's matrices to the device; *out owns them until cuzk_gpu_shape_free, and
+ * *bytes says how much device memory they take. */
+int cuzk_gpu_shape_upload(cuzk_gpu_context *ctx, const cuzk_gpu_shape_host *shape,
+                          const cuzk_gpu_staging *staging, cuzk_gpu_shape **out, uint64_t *bytes,
+                          cuzk_gpu_message *msg);
+void cuzk_gpu_shape_free(cuzk_gpu_shape *shape);
+
+/* cuzk_gpu_quotient_msm with A, B, C evaluated on the device: A·z, B·z, C·z from the resident
+ * `shape` and the compact witness z. */
+int cuzk_gpu_quotient_msm_r1cs(cuzk_gpu_context *ctx, const cuzk_gpu_shape *shape,
+                               const cuzk_gpu_witness *witness, uint32_t lg_domain,
+                               const cuzk_gpu_points *h_points, const cuzk_gpu_staging *staging,
+                               cuzk_gpu_g1 *out, cuzk_gpu_h_times *times, cuzk_gpu_message *msg);
 
 /* Σ Pᵢ over the points whose bit is set in bitmap (bit i of word i/32). */
 int cuzk_gpu_batch_add(cuzk_gpu_context *ctx, const cuzk_gpu_points *points,

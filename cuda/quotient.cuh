@@ -1,5 +1,5 @@
 // Stage H: the coefficients of H = (A·B − C)/Z on the device, then their MSM with the H
-// query. 3 inverse NTTs, 3 coset NTTs, a pointwise a·b − c scaled by 1/Z (constant on the
+// query. A, B, C come from the host or from stage R1CS (spmv.cuh). 3 inverse NTTs, 3 coset NTTs, a pointwise a·b − c scaled by 1/Z (constant on the
 // coset), 1 inverse coset NTT: 7 NTTs of the domain size.
 #pragma once
 
@@ -28,27 +28,32 @@ class quotient_stage : public NTT {
         NTT_internal(d, lg_domain, InputOutputOrder::RN, Direction::forward, Type::coset, stream);
     }
 
-public:
-    static void run(cuzk_gpu_context& ctx, const fr_t* a, const fr_t* b, const fr_t* c, size_t n,
-                    uint32_t lg_domain, const cuzk_gpu_points& h_points,
-                    const cuzk_gpu_staging* staging, point_t& out, cuzk_gpu_h_times& times)
+    struct buffers {
+        fr_t* d[3];
+        size_t domain;
+    };
+
+    static buffers ntt_buffers(cuzk_gpu_context& ctx, size_t n, uint32_t lg_domain)
     {
         const size_t domain = (size_t)1 << lg_domain;
         if (n > domain)
             throw std::invalid_argument("more evaluations than the domain holds");
-        const gpu_t& gpu = ctx.gpu;
-        stream_t& stream = gpu[0];
         fr_t* d_abc = ctx.ntt_buffers(3 * domain);
-        fr_t* d[3] = {d_abc, d_abc + domain, d_abc + 2 * domain};
-        const fr_t* host[3] = {a, b, c};
+        return {{d_abc, d_abc + domain, d_abc + 2 * domain}, domain};
+    }
 
-        timed_events ev(stream);
-        for (int k = 0; k < 3; k++) {
-            staged_htod(ctx, stream, d[k], host[k], n * sizeof(fr_t), staging);
+    // H from the n evaluations of A, B, C at the start of each buffer (the rest is zeroed
+    // here), enqueued after what `ev` marked last: NTT time = from that mark to the next.
+    static void finish(cuzk_gpu_context& ctx, stream_t& stream, const buffers& b, size_t n,
+                       uint32_t lg_domain, const cuzk_gpu_points& h_points, point_t& out,
+                       timed_events& ev, cuzk_gpu_h_times& times)
+    {
+        const gpu_t& gpu = ctx.gpu;
+        const size_t domain = b.domain;
+        fr_t* const* d = b.d;
+        for (int k = 0; k < 3; k++)
             if (n < domain)
                 CUDA_OK(cudaMemsetAsync(d[k] + n, 0, (domain - n) * sizeof(fr_t), stream));
-        }
-        ev.mark(stream);
         for (int k = 0; k < 3; k++)
             to_coset(d[k], lg_domain, stream);
         quotient_pointwise<<<gpu.sm_count(), 1024, 0, stream>>>(d[0], d[1], d[2],
@@ -56,8 +61,10 @@ public:
                                                                domain);
         CUDA_OK(cudaGetLastError());
         NTT_internal(d[0], lg_domain, InputOutputOrder::NN, Direction::inverse, Type::coset, stream);
+        const size_t ntt_start = ev.last();
         ev.mark(stream);
         stream.sync();
+        times.ntt_ns = ev.ns(ntt_start, ntt_start + 1);
 
         auto start = std::chrono::steady_clock::now();
         const size_t npoints = domain - 1;
@@ -69,7 +76,39 @@ public:
         else
             check(msm.invoke(out, (const affine_t*)h_points.host, npoints, coefficients, true));
         times.msm_ns = elapsed_ns(start);
+    }
+
+public:
+    // A, B, C evaluated on the host: copied in.
+    static void from_host(cuzk_gpu_context& ctx, const fr_t* a, const fr_t* b, const fr_t* c,
+                          size_t n, uint32_t lg_domain, const cuzk_gpu_points& h_points,
+                          const cuzk_gpu_staging* staging, point_t& out, cuzk_gpu_h_times& times)
+    {
+        const buffers buf = ntt_buffers(ctx, n, lg_domain);
+        stream_t& stream = ctx.gpu[0];
+        const fr_t* host[3] = {a, b, c};
+        timed_events ev(stream);
+        for (int k = 0; k < 3; k++)
+            staged_htod(ctx, stream, buf.d[k], host[k], n * sizeof(fr_t), staging);
+        ev.mark(stream);
+        finish(ctx, stream, buf, n, lg_domain, h_points, out, ev, times);
         times.h2d_ns = ev.ns(0, 1);
-        times.ntt_ns = ev.ns(1, 2);
+        times.spmv_ns = 0;
+    }
+
+    // A, B, C evaluated on the device from the resident shape and the compact witness.
+    static void from_shape(cuzk_gpu_context& ctx, const cuzk_gpu_shape& shape,
+                           const cuzk_gpu_witness& witness, uint32_t lg_domain,
+                           const cuzk_gpu_points& h_points, const cuzk_gpu_staging* staging,
+                           point_t& out, cuzk_gpu_h_times& times)
+    {
+        const buffers buf = ntt_buffers(ctx, shape.rows, lg_domain);
+        stream_t& stream = ctx.gpu[0];
+        timed_events ev(stream);
+        evaluate_shape(ctx, stream, shape, witness, staging, buf.d, ev);
+        ev.mark(stream);
+        finish(ctx, stream, buf, shape.rows, lg_domain, h_points, out, ev, times);
+        times.h2d_ns = ev.ns(0, 1);
+        times.spmv_ns = ev.ns(1, 2);
     }
 };

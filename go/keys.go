@@ -90,17 +90,27 @@ type HostKeyStatus struct {
 
 // DeviceStatus is one GPU and what the engine keeps on it.
 type DeviceStatus struct {
-	Ordinal          int                 `json:"ordinal"`
-	Name             string              `json:"name"`
-	MemoryTotal      uint64              `json:"memory_total"`
-	MemoryFree       uint64              `json:"memory_free"`
-	MemoryUsedByCuzk uint64              `json:"memory_used_by_cuzk"` // resident keys + NTT buffers
-	NTTBufferBytes   uint64              `json:"ntt_buffer_bytes"`
-	KeyBudget        uint64              `json:"key_budget"`
-	ResidentKeys     []ResidentKeyStatus `json:"resident_keys"` // most recently used first
-	PinnedPool       PinnedPoolStatus    `json:"pinned_pool"`
-	ProofsInFlight   uint64              `json:"proofs_in_flight"`
-	ProofsDone       uint64              `json:"proofs_done"`
+	Ordinal          int    `json:"ordinal"`
+	Name             string `json:"name"`
+	MemoryTotal      uint64 `json:"memory_total"`
+	MemoryFree       uint64 `json:"memory_free"`
+	MemoryUsedByCuzk uint64 `json:"memory_used_by_cuzk"` // resident keys and matrices + buffers
+	NTTBufferBytes   uint64 `json:"ntt_buffer_bytes"`
+	// WitnessBufferBytes is the device copy of the witness (when the GPU computes a, b, c).
+	WitnessBufferBytes uint64              `json:"witness_buffer_bytes"`
+	KeyBudget          uint64              `json:"key_budget"`
+	ResidentKeys       []ResidentKeyStatus `json:"resident_keys"` // most recently used first
+	// ResidentShapes are circuits whose R1CS matrices are in device memory.
+	ResidentShapes []ResidentShapeStatus `json:"resident_shapes"`
+	PinnedPool     PinnedPoolStatus      `json:"pinned_pool"`
+	ProofsInFlight uint64                `json:"proofs_in_flight"`
+	ProofsDone     uint64                `json:"proofs_done"`
+}
+
+// ResidentShapeStatus is a circuit's R1CS matrices in device memory.
+type ResidentShapeStatus struct {
+	Constraints uint64 `json:"constraints"`
+	Bytes       uint64 `json:"bytes"`
 }
 
 // ResidentKeyStatus is a proving key's copy in device memory.

@@ -74,10 +74,16 @@ type Timings struct {
 	InputCheck   time.Duration // decoding the C1 and checking its vanilla proofs
 	Synthesis    time.Duration // running the circuits (a, b, c and the witness)
 	// Witness and SpMV are the parts of Synthesis on the R1CS path (R1CSSynthesis true):
-	// generating the witness, then a = A·z, b = B·z, c = C·z; not phases of their own.
+	// generating the witness, then a = A·z, b = B·z, c = C·z; not phases of their own —
+	// except with SpMVOnDevice, where the GPU computed a, b, c from its resident copy of the
+	// circuit's matrices: SpMV is then GPU time outside Synthesis, after WitnessUpload
+	// (encoding the witness compactly and sending it).
 	Witness       time.Duration
 	SpMV          time.Duration
 	R1CSSynthesis bool
+	SpMVOnDevice  bool
+	WitnessUpload time.Duration
+	ShapeUpload   time.Duration // copying the circuit's matrices to the device (once)
 	PrepMSM       time.Duration // sorting scalars and building the MSM inputs
 	PinH2D        time.Duration // host-to-device copies of a, b, c (GPU only)
 	NTT           time.Duration // the NTTs and pointwise steps of H
@@ -89,6 +95,14 @@ type Timings struct {
 	MSMBG2        time.Duration
 	Assembly      time.Duration // combining into A, B, C and serialising the proof
 	Verify        time.Duration // self-verification (0 when it is off)
+}
+
+// spmvOnGPU is SpMV when it was a GPU phase (SpMVOnDevice), else 0 (part of Synthesis).
+func (t Timings) spmvOnGPU() time.Duration {
+	if t.SpMVOnDevice {
+		return t.SpMV
+	}
+	return 0
 }
 
 // Phase is one named phase of Timings.
@@ -105,10 +119,13 @@ func (t Timings) Phases() []Phase {
 		{"srs_upload", t.SRSUpload},
 		{"pin", t.Pin},
 		{"shape_extract", t.ShapeExtract},
+		{"shape_upload", t.ShapeUpload},
 		{"input_check", t.InputCheck},
 		{"synthesis", t.Synthesis},
 		{"prep_msm", t.PrepMSM},
 		{"pin_h2d", t.PinH2D},
+		{"witness_upload", t.WitnessUpload},
+		{"spmv_gpu", t.spmvOnGPU()},
 		{"ntt", t.NTT},
 		{"msm_h", t.MSMH},
 		{"batch_add", t.BatchAdd},
@@ -145,6 +162,9 @@ func timingsFromC(ct *C.cuzk_timings) Timings {
 		Witness:        nanos(ct.witness_ns),
 		SpMV:           nanos(ct.spmv_ns),
 		R1CSSynthesis:  ct.r1cs_synthesis == 1,
+		SpMVOnDevice:   ct.spmv_on_device == 1,
+		WitnessUpload:  nanos(ct.witness_upload_ns),
+		ShapeUpload:    nanos(ct.shape_upload_ns),
 		InputCheck:     nanos(ct.input_check_ns),
 		Synthesis:      nanos(ct.synthesis_ns),
 		PrepMSM:        nanos(ct.prep_msm_ns),

@@ -30,7 +30,7 @@
 #define CUZK_MAX_C1_JSON_BYTES (1 << 28)
 
 // Version of the `cuzk_timings` layout this library writes.
-#define CUZK_TIMINGS_VERSION 2
+#define CUZK_TIMINGS_VERSION 3
 
 // Outcome of a cuzk call. The numeric values are part of the C ABI (`cuzk_status`): never
 // renumber, only append.
@@ -213,9 +213,19 @@ typedef struct cuzk_timings {
   // Extracting the circuit's R1CS matrices (once per circuit shape; 0 afterwards).
   uint64_t shape_extract_ns;
   // Parts of `synthesis_ns` on the R1CS path: generating the witness, and computing
-  // a = A·z, b = B·z, c = C·z from it (not separate phases: `synthesis_ns` includes them).
+  // a = A·z, b = B·z, c = C·z from it (not separate phases: `synthesis_ns` includes them),
+  // except that with `spmv_on_device` the products are device time, outside synthesis.
   uint64_t witness_ns;
   uint64_t spmv_ns;
+  // Copying the circuit's R1CS matrices into device memory (once per shape and device).
+  uint64_t shape_upload_ns;
+  // Encoding the witness compactly (2 bits per 0/1 value) and sending it to the device,
+  // which computes a, b, c from it (`spmv_on_device`); 0 otherwise.
+  uint64_t witness_upload_ns;
+  // 1 when a, b, c were computed on the device from its resident copy of the matrices:
+  // `spmv_ns` is then a GPU phase, not part of `synthesis_ns`.
+  uint32_t spmv_on_device;
+  uint32_t reserved;
 } cuzk_timings;
 
 // One sector of `cuzk_seal_commit_phase2_batch`: the inputs of `cuzk_seal_commit_phase2`.
@@ -302,9 +312,11 @@ enum cuzk_status cuzk_engine_evict_key(const struct cuzk_engine *engine, uint32_
 // `{"version", "backend": "gpu"|"cpu", "worker_threads", "proofs_in_flight",
 //   "host_keys": [{"label", "bytes"}],
 //   "devices": [{"ordinal", "name", "memory_total", "memory_free", "memory_used_by_cuzk",
-//     "ntt_buffer_bytes", "key_budget", "resident_keys": [{"label", "bytes", "uses",
-//     "loaded"}], "pinned_pool": {"buffer_bytes", "limit_bytes", "allocated_bytes",
-//     "in_use_bytes", "acquisitions", "allocations"}, "proofs_in_flight", "proofs_done"}]}`.
+//     "ntt_buffer_bytes", "witness_buffer_bytes", "key_budget",
+//     "resident_keys": [{"label", "bytes", "uses", "loaded"}],
+//     "resident_shapes": [{"constraints", "bytes"}],
+//     "pinned_pool": {"buffer_bytes", "limit_bytes", "allocated_bytes", "in_use_bytes",
+//     "acquisitions", "allocations"}, "proofs_in_flight", "proofs_done"}]}`.
 // Sizes are bytes. Fields may be added, never removed.
 enum cuzk_status cuzk_engine_status(const struct cuzk_engine *engine, struct cuzk_bytes **json_out, struct cuzk_error **err);
 

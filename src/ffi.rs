@@ -421,9 +421,11 @@ pub extern "C" fn cuzk_engine_evict_key(engine: *const cuzk_engine, registered_p
 /// `{"version", "backend": "gpu"|"cpu", "worker_threads", "proofs_in_flight",
 ///   "host_keys": [{"label", "bytes"}],
 ///   "devices": [{"ordinal", "name", "memory_total", "memory_free", "memory_used_by_cuzk",
-///     "ntt_buffer_bytes", "key_budget", "resident_keys": [{"label", "bytes", "uses",
-///     "loaded"}], "pinned_pool": {"buffer_bytes", "limit_bytes", "allocated_bytes",
-///     "in_use_bytes", "acquisitions", "allocations"}, "proofs_in_flight", "proofs_done"}]}`.
+///     "ntt_buffer_bytes", "witness_buffer_bytes", "key_budget",
+///     "resident_keys": [{"label", "bytes", "uses", "loaded"}],
+///     "resident_shapes": [{"constraints", "bytes"}],
+///     "pinned_pool": {"buffer_bytes", "limit_bytes", "allocated_bytes", "in_use_bytes",
+///     "acquisitions", "allocations"}, "proofs_in_flight", "proofs_done"}]}`.
 /// Sizes are bytes. Fields may be added, never removed.
 #[no_mangle]
 pub extern "C" fn cuzk_engine_status(engine: *const cuzk_engine, json_out: *mut *mut cuzk_bytes, err: *mut *mut cuzk_error) -> Status {

@@ -4,11 +4,14 @@
 //! the A and B queries). bellperson keeps its `ProvingAssignment` private; this is ours, and it
 //! must agree with it value for value (tests prove against bellperson with the same r, s).
 
+use std::sync::Arc;
+
 use bellperson::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
 use blstrs::Scalar;
 use ff::Field;
 
 use crate::cancel::CancelToken;
+use crate::r1cs::CircuitShape;
 
 /// Synthesis looks at the cancel token once per this many allocations.
 const CANCEL_CHECK_INTERVAL: usize = 1 << 14;
@@ -63,13 +66,32 @@ impl Density {
     }
 }
 
+/// a = A·z, b = B·z, c = C·z: one scalar per constraint, the input constraints (one per
+/// input) last.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Products {
+    /// Evaluated on the host (classic synthesis, or the R1CS path's host products).
+    Evaluated { a: Vec<Scalar>, b: Vec<Scalar>, c: Vec<Scalar> },
+    /// Left to the backend, which computes them from the circuit's shape and the assignment
+    /// (the GPU where the matrices are resident: a, b, c never exist in host memory).
+    Deferred(Arc<CircuitShape>),
+}
+
+impl Products {
+    /// a, b, c, computed on the host from `shape` when they were deferred.
+    pub fn evaluate(self, inputs: &[Scalar], aux: &[Scalar]) -> (Vec<Scalar>, Vec<Scalar>, Vec<Scalar>) {
+        match self {
+            Products::Evaluated { a, b, c } => (a, b, c),
+            Products::Deferred(shape) => shape.evaluate(inputs, aux),
+        }
+    }
+}
+
 /// The output of synthesis for one circuit: the prover's whole input besides the key.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SynthesizedCircuit {
-    /// A·z, B·z, C·z for every constraint, the input constraints (one per input) last.
-    pub a: Vec<Scalar>,
-    pub b: Vec<Scalar>,
-    pub c: Vec<Scalar>,
+    pub products: Products,
+    pub num_constraints: usize,
     /// Input assignment; index 0 is the constant ONE.
     pub input_assignment: Vec<Scalar>,
     pub aux_assignment: Vec<Scalar>,
@@ -80,13 +102,28 @@ pub struct SynthesizedCircuit {
 
 impl SynthesizedCircuit {
     pub fn num_constraints(&self) -> usize {
-        self.a.len()
+        self.num_constraints
+    }
+
+    /// a, b, c when they were evaluated on the host.
+    pub fn evaluated(&self) -> Option<(&[Scalar], &[Scalar], &[Scalar])> {
+        match &self.products {
+            Products::Evaluated { a, b, c } => Some((a, b, c)),
+            Products::Deferred(_) => None,
+        }
     }
 }
 
 /// The ConstraintSystem that records a [`SynthesizedCircuit`].
 struct Recorder {
-    out: SynthesizedCircuit,
+    a: Vec<Scalar>,
+    b: Vec<Scalar>,
+    c: Vec<Scalar>,
+    input_assignment: Vec<Scalar>,
+    aux_assignment: Vec<Scalar>,
+    a_aux_density: Density,
+    b_input_density: Density,
+    b_aux_density: Density,
     cancel: Option<CancelToken>,
 }
 
@@ -128,16 +165,14 @@ impl ConstraintSystem<Scalar> for Recorder {
 
     fn new() -> Self {
         Recorder {
-            out: SynthesizedCircuit {
-                a: Vec::new(),
-                b: Vec::new(),
-                c: Vec::new(),
-                input_assignment: Vec::new(),
-                aux_assignment: Vec::new(),
-                a_aux_density: Density::default(),
-                b_input_density: Density::default(),
-                b_aux_density: Density::default(),
-            },
+            a: Vec::new(),
+            b: Vec::new(),
+            c: Vec::new(),
+            input_assignment: Vec::new(),
+            aux_assignment: Vec::new(),
+            a_aux_density: Density::default(),
+            b_input_density: Density::default(),
+            b_aux_density: Density::default(),
             cancel: None,
         }
     }
@@ -148,11 +183,11 @@ impl ConstraintSystem<Scalar> for Recorder {
         A: FnOnce() -> AR,
         AR: Into<String>,
     {
-        check_cancel(self.out.aux_assignment.len(), self.cancel.as_ref())?;
-        self.out.aux_assignment.push(f()?);
-        self.out.a_aux_density.push_unset();
-        self.out.b_aux_density.push_unset();
-        Ok(Variable::new_unchecked(Index::Aux(self.out.aux_assignment.len() - 1)))
+        check_cancel(self.aux_assignment.len(), self.cancel.as_ref())?;
+        self.aux_assignment.push(f()?);
+        self.a_aux_density.push_unset();
+        self.b_aux_density.push_unset();
+        Ok(Variable::new_unchecked(Index::Aux(self.aux_assignment.len() - 1)))
     }
 
     fn alloc_input<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
@@ -161,9 +196,9 @@ impl ConstraintSystem<Scalar> for Recorder {
         A: FnOnce() -> AR,
         AR: Into<String>,
     {
-        self.out.input_assignment.push(f()?);
-        self.out.b_input_density.push_unset();
-        Ok(Variable::new_unchecked(Index::Input(self.out.input_assignment.len() - 1)))
+        self.input_assignment.push(f()?);
+        self.b_input_density.push_unset();
+        Ok(Variable::new_unchecked(Index::Input(self.input_assignment.len() - 1)))
     }
 
     fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, a: LA, b: LB, c: LC)
@@ -174,7 +209,7 @@ impl ConstraintSystem<Scalar> for Recorder {
         LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
         LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
     {
-        let out = &mut self.out;
+        let out = self;
         let (inputs, aux) = (&out.input_assignment, &out.aux_assignment);
         let a = eval_marking(&a(LinearCombination::zero()), inputs, aux, None, Some(&mut out.a_aux_density));
         let b = eval_marking(
@@ -213,10 +248,19 @@ pub fn synthesize<C: Circuit<Scalar>>(circuit: C, cancel: Option<&CancelToken>) 
     cs.cancel = cancel.cloned();
     cs.alloc_input(|| "one", || Ok(Scalar::ONE))?;
     circuit.synthesize(&mut cs)?;
-    for i in 0..cs.out.input_assignment.len() {
+    for i in 0..cs.input_assignment.len() {
         cs.enforce(|| "", |lc| lc + Variable::new_unchecked(Index::Input(i)), |lc| lc, |lc| lc);
     }
-    Ok(cs.out)
+    let Recorder { a, b, c, input_assignment, aux_assignment, a_aux_density, b_input_density, b_aux_density, cancel: _ } = cs;
+    Ok(SynthesizedCircuit {
+        num_constraints: a.len(),
+        products: Products::Evaluated { a, b, c },
+        input_assignment,
+        aux_assignment,
+        a_aux_density,
+        b_input_density,
+        b_aux_density,
+    })
 }
 
 #[cfg(test)]

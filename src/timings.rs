@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 /// Version of the `cuzk_timings` layout this library writes.
-pub const CUZK_TIMINGS_VERSION: u32 = 2;
+pub const CUZK_TIMINGS_VERSION: u32 = 3;
 
 /// Which kind of backend ran a proof (the `backend` field of `cuzk_timings`).
 #[repr(u32)]
@@ -91,9 +91,20 @@ pub struct Timings {
     /// Extracting the circuit's R1CS matrices (once per circuit shape; 0 afterwards).
     pub shape_extract_ns: u64,
     /// Parts of `synthesis_ns` on the R1CS path: generating the witness, and computing
-    /// a = A·z, b = B·z, c = C·z from it (not separate phases: `synthesis_ns` includes them).
+    /// a = A·z, b = B·z, c = C·z from it (not separate phases: `synthesis_ns` includes them),
+    /// except that with `spmv_on_device` the products are device time, outside synthesis.
     pub witness_ns: u64,
     pub spmv_ns: u64,
+    // Version 3:
+    /// Copying the circuit's R1CS matrices into device memory (once per shape and device).
+    pub shape_upload_ns: u64,
+    /// Encoding the witness compactly (2 bits per 0/1 value) and sending it to the device,
+    /// which computes a, b, c from it (`spmv_on_device`); 0 otherwise.
+    pub witness_upload_ns: u64,
+    /// 1 when a, b, c were computed on the device from its resident copy of the matrices:
+    /// `spmv_ns` is then a GPU phase, not part of `synthesis_ns`.
+    pub spmv_on_device: u32,
+    pub reserved: u32,
 }
 
 impl Timings {
@@ -130,11 +141,14 @@ impl Timings {
             (&mut self.shape_extract_ns, other.shape_extract_ns),
             (&mut self.witness_ns, other.witness_ns),
             (&mut self.spmv_ns, other.spmv_ns),
+            (&mut self.shape_upload_ns, other.shape_upload_ns),
+            (&mut self.witness_upload_ns, other.witness_upload_ns),
         ];
         for (sum, ns) in sums {
             *sum += ns;
         }
         self.r1cs_synthesis |= other.r1cs_synthesis;
+        self.spmv_on_device |= other.spmv_on_device;
         if self.key_residency == 0 {
             self.key_residency = other.key_residency;
         }
@@ -148,17 +162,21 @@ impl Timings {
     /// The phases that are disjoint parts of `total_ns`. They never overlap within a
     /// partition; with several partitions, one partition's synthesis overlaps the proving of
     /// the one before (the prove pipeline), so their sum may exceed `total_ns`.
-    pub fn phases(&self) -> [(&'static str, u64); 19] {
+    pub fn phases(&self) -> [(&'static str, u64); 22] {
+        let spmv_gpu = if self.spmv_on_device == 1 { self.spmv_ns } else { 0 };
         [
             ("queue_wait", self.queue_wait_ns),
             ("srs_load", self.srs_load_ns),
             ("srs_upload", self.srs_upload_ns),
             ("pin", self.pin_ns),
             ("shape_extract", self.shape_extract_ns),
+            ("shape_upload", self.shape_upload_ns),
             ("input_check", self.input_check_ns),
             ("synthesis", self.synthesis_ns),
             ("prep_msm", self.prep_msm_ns),
             ("pin_h2d", self.pin_h2d_ns),
+            ("witness_upload", self.witness_upload_ns),
+            ("spmv_gpu", spmv_gpu),
             ("ntt", self.ntt_ns),
             ("msm_h", self.msm_h_ns),
             ("batch_add", self.batch_add_ns),

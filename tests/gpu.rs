@@ -13,9 +13,10 @@ use blstrs::{Bls12, Scalar};
 use common::fixture;
 use cuzk::backend::gpu::{device_count, GpuBackend, GpuConfig, SplitPolicy};
 use cuzk::backend::{Backend, BackendKind};
-use cuzk::engine::{prove_with, Engine, EngineConfig, ProveOptions};
+use cuzk::engine::{prove_synthesized, prove_with, Engine, EngineConfig, ProveOptions};
 use cuzk::error::Status;
 use cuzk::groth16::ProvingKey;
+use cuzk::r1cs::{synthesize_witness, CircuitShape};
 use cuzk::synthesis::synthesize;
 use cuzk::testing::{synthetic_key, RandomCircuit};
 use cuzk::timings::{KeyResidency, Timings};
@@ -58,8 +59,9 @@ enum Key {
 
 /// The GPU against bellperson's CPU prover on a fresh random circuit with fixed r, s: the same
 /// bytes with the 0/1 split forced on and forced off (the cost model picks one of the two),
-/// with the key resident in device memory and streamed from host memory, and with a real key
-/// the proof verifies.
+/// with the key resident in device memory and streamed from host memory, with a, b, c from
+/// classic synthesis (host) and computed on the device from the circuit's resident matrices and
+/// compact witness; with a real key the proof verifies.
 fn check_gpu_equals_bellperson(constraints: usize, bit_heavy: bool, key_kind: Key) {
     let seed: u64 = rand::random();
     let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed);
@@ -75,24 +77,39 @@ fn check_gpu_equals_bellperson(constraints: usize, bit_heavy: bool, key_kind: Ke
     let expected = proof_bytes(&create_proof_batch(vec![circuit.clone()], &*params, vec![r], vec![s]).unwrap().remove(0));
     let bellperson_s = start.elapsed().as_secs_f64();
     let what = format!("{constraints} constraints, bit_heavy {bit_heavy}, {key_kind:?} key, seed {seed}");
-    for (policy, residency) in [
-        (SplitPolicy::Always, KeyResidency::Resident),
-        (SplitPolicy::Never, KeyResidency::Resident),
-        (SplitPolicy::Always, KeyResidency::Streamed),
-        (SplitPolicy::Never, KeyResidency::Streamed),
+    let shape = Arc::new(CircuitShape::extract(circuit.clone()).unwrap());
+    for (policy, residency, products_on_device) in [
+        (SplitPolicy::Always, KeyResidency::Resident, false),
+        (SplitPolicy::Never, KeyResidency::Resident, false),
+        (SplitPolicy::Always, KeyResidency::Streamed, false),
+        (SplitPolicy::Never, KeyResidency::Streamed, false),
+        (SplitPolicy::Always, KeyResidency::Resident, true),
+        (SplitPolicy::Never, KeyResidency::Streamed, true),
     ] {
         let gpu = backend(policy, residency);
         let mut t = Timings::new();
-        let ours = prove_with(&gpu, &params, circuit.clone(), (r, s), None, &mut t).expect("GPU proof");
+        let ours = match products_on_device {
+            false => prove_with(&gpu, &params, circuit.clone(), (r, s), None, &mut t),
+            true => {
+                let synthesized = shape.deferred(synthesize_witness(circuit.clone(), None).unwrap()).unwrap();
+                prove_synthesized(&gpu, &params, synthesized, (r, s), None, &mut t)
+            }
+        }
+        .expect("GPU proof");
         assert_eq!(t.key_residency, residency as u32);
-        assert_eq!(proof_bytes(&ours), expected, "{what}, split {policy:?}, key {residency:?}: the GPU proof differs from bellperson's");
+        assert_eq!(t.spmv_on_device, u32::from(products_on_device), "{what}: where a, b, c were computed");
+        assert_eq!(
+            proof_bytes(&ours),
+            expected,
+            "{what}, split {policy:?}, key {residency:?}, a, b, c on the device {products_on_device}: the GPU proof differs from bellperson's"
+        );
         if key_kind == Key::Setup {
             assert!(verify_proof(&prepare_verifying_key(&params.vk), &ours, &circuit.inputs).unwrap(), "{what}: GPU proof does not verify");
         }
         let s = |ns: u64| ns as f64 / 1e9;
         eprintln!(
-            "{constraints:>8} constraints bit_heavy={bit_heavy:<5} {key_kind:?} key ({key_s:.1} s) split={policy:?} {residency:?}: bellperson {bellperson_s:.3} s | GPU synthesis {:.3}, upload {:.3}, prep {:.3}, h2d {:.3}, ntt {:.3}, msm_h {:.3}, batch_add {:.3}, tails {:.3}, b_g2 {:.3} s",
-            s(t.synthesis_ns), s(t.srs_upload_ns), s(t.prep_msm_ns), s(t.pin_h2d_ns), s(t.ntt_ns), s(t.msm_h_ns), s(t.batch_add_ns),
+            "{constraints:>8} constraints bit_heavy={bit_heavy:<5} {key_kind:?} key ({key_s:.1} s) split={policy:?} {residency:?} spmv_on_device={products_on_device}: bellperson {bellperson_s:.3} s | GPU synthesis {:.3}, upload {:.3}, prep {:.3}, h2d {:.3}, witness upload {:.3}, spmv {:.3}, ntt {:.3}, msm_h {:.3}, batch_add {:.3}, tails {:.3}, b_g2 {:.3} s",
+            s(t.synthesis_ns), s(t.srs_upload_ns + t.shape_upload_ns), s(t.prep_msm_ns), s(t.pin_h2d_ns), s(t.witness_upload_ns), s(t.spmv_ns), s(t.ntt_ns), s(t.msm_h_ns), s(t.batch_add_ns),
             s(t.msm_l_ns + t.msm_a_ns + t.msm_b_g1_ns), s(t.msm_b_g2_ns),
         );
     }
@@ -152,7 +169,10 @@ fn porep_2k_gpu_proof_equals_bellperson_and_verifies() {
     assert!(t.srs_load_ns == 0 && t.srs_upload_ns == 0 && t.pin_ns == 0, "the key stays resident: no load, upload or pinning on the second call");
     assert_eq!(t.key_residency, KeyResidency::Resident as u32);
     assert!(parts <= t.total_ns && parts * 100 >= t.total_ns * 98, "phases {parts} ns vs total {} ns", t.total_ns);
-    for (name, ns) in [("pin_h2d", t.pin_h2d_ns), ("ntt", t.ntt_ns), ("msm_h", t.msm_h_ns), ("batch_add", t.batch_add_ns), ("msm_l", t.msm_l_ns), ("msm_b_g2", t.msm_b_g2_ns)] {
+    // a, b, c computed on the device from its resident copy of the circuit's matrices.
+    assert_eq!(t.spmv_on_device, 1, "{t:?}");
+    assert_eq!((t.shape_upload_ns, t.pin_h2d_ns), (0, 0), "matrices resident since the first call; a, b, c never sent");
+    for (name, ns) in [("witness_upload", t.witness_upload_ns), ("spmv", t.spmv_ns), ("ntt", t.ntt_ns), ("msm_h", t.msm_h_ns), ("batch_add", t.batch_add_ns), ("msm_l", t.msm_l_ns), ("msm_b_g2", t.msm_b_g2_ns)] {
         assert!(ns > 0, "{name} not measured on the GPU path");
     }
 }
@@ -196,7 +216,8 @@ fn porep_2k_key_cold_warm_evicted_preloaded() {
         assert_eq!(device.resident_keys.len(), 1, "{device:?}");
         assert_eq!(device.resident_keys[0].bytes, key_bytes);
         assert!(device.resident_keys[0].loaded);
-        assert!(device.memory_used_by_cuzk >= key_bytes);
+        assert_eq!(device.resident_shapes.len(), 1, "the 2KiB circuit's matrices are resident: {device:?}");
+        assert!(device.witness_buffer_bytes > 0 && device.memory_used_by_cuzk >= key_bytes + device.resident_shapes[0].bytes);
         assert!(device.pinned_pool.allocated_bytes > 0 && device.pinned_pool.in_use_bytes == 0, "{:?}", device.pinned_pool);
         assert_eq!(device.proofs_in_flight, 0);
     }
@@ -220,7 +241,8 @@ fn porep_2k_key_cold_warm_evicted_preloaded() {
 }
 
 /// Device memory after warm-up stays flat over many proofs (the reference leaked device memory
-/// until the GPU ran out). Every proof is compared with the first, which equals bellperson's.
+/// until the GPU ran out), a, b, c computed on the device from the resident matrices. Every
+/// proof is compared with bellperson's.
 #[test]
 #[cfg_attr(not(cuzk_gpu_tests), ignore = "GPU test: build with CUZK_GPU_TESTS=1 and run where a CUDA device is present")]
 fn device_memory_flat_over_60_proofs() {
@@ -231,10 +253,13 @@ fn device_memory_flat_over_60_proofs() {
     let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
     let expected = proof_bytes(&create_proof_batch(vec![circuit.clone()], &*key, vec![r], vec![s]).unwrap().remove(0));
     let gpu = backend(SplitPolicy::CostModel, KeyResidency::Resident);
+    let shape = Arc::new(CircuitShape::extract(circuit.clone()).unwrap());
     let mut free = Vec::new();
     for i in 0..60 {
         let mut t = Timings::new();
-        let proof = prove_with(&gpu, &key, circuit.clone(), (r, s), None, &mut t).expect("GPU proof");
+        let synthesized = shape.deferred(synthesize_witness(circuit.clone(), None).unwrap()).unwrap();
+        let proof = prove_synthesized(&gpu, &key, synthesized, (r, s), None, &mut t).expect("GPU proof");
+        assert_eq!(t.spmv_on_device, 1);
         assert_eq!(proof_bytes(&proof), expected, "proof {i}");
         free.push(gpu.devices()[0].memory_free);
     }

@@ -4,6 +4,7 @@
 
 mod common;
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bellperson::groth16::{create_proof_batch, generate_random_parameters, prepare_verifying_key, verify_proof};
@@ -30,12 +31,14 @@ use storage_proofs_porep::stacked::StackedCompound;
 /// Equality of two synthesized circuits, field by field first so that a failure names the
 /// first differing row or variable instead of printing megabytes.
 fn assert_same(ours: &SynthesizedCircuit, theirs: &SynthesizedCircuit, what: &str) {
+    let (a, b, c) = ours.evaluated().expect("our products evaluated on the host");
+    let (their_a, their_b, their_c) = theirs.evaluated().expect("synthesis evaluates a, b, c");
     let vectors = [
-        ("a", &ours.a, &theirs.a),
-        ("b", &ours.b, &theirs.b),
-        ("c", &ours.c, &theirs.c),
-        ("input_assignment", &ours.input_assignment, &theirs.input_assignment),
-        ("aux_assignment", &ours.aux_assignment, &theirs.aux_assignment),
+        ("a", a, their_a),
+        ("b", b, their_b),
+        ("c", c, their_c),
+        ("input_assignment", &ours.input_assignment[..], &theirs.input_assignment[..]),
+        ("aux_assignment", &ours.aux_assignment[..], &theirs.aux_assignment[..]),
     ];
     for (name, x, y) in vectors {
         assert_eq!(x.len(), y.len(), "{what}: length of {name}");
@@ -137,7 +140,7 @@ fn merged_and_zero_terms_match_synthesis() {
     // u is in A only with coefficient 0, and in B with 0 and then 1; y is in A only cancelled.
     assert!(!theirs.a_aux_density.get(2) && !theirs.a_aux_density.get(1) && theirs.a_aux_density.get(0));
     assert!(theirs.b_aux_density.get(2) && theirs.b_aux_density.get(1) && !theirs.b_aux_density.get(0));
-    assert_eq!(theirs.a[0], Scalar::from(6), "x + x merged");
+    assert_eq!(theirs.evaluated().expect("evaluated").0[0], Scalar::from(6), "x + x merged");
     let shape = CircuitShape::extract(EdgeTerms).unwrap();
     assert_eq!((shape.num_inputs(), shape.num_aux(), shape.num_constraints()), (3, 3, 5 + 3));
     assert_eq!(&shape.a().row_starts()[..3], &[0, 1, 2], "one A entry each for x + x and y − y + 0·u + x");
@@ -209,6 +212,16 @@ fn split_path_proof_equals_bellperson() {
         let ours = cuzk::engine::prove_synthesized(&CpuBackend, &params, synthesized, (r, s), None, &mut Timings::new()).unwrap();
         assert!(ours == theirs, "{constraints} constraints, bit_heavy {bit_heavy}: proofs differ");
         assert!(verify_proof(&prepare_verifying_key(&params.vk), &ours, &circuit.inputs).unwrap());
+
+        // a, b, c left to the backend (what a GPU with resident matrices gets): the CPU backend
+        // computes them itself, timed as SpMV, and proves the same bytes.
+        let shape = Arc::new(CircuitShape::extract(circuit.clone()).unwrap());
+        let deferred = shape.deferred(synthesize_witness(circuit.clone(), None).unwrap()).unwrap();
+        assert!(deferred.evaluated().is_none());
+        let mut t = Timings::new();
+        let ours = cuzk::engine::prove_synthesized(&CpuBackend, &params, deferred, (r, s), None, &mut t).unwrap();
+        assert!(ours == theirs, "{constraints} constraints, bit_heavy {bit_heavy}: deferred products, proofs differ");
+        assert!(t.spmv_ns > 0 && t.spmv_on_device == 0, "{t:?}");
     }
 }
 

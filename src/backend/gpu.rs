@@ -26,13 +26,14 @@ use rayon::prelude::*;
 
 use super::cpu::Domain;
 use super::prep::{ClassifiedScalars, PreparedMsms};
-use super::{Backend, BackendKind, DeviceStatus};
+use super::{Backend, BackendKind, DeviceStatus, ResidentShape};
 use crate::cancel::CancelToken;
 use crate::error::{Error, Result, Status};
 use crate::groth16::{check_key_fits, MsmResults, ProvingKey};
 use crate::pinned::{BufferPool, PinnedMemory, PooledBuffer};
 use crate::resident::{KeyRef, Residency, ResidentCache};
-use crate::synthesis::SynthesizedCircuit;
+use crate::r1cs::{Assignment, CircuitShape, CompactWitness, SparseMatrix};
+use crate::synthesis::{Products, SynthesizedCircuit};
 use crate::timings::{nanos, timed, KeyResidency, Timings};
 
 mod sys {
@@ -64,6 +65,7 @@ mod sys {
     #[derive(Default)]
     pub struct HTimes {
         pub h2d_ns: u64,
+        pub spmv_ns: u64,
         pub ntt_ns: u64,
         pub msm_ns: u64,
     }
@@ -75,6 +77,7 @@ mod sys {
 
     pub enum Context {}
     pub enum Key {}
+    pub enum Shape {}
 
     #[repr(C)]
     pub struct Staging {
@@ -109,6 +112,33 @@ mod sys {
         pub total: u64,
         pub free: u64,
         pub ntt_buffer_bytes: u64,
+        pub witness_buffer_bytes: u64,
+    }
+
+    #[repr(C)]
+    pub struct CsrHost {
+        pub row_starts: *const u32,
+        pub columns: *const u32,
+        pub coefficient_ids: *const u32,
+        pub nonzeros: usize,
+    }
+
+    #[repr(C)]
+    pub struct ShapeHost {
+        pub matrices: [CsrHost; 3],
+        pub coefficients: *const c_void,
+        pub num_coefficients: usize,
+        pub rows: usize,
+        pub variables: usize,
+    }
+
+    #[repr(C)]
+    pub struct Witness {
+        pub kinds: *const u64,
+        pub full_offsets: *const u32,
+        pub full: *const c_void,
+        pub num_full: usize,
+        pub n: usize,
     }
 
     extern "C" {
@@ -127,6 +157,19 @@ mod sys {
             b: *const c_void,
             c: *const c_void,
             n: usize,
+            lg_domain: u32,
+            h_points: *const Points,
+            staging: *const Staging,
+            out: *mut G1,
+            times: *mut HTimes,
+            msg: *mut Message,
+        ) -> c_int;
+        pub fn cuzk_gpu_shape_upload(ctx: *mut Context, shape: *const ShapeHost, staging: *const Staging, out: *mut *mut Shape, bytes: *mut u64, msg: *mut Message) -> c_int;
+        pub fn cuzk_gpu_shape_free(shape: *mut Shape);
+        pub fn cuzk_gpu_quotient_msm_r1cs(
+            ctx: *mut Context,
+            shape: *const Shape,
+            witness: *const Witness,
             lg_domain: u32,
             h_points: *const Points,
             staging: *const Staging,
@@ -268,6 +311,50 @@ impl Drop for DeviceKey {
     }
 }
 
+/// A circuit's R1CS matrices in device memory (cuda/spmv.cuh).
+struct DeviceShape {
+    ptr: NonNull<sys::Shape>,
+    bytes: u64,
+}
+
+// SAFETY: immutable device memory, read by one call at a time (the device turn).
+unsafe impl Send for DeviceShape {}
+unsafe impl Sync for DeviceShape {}
+
+impl DeviceShape {
+    fn upload(ctx: &Context, shape: &CircuitShape, staging: &sys::Staging) -> Result<Self> {
+        let csr = |m: &SparseMatrix| sys::CsrHost {
+            row_starts: m.row_starts().as_ptr(),
+            columns: m.columns().as_ptr(),
+            coefficient_ids: m.coefficient_ids().as_ptr(),
+            nonzeros: m.num_nonzeros(),
+        };
+        let host = sys::ShapeHost {
+            matrices: [csr(shape.a()), csr(shape.b()), csr(shape.c())],
+            coefficients: shape.coefficients().as_ptr().cast(),
+            num_coefficients: shape.coefficients().len(),
+            rows: shape.num_constraints(),
+            variables: shape.num_inputs() + shape.num_aux(),
+        };
+        let (mut out, mut bytes) = (std::ptr::null_mut(), 0u64);
+        // SAFETY: the shape's vectors hold the lengths given and outlive the synchronous call.
+        call("uploading the circuit's R1CS matrices", |msg| unsafe { sys::cuzk_gpu_shape_upload(ctx.ptr(), &host, staging, &mut out, &mut bytes, msg) })?;
+        let ptr = NonNull::new(out).ok_or_else(|| Error::internal("device shape is NULL"))?;
+        Ok(DeviceShape { ptr, bytes })
+    }
+}
+
+impl Drop for DeviceShape {
+    fn drop(&mut self) {
+        // SAFETY: made by cuzk_gpu_shape_upload, freed once.
+        unsafe { sys::cuzk_gpu_shape_free(self.ptr.as_ptr()) }
+    }
+}
+
+/// Device memory a call still allocates beyond the resident data: sppark's MSM scratch and
+/// the compact witness. Matrices are made resident only with this much left free.
+const CALL_HEADROOM_BYTES: u64 = 4 << 30;
+
 /// Pinned staging per device unless configured: one buffer of two 32 MiB halves is what one
 /// call uses at a time (GPU phases of a device are ordered); the second serves a key upload
 /// from another thread.
@@ -285,11 +372,26 @@ pub struct GpuConfig {
     /// Pinned host memory per device for staging copies; 0: DEFAULT_PINNED_POOL_BYTES.
     pub pinned_pool_bytes: u64,
     pub split: SplitPolicy,
+    /// Compute a = A·z, b = B·z, c = C·z on the device from resident matrices (R1CS
+    /// synthesis), sending only the compact witness; false: on the host, a, b, c sent.
+    pub products_on_device: bool,
 }
 
 impl Default for GpuConfig {
     fn default() -> Self {
-        GpuConfig { devices: Vec::new(), key_memory_budget: 0, pinned_pool_bytes: 0, split: SplitPolicy::CostModel }
+        GpuConfig { devices: Vec::new(), key_memory_budget: 0, pinned_pool_bytes: 0, split: SplitPolicy::CostModel, products_on_device: true }
+    }
+}
+
+impl GpuConfig {
+    /// `CUZK_SPMV=device|host` (device when unset): where a, b, c are computed, for measuring
+    /// one against the other.
+    pub fn products_on_device_from_env() -> Result<bool> {
+        match std::env::var("CUZK_SPMV").as_deref() {
+            Err(_) | Ok("") | Ok("device") => Ok(true),
+            Ok("host") => Ok(false),
+            Ok(other) => Err(Error::invalid(format!("CUZK_SPMV={other:?}: expected device or host"))),
+        }
     }
 }
 
@@ -303,6 +405,9 @@ struct Device {
     /// waiting for it is the call's queue wait.
     turn: Mutex<()>,
     keys: ResidentCache<DeviceKey>,
+    /// Circuit shapes whose matrices are resident, most recently used first; the shape is
+    /// held so that its address identifies it.
+    shapes: Mutex<Vec<(Arc<CircuitShape>, DeviceShape)>>,
     staging: BufferPool<CudaPinned>,
     in_flight: AtomicUsize,
     proofs: AtomicU64,
@@ -331,6 +436,7 @@ impl Device {
             ctx: Context::new(ordinal)?,
             turn: Mutex::new(()),
             keys: ResidentCache::new(budget),
+            shapes: Mutex::new(Vec::new()),
             staging: BufferPool::new(CudaPinned, STAGING_BUFFER_BYTES, pool as usize),
             in_flight: AtomicUsize::new(0),
             proofs: AtomicU64::new(0),
@@ -367,16 +473,67 @@ impl Device {
         }
     }
 
+    /// Makes `shape`'s matrices resident on this device (timed into `shape_upload_ns`) unless
+    /// they are already; false when they do not fit beside the key, the buffers of a domain of
+    /// 2^lg_domain and the call's headroom, other shapes evicted first. Call inside the turn.
+    fn make_shape_resident(&self, shape: &Arc<CircuitShape>, lg_domain: u32, staging: &sys::Staging, t: &mut Timings) -> Result<bool> {
+        let mut shapes = self.shapes.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(i) = shapes.iter().position(|(s, _)| Arc::ptr_eq(s, shape)) {
+            let entry = shapes.remove(i);
+            shapes.insert(0, entry);
+            return Ok(true);
+        }
+        let memory = self.ctx.memory()?;
+        let scalars = |n: u64| 32 * n;
+        let buffers = scalars(3 << lg_domain).saturating_sub(memory.ntt_buffer_bytes)
+            + scalars((shape.num_inputs() + shape.num_aux()) as u64).saturating_sub(memory.witness_buffer_bytes);
+        let needed = shape.size_bytes() as u64 + buffers + CALL_HEADROOM_BYTES;
+        let mut free = memory.free;
+        while free < needed {
+            let Some((_, evicted)) = shapes.pop() else {
+                return Ok(false);
+            };
+            free += evicted.bytes;
+        }
+        let start = Instant::now();
+        let uploaded = match DeviceShape::upload(&self.ctx, shape, staging) {
+            Err(e) if e.status == Status::OutOfMemory => return Ok(false),
+            other => other?,
+        };
+        t.shape_upload_ns += nanos(start.elapsed());
+        log::info!(
+            "circuit matrices ({} constraints, {} MiB) resident on device {} in {:.2?}",
+            shape.num_constraints(),
+            uploaded.bytes >> 20,
+            self.ordinal,
+            start.elapsed()
+        );
+        shapes.insert(0, (Arc::clone(shape), uploaded));
+        Ok(true)
+    }
+
     fn status(&self) -> DeviceStatus {
         let memory = self.ctx.memory().unwrap_or_default();
         let keys = self.keys.entries();
+        let shapes: Vec<ResidentShape> = self
+            .shapes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .map(|(shape, device)| ResidentShape { constraints: shape.num_constraints() as u64, bytes: device.bytes })
+            .collect();
         DeviceStatus {
             ordinal: self.ordinal,
             name: self.name.clone(),
             memory_total: memory.total,
             memory_free: memory.free,
-            memory_used_by_cuzk: self.keys.used_bytes() + memory.ntt_buffer_bytes,
+            memory_used_by_cuzk: self.keys.used_bytes()
+                + shapes.iter().map(|s| s.bytes).sum::<u64>()
+                + memory.ntt_buffer_bytes
+                + memory.witness_buffer_bytes,
             ntt_buffer_bytes: memory.ntt_buffer_bytes,
+            witness_buffer_bytes: memory.witness_buffer_bytes,
+            resident_shapes: shapes,
             key_budget: self.keys.budget(),
             resident_keys: keys,
             pinned_pool: self.staging.usage(),
@@ -407,6 +564,7 @@ impl PointSource<'_> {
 pub struct GpuBackend {
     devices: Vec<Device>,
     split: SplitPolicy,
+    products_on_device: bool,
     /// Where the search for the least busy device starts, so that ties rotate.
     next: AtomicUsize,
 }
@@ -432,6 +590,10 @@ impl Backend for PinnedGpu<'_> {
         BackendKind::Gpu
     }
 
+    fn evaluates_products(&self) -> bool {
+        self.gpu.products_on_device
+    }
+
     fn compute_msms(&self, key: &ProvingKey, circuit: SynthesizedCircuit, cancel: &CancelToken, t: &mut Timings) -> Result<MsmResults> {
         self.gpu.compute_on(InFlight::new(self.device), key, circuit, cancel, t)
     }
@@ -451,7 +613,7 @@ impl GpuBackend {
             return Err(Error::new(Status::GpuError, "no CUDA device"));
         }
         let devices = ordinals.into_iter().map(|d| Device::open(d, config)).collect::<Result<_>>()?;
-        Ok(GpuBackend { devices, split: config.split, next: AtomicUsize::new(0) })
+        Ok(GpuBackend { devices, split: config.split, products_on_device: config.products_on_device, next: AtomicUsize::new(0) })
     }
 
     /// The backend of one device with the given split policy (tests and benchmarks).
@@ -481,7 +643,7 @@ impl GpuBackend {
         let domain = Domain::for_len(circuit.num_constraints())
             .ok_or_else(|| Error::invalid("circuit has more constraints than the field's 2^32 FFT domain"))?;
         let layout = check_key_fits(key, &circuit, domain.size())?;
-        let SynthesizedCircuit { a, b, c, input_assignment, aux_assignment, a_aux_density, b_input_density, b_aux_density } =
+        let SynthesizedCircuit { products, input_assignment, aux_assignment, a_aux_density, b_input_density, b_aux_density, .. } =
             circuit;
         let device = in_flight.0;
         t.device_index = device.ordinal;
@@ -500,7 +662,11 @@ impl GpuBackend {
                 G1Msm::plan("B_G1", sys::QUERY_B_G1, &key.b_g1, &p.b, policy, resident),
             ]
         });
-        drop((input_assignment, aux_assignment));
+        let z = Assignment { inputs: &input_assignment, aux: &aux_assignment };
+        let mut h_input = match products {
+            Products::Deferred(shape) => HInput::Witness { witness: timed(&mut t.witness_upload_ns, || CompactWitness::encode(z))?, shape },
+            Products::Evaluated { a, b, c } => HInput::Products(a, b, c),
+        };
         cancel.check()?;
 
         let device_turn = timed(&mut t.queue_wait_ns, || device.turn.lock().unwrap_or_else(|p| p.into_inner()));
@@ -508,8 +674,20 @@ impl GpuBackend {
         let buffer = device.staging.acquire(&mut t.pin_ns)?;
         let staging = staging(&buffer);
         let copy = device.resident_key(key, &staging, t)?;
+        if let HInput::Witness { shape, .. } = &h_input {
+            if !device.make_shape_resident(shape, domain.log_size, &staging, t)? {
+                log::warn!(
+                    "the R1CS matrices of a {}-constraint circuit do not fit in device {}'s memory beside the key: a, b, c computed on the host",
+                    shape.num_constraints(),
+                    device.ordinal
+                );
+                let (a, b, c) = timed(&mut t.spmv_ns, || shape.evaluate(&input_assignment, &aux_assignment));
+                h_input = HInput::Products(a, b, c);
+            }
+        }
+        drop((input_assignment, aux_assignment));
         let src = PointSource { resident: copy.as_deref() };
-        let h = Self::quotient_msm(device, &src, key, (a, b, c), domain.log_size, &staging, t)?;
+        let h = Self::quotient_msm(device, &src, key, h_input, domain.log_size, &staging, t)?;
         cancel.check()?;
         let l = l.run(device, &src, &staging, &mut t.batch_add_ns, &mut t.msm_l_ns)?;
         let a = a_q.run(device, &src, &staging, &mut t.batch_add_ns, &mut t.msm_a_ns)?;
@@ -564,37 +742,54 @@ impl GpuBackend {
         Ok(to_projective_g2(&ones) + to_projective_g2(&tail))
     }
 
-    /// H on the device from a, b, c (which are freed as soon as they are on it).
-    fn quotient_msm(
-        device: &Device,
-        src: &PointSource,
-        key: &ProvingKey,
-        (a, b, c): (Vec<Scalar>, Vec<Scalar>, Vec<Scalar>),
-        lg_domain: u32,
-        staging: &sys::Staging,
-        t: &mut Timings,
-    ) -> Result<G1Projective> {
+    /// H on the device from a, b, c (freed as soon as they are on it), or from the compact
+    /// witness and the device's resident copy of the shape's matrices.
+    fn quotient_msm(device: &Device, src: &PointSource, key: &ProvingKey, input: HInput, lg_domain: u32, staging: &sys::Staging, t: &mut Timings) -> Result<G1Projective> {
         let h_points = src.points(sys::QUERY_H, &key.h);
         let mut h = sys::G1::default();
         let mut times = sys::HTimes::default();
-        // SAFETY: a, b, c hold n scalars each and the H query the domain size - 1 points
-        // (checked by check_key_fits); all outlive the synchronous call.
-        call("H (NTT + MSM)", |msg| unsafe {
-            sys::cuzk_gpu_quotient_msm(
-                device.ctx.ptr(),
-                a.as_ptr() as *const c_void,
-                b.as_ptr() as *const c_void,
-                c.as_ptr() as *const c_void,
-                a.len(),
-                lg_domain,
-                &h_points,
-                staging,
-                &mut h,
-                &mut times,
-                msg,
-            )
-        })?;
-        t.pin_h2d_ns += times.h2d_ns;
+        match input {
+            HInput::Products(a, b, c) => {
+                // SAFETY: a, b, c hold n scalars each and the H query the domain size - 1
+                // points (checked by check_key_fits); all outlive the synchronous call.
+                call("H (NTT + MSM)", |msg| unsafe {
+                    sys::cuzk_gpu_quotient_msm(
+                        device.ctx.ptr(),
+                        a.as_ptr() as *const c_void,
+                        b.as_ptr() as *const c_void,
+                        c.as_ptr() as *const c_void,
+                        a.len(),
+                        lg_domain,
+                        &h_points,
+                        staging,
+                        &mut h,
+                        &mut times,
+                        msg,
+                    )
+                })?;
+                t.pin_h2d_ns += times.h2d_ns;
+            }
+            HInput::Witness { shape, witness } => {
+                let shapes = device.shapes.lock().unwrap_or_else(|p| p.into_inner());
+                let resident = shapes.iter().find(|(s, _)| Arc::ptr_eq(s, &shape)).map(|(_, d)| d.ptr.as_ptr());
+                let resident = resident.ok_or_else(|| Error::internal("the circuit's matrices left the device during the call"))?;
+                let z = sys::Witness {
+                    kinds: witness.kinds.as_ptr(),
+                    full_offsets: witness.full_offsets.as_ptr(),
+                    full: witness.full.as_ptr().cast(),
+                    num_full: witness.full.len(),
+                    n: witness.len,
+                };
+                // SAFETY: the resident shape stays alive while `shapes` is locked; the compact
+                // witness's vectors hold the lengths given and outlive the synchronous call.
+                call("H (A·z, B·z, C·z + NTT + MSM)", |msg| unsafe {
+                    sys::cuzk_gpu_quotient_msm_r1cs(device.ctx.ptr(), resident, &z, lg_domain, &h_points, staging, &mut h, &mut times, msg)
+                })?;
+                t.witness_upload_ns += times.h2d_ns;
+                t.spmv_ns += times.spmv_ns;
+                t.spmv_on_device = 1;
+            }
+        }
         t.ntt_ns += times.ntt_ns;
         t.msm_h_ns += times.msm_ns;
         Ok(to_projective(&h))
@@ -617,6 +812,14 @@ impl GpuBackend {
         })?;
         Ok(to_projective(&out))
     }
+}
+
+/// What H is computed from on the device.
+enum HInput {
+    /// a, b, c evaluated on the host.
+    Products(Vec<Scalar>, Vec<Scalar>, Vec<Scalar>),
+    /// The witness; the device evaluates a, b, c with its resident copy of `shape`.
+    Witness { shape: Arc<CircuitShape>, witness: CompactWitness },
 }
 
 /// The points of a query whose scalars are full-width, gathered contiguously for the device.
@@ -717,6 +920,10 @@ impl<'a> G1Msm<'a> {
 impl Backend for GpuBackend {
     fn kind(&self) -> BackendKind {
         BackendKind::Gpu
+    }
+
+    fn evaluates_products(&self) -> bool {
+        self.products_on_device
     }
 
     fn compute_msms(&self, key: &ProvingKey, circuit: SynthesizedCircuit, cancel: &CancelToken, t: &mut Timings) -> Result<MsmResults> {

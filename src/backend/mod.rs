@@ -23,20 +23,37 @@ pub struct DeviceStatus {
     pub name: String,
     pub memory_total: u64,
     pub memory_free: u64,
-    /// Resident keys plus the NTT buffers.
+    /// Resident keys and circuit matrices, plus the NTT and witness buffers.
     pub memory_used_by_cuzk: u64,
     pub ntt_buffer_bytes: u64,
+    /// The device copy of the witness (when the device computes a, b, c).
+    pub witness_buffer_bytes: u64,
     /// Device memory resident keys may take.
     pub key_budget: u64,
     /// Most recently used first.
     pub resident_keys: Vec<ResidentKey>,
+    /// Circuits whose R1CS matrices are resident, most recently used first.
+    pub resident_shapes: Vec<ResidentShape>,
     pub pinned_pool: PoolUsage,
     pub proofs_in_flight: u64,
     pub proofs_done: u64,
 }
 
+/// A circuit's R1CS matrices resident on a device (engine status).
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct ResidentShape {
+    pub constraints: u64,
+    pub bytes: u64,
+}
+
 pub trait Backend: Send + Sync {
     fn kind(&self) -> BackendKind;
+
+    /// Whether R1CS synthesis should leave a = A·z, b = B·z, c = C·z to this backend
+    /// ([`crate::synthesis::Products::Deferred`]) instead of computing them on the host first.
+    fn evaluates_products(&self) -> bool {
+        false
+    }
 
     /// The H, L, A, B_G1 and B_G2 sums of one circuit. Consumes the circuit so that its large
     /// vectors can be freed (or handed to the device) as soon as they are used. Adds the time

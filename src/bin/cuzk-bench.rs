@@ -200,6 +200,9 @@ fn report(args: &Args, label: &str, run: usize, wall: f64, fields: &str, engine:
         Ok(split) if !split.is_empty() && args.system.starts_with("cuzk") && args.system != "cuzk-cpu" => system += &format!("[split={split}]"),
         _ => {}
     }
+    if std::env::var("CUZK_SPMV").as_deref() == Ok("host") && args.system.starts_with("cuzk") && args.system != "cuzk-cpu" {
+        system += "[spmv=host]";
+    }
     if std::env::var("CUZK_SYNTHESIS").as_deref() == Ok("classic") && args.system.starts_with("cuzk") {
         system += "[classic synthesis]";
     }
@@ -343,7 +346,7 @@ fn bench_circuit<C: Circuit<Scalar> + Clone + Send + Sync>(args: &Args, label: &
         Ok("classic") => None,
         _ => {
             let start = Instant::now();
-            let shape = engine.install(|| CircuitShape::extract(circuit.clone()))?;
+            let shape = Arc::new(engine.install(|| CircuitShape::extract(circuit.clone()))?);
             eprintln!("{label}: shape {} MiB extracted in {:.2} s (not timed)", shape.size_bytes() >> 20, start.elapsed().as_secs_f64());
             Some(shape)
         }
@@ -359,7 +362,7 @@ fn bench_circuit<C: Circuit<Scalar> + Clone + Send + Sync>(args: &Args, label: &
                 t.synthesis_ns = ns;
                 synthesized
             }
-            (None, Some(shape)) => engine.install(|| synthesize_with_shape(shape, &whole, None, &mut t))?,
+            (None, Some(shape)) => engine.install(|| synthesize_with_shape(engine.backend(), shape, &whole, None, &mut t))?,
             (None, None) => cuzk::timings::timed(&mut t.synthesis_ns, || engine.install(|| synthesize(circuit.clone(), None)))?,
         };
         let counting = Instant::now();
@@ -392,7 +395,7 @@ fn bench_partition<Tree: 'static + MerkleTreeTrait>(args: &Args, proof: Register
     let config = porep::porep_config(proof)?;
     let engine = engine(args)?;
     let start = Instant::now();
-    let shape = engine.install(|| CircuitShape::extract_parallel(&porep::synthetic_partition_circuit::<Tree>(&config, 0)?))?;
+    let shape = Arc::new(engine.install(|| CircuitShape::extract_parallel(&porep::synthetic_partition_circuit::<Tree>(&config, 0)?))?);
     let shape_extract_ns = cuzk::timings::nanos(start.elapsed());
     eprintln!(
         "{label}: {} constraints, {} inputs, {} aux; shape {} MiB extracted in {:.2} s (challenges in parallel)",
@@ -407,7 +410,7 @@ fn bench_partition<Tree: 'static + MerkleTreeTrait>(args: &Args, proof: Register
         let params = filecoin_proofs::parameters::public_params::<Tree>(&config)?;
         let blank = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<_, _>>::blank_circuit(&params);
         let theirs = CircuitShape::extract(blank)?;
-        if theirs != shape {
+        if theirs != *shape {
             bail!("the made-up partition's shape differs from filecoin-proofs' blank circuit's ({} vs {} constraints)", shape.num_constraints(), theirs.num_constraints());
         }
         eprintln!("{label}: equal to the blank circuit's shape, recorded sequentially in {:.2} s", start.elapsed().as_secs_f64());
@@ -420,7 +423,7 @@ fn bench_partition<Tree: 'static + MerkleTreeTrait>(args: &Args, proof: Register
         t.backend = engine.backend().kind() as u32;
         t.shape_extract_ns = if run == 0 { shape_extract_ns } else { 0 };
         let start = Instant::now();
-        let synthesized = engine.install(|| synthesize_with_shape(&shape, &circuit, None, &mut t))?;
+        let synthesized = engine.install(|| synthesize_with_shape(engine.backend(), &shape, &circuit, None, &mut t))?;
         let synthesis_done = start.elapsed();
         let scalars = scalar_fields(&synthesized);
         let key = key.get_or_insert_with(|| {

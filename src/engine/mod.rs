@@ -430,9 +430,12 @@ fn synthesis_error(cancel: Option<&CancelToken>, e: SynthesisError) -> Error {
 }
 
 /// Synthesis on the R1CS path: the witness of `circuit`, then a, b, c as products with the
-/// matrices of its `shape` (timed into `synthesis_ns`, split into `witness_ns` and `spmv_ns`).
+/// matrices of its `shape` — on the host (timed into `synthesis_ns`, split into `witness_ns`
+/// and `spmv_ns`), or, when `backend` evaluates them itself, left to it (`synthesis_ns` is then
+/// the witness alone; the backend times the products).
 pub fn synthesize_with_shape<C: SegmentedCircuit>(
-    shape: &CircuitShape,
+    backend: &dyn Backend,
+    shape: &Arc<CircuitShape>,
     circuit: &C,
     cancel: Option<&CancelToken>,
     t: &mut Timings,
@@ -440,7 +443,10 @@ pub fn synthesize_with_shape<C: SegmentedCircuit>(
     t.r1cs_synthesis = 1;
     let start = Instant::now();
     let witness = timed(&mut t.witness_ns, || circuit.witness(cancel)).map_err(|e| synthesis_error(cancel, e))?;
-    let synthesized = timed(&mut t.spmv_ns, || shape.synthesized(witness));
+    let synthesized = match backend.evaluates_products() {
+        true => shape.deferred(witness),
+        false => timed(&mut t.spmv_ns, || shape.synthesized(witness)),
+    };
     t.synthesis_ns += nanos(start.elapsed());
     synthesized
 }
@@ -500,6 +506,7 @@ fn select_backend(config: &EngineConfig) -> Result<Box<dyn Backend>> {
                 key_memory_budget: config.gpu_key_memory_budget,
                 pinned_pool_bytes: config.pinned_pool_bytes,
                 split: GpuBackend::split_from_env()?,
+                products_on_device: GpuConfig::products_on_device_from_env()?,
             };
             return Ok(Box::new(GpuBackend::new(&gpu)?));
         }

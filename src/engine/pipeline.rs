@@ -93,12 +93,13 @@ impl Drop for BudgetShare {
     }
 }
 
-/// Host bytes of one synthesized partition for `key`: a, b, c over the domain and the
-/// assignment, 32 bytes a scalar.
-fn partition_bytes(key: &ProvingKey) -> u64 {
+/// Host bytes of one synthesized partition for `key`: the assignment, and a, b, c over the
+/// domain unless `backend` computes them itself; 32 bytes a scalar.
+fn partition_bytes(key: &ProvingKey, backend: &dyn Backend) -> u64 {
     let domain = key.h.len() as u64 + 1;
     let assignment = key.l.len() as u64 + key.vk.ic.len() as u64;
-    32 * (3 * domain + assignment)
+    let products = if backend.evaluates_products() { 0 } else { 3 * domain };
+    32 * (products + assignment)
 }
 
 /// Proves `sectors` (results in their order), the call having started at `start`.
@@ -111,7 +112,7 @@ pub(super) fn run(engine: &Engine, backend: &dyn Backend, sectors: &[SectorReque
             for (index, request) in sectors.iter().enumerate() {
                 let mut t = Timings::new();
                 t.queue_wait_ns = nanos(start.elapsed());
-                if let Err(error) = synthesize_sector(engine, index, request, options, &sender, &mut t) {
+                if let Err(error) = synthesize_sector(engine, backend, index, request, options, &sender, &mut t) {
                     if sender.send(Job::Failed { index, error }).is_err() {
                         return;
                     }
@@ -124,14 +125,16 @@ pub(super) fn run(engine: &Engine, backend: &dyn Backend, sectors: &[SectorReque
 }
 
 /// Stage 1 for one sector: everything up to its synthesized partitions, sent in order.
-fn synthesize_sector(engine: &Engine, index: usize, request: &SectorRequest, options: &ProveOptions, sender: &mpsc::Sender<Job>, t: &mut Timings) -> Result<()> {
+fn synthesize_sector(engine: &Engine, backend: &dyn Backend, index: usize, request: &SectorRequest, options: &ProveOptions, sender: &mpsc::Sender<Job>, t: &mut Timings) -> Result<()> {
     options.check_cancel()?;
     let c1 = timed(&mut t.input_check_ns, || porep::parse_c1(request.c1_json))?;
-    with_porep_shape!(c1.registered_proof, synthesize_partitions(engine, index, request, c1, options, sender, t))
+    with_porep_shape!(c1.registered_proof, synthesize_partitions(engine, backend, index, request, c1, options, sender, t))
 }
 
+#[allow(clippy::too_many_arguments)]
 fn synthesize_partitions<Tree: 'static + MerkleTreeTrait>(
     engine: &Engine,
+    backend: &dyn Backend,
     index: usize,
     request: &SectorRequest,
     c1: filecoin_proofs_api::seal::SealCommitPhase1Output,
@@ -162,7 +165,7 @@ fn synthesize_partitions<Tree: 'static + MerkleTreeTrait>(
             Some(engine.pool.install(|| engine.shapes.get(&id, || CircuitShape::extract_parallel(&porep::partition_circuit(&inputs, 0)?), t))?)
         }
     };
-    let bytes = partition_bytes(&key);
+    let bytes = partition_bytes(&key, backend);
     let sector = Job::Sector { index, statement, key, partitions, timings: std::mem::replace(t, Timings::new()) };
     sender.send(sector).map_err(|_| Error::internal("the proving stage ended early"))?;
     let cancel = options.cancel.as_ref();
@@ -172,7 +175,7 @@ fn synthesize_partitions<Tree: 'static + MerkleTreeTrait>(
         let synthesized = engine.pool.install(|| -> Result<SynthesizedCircuit> {
             let circuit = timed(&mut t.synthesis_ns, || porep::partition_circuit(&inputs, k))?;
             match &shape {
-                Some(shape) => synthesize_with_shape(shape, &circuit, cancel, t),
+                Some(shape) => synthesize_with_shape(backend, shape, &circuit, cancel, t),
                 None => synthesize_classic(circuit, cancel, t),
             }
         })?;

@@ -23,8 +23,16 @@ pub struct Assignment<'a> {
 }
 
 impl Assignment<'_> {
+    pub fn len(&self) -> usize {
+        self.inputs.len() + self.aux.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     #[inline]
-    fn get(&self, column: u32) -> Scalar {
+    pub fn get(&self, column: u32) -> Scalar {
         let column = column as usize;
         match column.checked_sub(self.inputs.len()) {
             None => self.inputs[column],

@@ -6,11 +6,13 @@
 //! independent parts ([`SegmentedCircuit`]: a PoRep partition's challenges) have both their
 //! shape and their witness made on all cores.
 
+mod compact;
 mod matrix;
 mod segmented;
 mod shape;
 mod witness;
 
+pub use compact::CompactWitness;
 pub use matrix::{Assignment, SparseMatrix, MINUS_ONE, ONE};
 pub use segmented::{synthesize_witness_parallel, SegmentedCircuit, Segments, Whole};
 pub use shape::{CircuitShape, CoefficientStats};

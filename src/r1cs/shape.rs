@@ -4,6 +4,7 @@
 //! [`synthesize`]: crate::synthesis::synthesize
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use bellperson::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
 use blstrs::Scalar;
@@ -14,7 +15,7 @@ use super::matrix::{Assignment, SparseMatrix, MINUS_ONE, ONE};
 use super::segmented::{SegmentedCircuit, Segments};
 use super::witness::Witness;
 use crate::error::{self, Error, Status};
-use crate::synthesis::{Density, SynthesizedCircuit};
+use crate::synthesis::{Density, Products, SynthesizedCircuit};
 
 /// Rows per rayon task when evaluating: ~100 µs of work at PoRep's ~5.5 entries per row, so
 /// that scheduling stays negligible.
@@ -164,27 +165,38 @@ impl CircuitShape {
     /// of this shape): what `synthesize` would have returned for that circuit, ready for
     /// `engine::prove_synthesized`. A witness whose sizes differ from the shape's is refused.
     pub fn synthesized(&self, witness: Witness) -> error::Result<SynthesizedCircuit> {
-        let Witness { input_assignment, aux_assignment, num_constraints } = witness;
-        let (got, want) = (
-            (input_assignment.len(), aux_assignment.len(), num_constraints),
-            (self.num_inputs, self.num_aux, self.num_constraints()),
-        );
-        if got != want {
-            return Err(Error::invalid(format!(
+        self.check_witness(&witness)?;
+        let (a, b, c) = self.evaluate(&witness.input_assignment, &witness.aux_assignment);
+        Ok(self.with_products(Products::Evaluated { a, b, c }, witness))
+    }
+
+    /// [`Self::synthesized`] with a, b, c left to the backend (see [`Products::Deferred`]).
+    pub fn deferred(self: &Arc<Self>, witness: Witness) -> error::Result<SynthesizedCircuit> {
+        self.check_witness(&witness)?;
+        Ok(self.with_products(Products::Deferred(Arc::clone(self)), witness))
+    }
+
+    fn check_witness(&self, witness: &Witness) -> error::Result<()> {
+        let got = (witness.input_assignment.len(), witness.aux_assignment.len(), witness.num_constraints);
+        let want = (self.num_inputs, self.num_aux, self.num_constraints());
+        match got == want {
+            true => Ok(()),
+            false => Err(Error::invalid(format!(
                 "a witness of (inputs, aux, constraints) = {got:?} does not belong to a circuit shape of {want:?}"
-            )));
+            ))),
         }
-        let (a, b, c) = self.evaluate(&input_assignment, &aux_assignment);
-        Ok(SynthesizedCircuit {
-            a,
-            b,
-            c,
-            input_assignment,
-            aux_assignment,
+    }
+
+    fn with_products(&self, products: Products, witness: Witness) -> SynthesizedCircuit {
+        SynthesizedCircuit {
+            products,
+            num_constraints: self.num_constraints(),
+            input_assignment: witness.input_assignment,
+            aux_assignment: witness.aux_assignment,
             a_aux_density: self.a_aux_density.clone(),
             b_input_density: self.b_input_density.clone(),
             b_aux_density: self.b_aux_density.clone(),
-        })
+        }
     }
 }
 

@@ -10,7 +10,7 @@ use super::{Backend, BackendKind};
 use crate::cancel::CancelToken;
 use crate::error::{Error, Result};
 use crate::groth16::{check_key_fits, MsmResults, ProvingKey};
-use crate::synthesis::SynthesizedCircuit;
+use crate::synthesis::{Products, SynthesizedCircuit};
 use crate::timings::{timed, Timings};
 
 use self::ntt::quotient_coefficients;
@@ -27,8 +27,12 @@ impl Backend for CpuBackend {
         let domain = Domain::for_len(circuit.num_constraints())
             .ok_or_else(|| Error::invalid("circuit has more constraints than the field's 2^32 FFT domain"))?;
         let layout = check_key_fits(key, &circuit, domain.size())?;
-        let SynthesizedCircuit { a, b, c, input_assignment, aux_assignment, a_aux_density, b_input_density, b_aux_density } =
+        let SynthesizedCircuit { products, input_assignment, aux_assignment, a_aux_density, b_input_density, b_aux_density, .. } =
             circuit;
+        let (a, b, c) = match products {
+            deferred @ Products::Deferred(_) => timed(&mut t.spmv_ns, || deferred.evaluate(&input_assignment, &aux_assignment)),
+            evaluated => evaluated.evaluate(&input_assignment, &aux_assignment),
+        };
 
         let h_coeffs = timed(&mut t.ntt_ns, || quotient_coefficients(a, b, c, cancel)).expect("domain checked above");
         cancel.check()?;
