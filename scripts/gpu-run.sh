@@ -14,8 +14,9 @@
 #                                 only): cold + warm with the key resident, then streamed
 #   scripts/gpu-run.sh partition  one partition of the 32GiB PoRep circuit (130M constraints,
 #                                 2^27) from made-up vanilla proofs, synthetic key (performance
-#                                 only): shape extraction, then 3 proofs (~5 min); then the same
-#                                 for the 2KiB partition. CUZK_CHECK_SHAPE=1 also checks the
+#                                 only): shape extraction, then 4 proofs, a, b, c on the device
+#                                 and on the host in turn (~6 min); then the same for the 2KiB
+#                                 partition. CUZK_CHECK_SHAPE=1 also checks the
 #                                 32GiB shape against filecoin-proofs' blank circuit (+90 s)
 #   scripts/gpu-run.sh micro      SHA chains of 2^16 and 2^20 with random-setup keys (verified),
 #                                 then a per-phase sweep: random circuits of 2^20, 2^22, 2^24
@@ -38,6 +39,11 @@ export CUZK_BENCH_COMMIT="$(cat carry/COMMIT)"
 export CUZK_BENCH_CUDA="$(nvidia-smi 2>/dev/null | sed -n 's/.*Driver Version: *\([0-9.]*\).*CUDA Version: *\([0-9.]*\).*/driver \1, CUDA \2/p' | head -1)"
 bench() { carry/cuzk-bench "$@" >>"$out/bench.jsonl" 2>>"$out/bench.log"; }
 
+# Device memory in use, sampled every 100 ms for the whole mode: at the end every record gets
+# the peak over its process's lifetime (scripts/peak-device-memory.py).
+nvidia-smi --query-gpu=timestamp,memory.used --format=csv,noheader,nounits -lms 100 >"$out/gpu-memory.csv" 2>/dev/null &
+sampler=$!
+
 params() {
     local start=$SECONDS size="${1:-2KiB}"
     carry/cuzk-fixtures params --sector-size "$size" --dir /tmp/cuzk-params >>"$out/params.log" 2>&1 || { tail "$out/params.log"; exit 1; }
@@ -59,6 +65,8 @@ bench)
     carry/cuzk-fixtures seal --sector-size 2KiB --out /tmp/fx --sector 7 >/dev/null 2>&1
     c2() { bench c2 --fixture /tmp/fx --params /tmp/cuzk-params "$@" || status=1; }
     c2 --system cuzk --repeat 4
+    # a, b, c computed on the host and sent, against the device's resident matrices above.
+    CUZK_SPMV=host c2 --system cuzk --repeat 3
     # Synthesis the classic way (every linear combination built) against the R1CS path.
     CUZK_SYNTHESIS=classic c2 --system cuzk --repeat 3
     c2 --system cuzk-streamed --repeat 3
@@ -96,10 +104,11 @@ sha)
     ;;
 partition)
     # CUZK_CHECK_SHAPE=1: also compare the shape with filecoin-proofs' blank circuit (+90 s).
-    timeout 400 carry/cuzk-bench porep-partition --system cuzk --sector-size 32GiB ${CUZK_CHECK_SHAPE:+--check-shape} --repeat 3 \
+    # Runs 1 and 3 compute a, b, c on the host, runs 0 and 2 on the device.
+    timeout 420 carry/cuzk-bench porep-partition --system cuzk --sector-size 32GiB ${CUZK_CHECK_SHAPE:+--check-shape} --compare-spmv --repeat 4 \
         >>"$out/bench.jsonl" 2>>"$out/bench.log" || status=1
     # The 2KiB partition the same way: its records carry the scalar counts of a 2^22 PoRep.
-    timeout 100 carry/cuzk-bench porep-partition --system cuzk --sector-size 2KiB --repeat 3 \
+    timeout 100 carry/cuzk-bench porep-partition --system cuzk --sector-size 2KiB --compare-spmv --repeat 5 \
         >>"$out/bench.jsonl" 2>>"$out/bench.log" || status=1
     ;;
 micro)
@@ -122,5 +131,7 @@ circuits)
     ;;
 *) echo "unknown mode $1"; exit 2 ;;
 esac
+kill "$sampler" 2>/dev/null
+[ -f "$out/bench.jsonl" ] && python3 scripts/peak-device-memory.py "$out/bench.jsonl" "$out/gpu-memory.csv"
 [ -f "$out/bench.log" ] && cat "$out/bench.log"
 exit $status

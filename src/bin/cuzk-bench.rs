@@ -71,9 +71,11 @@ struct Args {
     check_shape: bool,
     /// Prove with a key from bellperson's random setup (`--setup-key`) and verify every proof.
     setup_key: bool,
+    /// porep-partition: alternate runs with a, b, c on the device and on the host.
+    compare_spmv: bool,
 }
 
-const USAGE: &str = "usage: cuzk-bench c2 --system cuzk|cuzk-streamed|cuzk-cpu|bellperson --fixture DIR --params DIR [--repeat N]\n       cuzk-bench circuit --system cuzk|cuzk-streamed|cuzk-cpu|bellperson --log-constraints K [--witness porep|uniform|sha] [--setup-key] [--write-key FILE] [--repeat N]\n       cuzk-bench porep-partition --system cuzk|cuzk-streamed|cuzk-cpu --sector-size 2KiB|8MiB|512MiB|32GiB|64GiB [--check-shape] [--repeat N]";
+const USAGE: &str = "usage: cuzk-bench c2 --system cuzk|cuzk-streamed|cuzk-cpu|bellperson --fixture DIR --params DIR [--repeat N]\n       cuzk-bench circuit --system cuzk|cuzk-streamed|cuzk-cpu|bellperson --log-constraints K [--witness porep|uniform|sha] [--setup-key] [--write-key FILE] [--repeat N]\n       cuzk-bench porep-partition --system cuzk|cuzk-streamed|cuzk-cpu --sector-size 2KiB|8MiB|512MiB|32GiB|64GiB [--check-shape] [--compare-spmv] [--repeat N]";
 
 fn parse_args() -> Result<Args> {
     let mut argv = std::env::args().skip(1);
@@ -93,11 +95,13 @@ fn parse_args() -> Result<Args> {
         sector_size: "32GiB".into(),
         check_shape: false,
         setup_key: false,
+        compare_spmv: false,
     };
     while let Some(flag) = argv.next() {
-        if flag == "--check-shape" || flag == "--setup-key" {
+        if ["--check-shape", "--setup-key", "--compare-spmv"].contains(&flag.as_str()) {
             args.check_shape |= flag == "--check-shape";
             args.setup_key |= flag == "--setup-key";
+            args.compare_spmv |= flag == "--compare-spmv";
             continue;
         }
         let value = argv.next().with_context(|| format!("{flag} needs a value"))?;
@@ -157,6 +161,7 @@ fn timing_fields(t: &Timings) -> String {
         format!("\"log_domain\":{}", t.domain_log2),
         format!("\"witness_s\":{:.4}", t.witness_ns as f64 / 1e9),
         format!("\"spmv_s\":{:.4}", t.spmv_ns as f64 / 1e9),
+        format!("\"spmv_on\":\"{}\"", if t.spmv_on_device == 1 { "device" } else { "host" }),
     ];
     fields.extend(t.phases().iter().map(|(name, ns)| format!("\"{name}_s\":{:.4}", *ns as f64 / 1e9)));
     fields.join(",")
@@ -191,10 +196,13 @@ fn machine_fields(engine: Option<&Engine>) -> String {
 }
 
 fn report(args: &Args, label: &str, run: usize, wall: f64, fields: &str, engine: Option<&Engine>) {
-    let rss = peak_rss_mib();
-    let threads = rayon::current_num_threads();
-    // A forced 0/1 split (CUZK_GPU_SPLIT, for measuring the GPU's cost model) and classic
-    // synthesis (CUZK_SYNTHESIS=classic) are part of the name.
+    report_as(&system_name(args), label, run, wall, fields, engine)
+}
+
+/// `--system`, with what the environment forces as part of the name: a 0/1 split
+/// (CUZK_GPU_SPLIT, for measuring the GPU's cost model), a, b, c on the host (CUZK_SPMV=host),
+/// classic synthesis (CUZK_SYNTHESIS=classic).
+fn system_name(args: &Args) -> String {
     let mut system = args.system.clone();
     match std::env::var("CUZK_GPU_SPLIT") {
         Ok(split) if !split.is_empty() && args.system.starts_with("cuzk") && args.system != "cuzk-cpu" => system += &format!("[split={split}]"),
@@ -206,11 +214,18 @@ fn report(args: &Args, label: &str, run: usize, wall: f64, fields: &str, engine:
     if std::env::var("CUZK_SYNTHESIS").as_deref() == Ok("classic") && args.system.starts_with("cuzk") {
         system += "[classic synthesis]";
     }
+    system
+}
+
+fn report_as(system: &str, label: &str, run: usize, wall: f64, fields: &str, engine: Option<&Engine>) {
+    let rss = peak_rss_mib();
+    let threads = rayon::current_num_threads();
     eprintln!("{system:<11} {label} run {run}: wall {wall:8.3} s  peak RSS {rss:8.0} MiB  ({threads} threads)");
     let sep = if fields.is_empty() { "" } else { "," };
     let machine = machine_fields(engine);
+    let window = window_fields();
     println!(
-        "{{\"workload\":\"{label}\",\"system\":\"{system}\",\"run\":{run},\"threads\":{threads},\"wall_s\":{wall:.3},\"peak_rss_mib\":{rss:.0},{machine}{sep}{fields}}}"
+        "{{\"workload\":\"{label}\",\"system\":\"{system}\",\"run\":{run},\"threads\":{threads},\"wall_s\":{wall:.3},\"peak_rss_mib\":{rss:.0},{window},{machine}{sep}{fields}}}"
     );
 }
 
@@ -362,7 +377,7 @@ fn bench_circuit<C: Circuit<Scalar> + Clone + Send + Sync>(args: &Args, label: &
                 t.synthesis_ns = ns;
                 synthesized
             }
-            (None, Some(shape)) => engine.install(|| synthesize_with_shape(engine.backend(), shape, &whole, None, &mut t))?,
+            (None, Some(shape)) => engine.install(|| synthesize_with_shape(engine.backend().evaluates_products(), shape, &whole, None, &mut t))?,
             (None, None) => cuzk::timings::timed(&mut t.synthesis_ns, || engine.install(|| synthesize(circuit.clone(), None)))?,
         };
         let counting = Instant::now();
@@ -423,7 +438,10 @@ fn bench_partition<Tree: 'static + MerkleTreeTrait>(args: &Args, proof: Register
         t.backend = engine.backend().kind() as u32;
         t.shape_extract_ns = if run == 0 { shape_extract_ns } else { 0 };
         let start = Instant::now();
-        let synthesized = engine.install(|| synthesize_with_shape(engine.backend(), &shape, &circuit, None, &mut t))?;
+        // --compare-spmv: odd runs compute a, b, c on the host, beside the device's even runs.
+        let host_products = args.compare_spmv && run % 2 == 1;
+        let defer = engine.backend().evaluates_products() && !host_products;
+        let synthesized = engine.install(|| synthesize_with_shape(defer, &shape, &circuit, None, &mut t))?;
         let synthesis_done = start.elapsed();
         let scalars = scalar_fields(&synthesized);
         let key = key.get_or_insert_with(|| {
@@ -436,7 +454,8 @@ fn bench_partition<Tree: 'static + MerkleTreeTrait>(args: &Args, proof: Register
         engine.install(|| prove_synthesized(engine.backend(), key, synthesized, (Scalar::ONE, Scalar::ONE), None, &mut t))?;
         let wall = (synthesis_done + start.elapsed()).as_secs_f64();
         t.total_ns = (wall * 1e9) as u64;
-        report(args, &label, run, wall, &format!("{},{scalars}", timing_fields(&t)), Some(&engine));
+        let system = system_name(args) + if host_products { "[spmv=host]" } else { "" };
+        report_as(&system, &label, run, wall, &format!("{},{scalars}", timing_fields(&t)), Some(&engine));
     }
     Ok(())
 }
@@ -450,7 +469,21 @@ fn run() -> Result<()> {
     }
 }
 
+/// When this process started, for the peak device memory of its records (see `window_fields`).
+static STARTED_UNIX_MS: std::sync::OnceLock<u128> = std::sync::OnceLock::new();
+
+fn unix_ms() -> u128 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis())
+}
+
+/// The process's lifetime so far: scripts/gpu-run.sh samples the device's memory in use
+/// (nvidia-smi) and gives each record the peak over this window, as peak RSS is for the host.
+fn window_fields() -> String {
+    format!("\"started_unix_ms\":{},\"reported_unix_ms\":{}", STARTED_UNIX_MS.get().copied().unwrap_or(0), unix_ms())
+}
+
 fn main() -> ExitCode {
+    STARTED_UNIX_MS.get_or_init(unix_ms);
     match run() {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -431,10 +431,10 @@ fn synthesis_error(cancel: Option<&CancelToken>, e: SynthesisError) -> Error {
 
 /// Synthesis on the R1CS path: the witness of `circuit`, then a, b, c as products with the
 /// matrices of its `shape` — on the host (timed into `synthesis_ns`, split into `witness_ns`
-/// and `spmv_ns`), or, when `backend` evaluates them itself, left to it (`synthesis_ns` is then
-/// the witness alone; the backend times the products).
+/// and `spmv_ns`), or, with `defer_products` (for a backend that `evaluates_products`), left to
+/// the backend (`synthesis_ns` is then the witness alone; the backend times the products).
 pub fn synthesize_with_shape<C: SegmentedCircuit>(
-    backend: &dyn Backend,
+    defer_products: bool,
     shape: &Arc<CircuitShape>,
     circuit: &C,
     cancel: Option<&CancelToken>,
@@ -443,7 +443,7 @@ pub fn synthesize_with_shape<C: SegmentedCircuit>(
     t.r1cs_synthesis = 1;
     let start = Instant::now();
     let witness = timed(&mut t.witness_ns, || circuit.witness(cancel)).map_err(|e| synthesis_error(cancel, e))?;
-    let synthesized = match backend.evaluates_products() {
+    let synthesized = match defer_products {
         true => shape.deferred(witness),
         false => timed(&mut t.spmv_ns, || shape.synthesized(witness)),
     };

@@ -175,7 +175,7 @@ fn synthesize_partitions<Tree: 'static + MerkleTreeTrait>(
         let synthesized = engine.pool.install(|| -> Result<SynthesizedCircuit> {
             let circuit = timed(&mut t.synthesis_ns, || porep::partition_circuit(&inputs, k))?;
             match &shape {
-                Some(shape) => synthesize_with_shape(backend, shape, &circuit, cancel, t),
+                Some(shape) => synthesize_with_shape(backend.evaluates_products(), shape, &circuit, cancel, t),
                 None => synthesize_classic(circuit, cancel, t),
             }
         })?;

@@ -164,15 +164,25 @@ fn peak_rss_mib() -> u64 {
     (usage.ru_maxrss.max(0) as u64) / 1024
 }
 
+/// When this process started, for the peak device memory of its records (cuzk-bench's
+/// `window_fields`: scripts/gpu-run.sh gives each record the peak over this window).
+static STARTED_UNIX_MS: std::sync::OnceLock<u128> = std::sync::OnceLock::new();
+
+fn unix_ms() -> u128 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis())
+}
+
 /// One result line on stdout (the machine-readable record) and a human line on stderr.
 fn report(workload: &str, run: usize, wall_s: f64, verified: Option<bool>) {
     let rss = peak_rss_mib();
     let threads = threads();
     let verified_json = verified.map_or("null".to_string(), |v| v.to_string());
+    let started = STARTED_UNIX_MS.get().copied().unwrap_or(0);
     // Written by hand rather than through serde_json::json!, whose map would sort the keys.
     println!(
-        "{{\"workload\":{},\"system\":\"{SYSTEM}\",\"run\":{run},\"threads\":{threads},\"wall_s\":{wall_s:.3},\"peak_rss_mib\":{rss},\"verified\":{verified_json}}}",
+        "{{\"workload\":{},\"system\":\"{SYSTEM}\",\"run\":{run},\"threads\":{threads},\"wall_s\":{wall_s:.3},\"peak_rss_mib\":{rss},\"started_unix_ms\":{started},\"reported_unix_ms\":{},\"verified\":{verified_json}}}",
         serde_json::to_string(workload).expect("a string serialises"),
+        unix_ms(),
     );
     let check = match verified {
         Some(true) => "verified",
@@ -301,6 +311,7 @@ fn run_circuit(k: u32, key: &Path, repeat: usize) -> Result<bool> {
 }
 
 fn main() -> ExitCode {
+    STARTED_UNIX_MS.get_or_init(unix_ms);
     let args = match parse_args(std::env::args().skip(1)) {
         Ok(a) => a,
         Err(UsageError(msg)) => {
