@@ -14,8 +14,10 @@
 //! appended in the order `StackedCircuit::synthesize` allocates them; tests/r1cs.rs checks the
 //! result equals its witness exactly.
 
-use bellperson::gadgets::boolean::Boolean;
+use bellperson::gadgets::boolean::{AllocatedBit, Boolean};
+use bellperson::gadgets::multipack;
 use bellperson::gadgets::num::AllocatedNum;
+use bellperson::gadgets::sha256::sha256_compression_function;
 use bellperson::gadgets::uint32::UInt32;
 use bellperson::SynthesisError;
 use blstrs::Scalar;
@@ -25,12 +27,14 @@ use filecoin_proofs::types::MerkleTreeTrait;
 use rayon::prelude::*;
 use storage_proofs_core::gadgets::constraint;
 use storage_proofs_core::gadgets::encode::encode;
+use storage_proofs_core::gadgets::insertion::insert;
 use storage_proofs_core::gadgets::por::{AuthPath, PoRCircuit};
 use storage_proofs_core::gadgets::uint64::UInt64;
 use storage_proofs_core::gadgets::variables::Root;
-use storage_proofs_core::merkle::{DiskStore, MerkleTreeWrapper};
+use storage_proofs_core::merkle::{DiskStore, MerkleProof, MerkleProofTrait, MerkleTreeWrapper};
 use storage_proofs_core::util::reverse_bit_numbering;
-use storage_proofs_porep::stacked::{create_label_circuit, StackedCircuit};
+use ff::PrimeField;
+use storage_proofs_porep::stacked::StackedCircuit;
 use typenum::{U11, U2};
 
 use super::{PartitionCircuit, TreeDomain};
@@ -144,7 +148,7 @@ pub fn partition_witness<Tree: 'static + MerkleTreeTrait>(circuit: &PartitionCir
             match part {
                 Part::DataLeaf => {
                     let leaf = AllocatedNum::alloc(&mut cs, || proof.data_leaf.ok_or_else(missing))?;
-                    enforce_inclusion(&mut cs, proof.comm_d_path.clone(), &prefix.comm_d, &leaf)?;
+                    data_leaf_inclusion(&mut cs, &circuit.proofs[i].comm_d_proofs, &prefix.comm_d, &leaf, cancel)?;
                 }
                 Part::Parent(j) => {
                     let drg = proof.drg_parents_proofs.len();
@@ -172,7 +176,7 @@ pub fn partition_witness<Tree: 'static + MerkleTreeTrait>(circuit: &PartitionCir
                         }
                     }
                     let expanded = expand_parents(parents, layer);
-                    label = Some(create_label_circuit(&mut cs, &prefix.replica_id_bits, expanded, UInt32::constant(layer as u32), challenge)?);
+                    label = Some(label_witness(&mut cs, &prefix.replica_id_bits, expanded, layer as u32, challenge, cancel)?);
                 }
             }
             Ok((cs, label))
@@ -209,6 +213,124 @@ pub fn partition_witness<Tree: 'static + MerkleTreeTrait>(circuit: &PartitionCir
     }
     Ok(whole.into_witness())
 }
+
+/// `enforce_inclusion` of the data leaf in comm_d (`PoRCircuit` over the binary SHA-256 tree:
+/// per level an index bit, the sibling, their ordering and a 2-block SHA-256), its levels in
+/// parallel: the native hashes give every level's input node, allocated in a scratch system
+/// (the previous level's hash is an allocated number too), and the levels' variables are
+/// appended in order, then the packed index bits (public inputs) and the root check.
+fn data_leaf_inclusion(
+    cs: &mut WitnessCs,
+    proof: &MerkleProof<DefaultPieceHasher, U2>,
+    root: &AllocatedNum<Scalar>,
+    leaf: &AllocatedNum<Scalar>,
+    cancel: Option<&CancelToken>,
+) -> Result<(), SynthesisError> {
+    type Sha256 = <DefaultPieceHasher as Hasher>::Function;
+    let path = proof.path();
+    let mut nodes = vec![proof.leaf()];
+    for (siblings, index) in &path {
+        let node = *nodes.last().expect("the leaf");
+        let sibling = siblings.first().copied().ok_or(SynthesisError::AssignmentMissing)?;
+        nodes.push(if index & 1 == 0 { Sha256::hash2(&node, &sibling) } else { Sha256::hash2(&sibling, &node) });
+    }
+    let levels = path
+        .par_iter()
+        .zip(&nodes)
+        .enumerate()
+        .map(|(height, ((siblings, index), node))| {
+            let mut part = WitnessCs::part(cancel);
+            let node = match height {
+                0 => leaf.clone(),
+                _ => AllocatedNum::alloc(WitnessCs::part(None), || Ok((*node).into()))?,
+            };
+            let bit = Boolean::from(AllocatedBit::alloc(&mut part, Some(index & 1 == 1))?);
+            let sibling = AllocatedNum::alloc(&mut part, || Ok(siblings[0].into()))?;
+            let inserted = insert(&mut part, &node, std::slice::from_ref(&bit), &[sibling])?;
+            let parent = Sha256::hash_multi_leaf_circuit::<U2, _>(&mut part, &inserted, height)?;
+            Ok((part, bit, parent))
+        })
+        .collect::<Result<Vec<_>, SynthesisError>>()?;
+    let (mut bits, mut computed_root) = (Vec::new(), leaf.clone());
+    for (part, bit, parent) in levels {
+        cs.append(part);
+        bits.push(bit);
+        computed_root = parent;
+    }
+    multipack::pack_into_inputs(&mut *cs, &bits)?;
+    constraint::equal(cs, || "enforce root is correct", &computed_root, root);
+    Ok(())
+}
+
+/// `create_label_circuit`'s label (storage-proofs-porep), its SHA-256 blocks in parallel: the
+/// native hash gives the state before every block, each block's compression then runs from
+/// that state, allocated in a scratch system (the same kind of variables the previous block's
+/// output is), and the blocks' variables are appended in order. A label is 20 blocks: without
+/// this, one label (≈ 540k constraints) was the longest task of a 2KiB partition's witness.
+fn label_witness(
+    cs: &mut WitnessCs,
+    replica_id: &[Boolean],
+    parents: Vec<Vec<Boolean>>,
+    layer: u32,
+    node: UInt64,
+    cancel: Option<&CancelToken>,
+) -> Result<AllocatedNum<Scalar>, SynthesisError> {
+    // create_label_circuit's buffer: replica id | layer, node | 37 parents, each padded to 32
+    // bytes; then bellpepper's sha256 padding.
+    let pad_to_multiple = |bits: &mut Vec<Boolean>, n: usize| bits.resize(bits.len().next_multiple_of(n), Boolean::constant(false));
+    let mut input = replica_id.to_vec();
+    pad_to_multiple(&mut input, 256);
+    input.extend(UInt32::constant(layer).into_bits_be());
+    input.extend(node.to_bits_be());
+    pad_to_multiple(&mut input, 256);
+    for parent in &parents {
+        input.extend_from_slice(parent);
+        pad_to_multiple(&mut input, 256);
+    }
+    let message_bits = input.len() as u64;
+    input.push(Boolean::constant(true));
+    input.resize((input.len() + 64).next_multiple_of(512) - 64, Boolean::constant(false));
+    input.extend((0..64).rev().map(|i| Boolean::constant((message_bits >> i) & 1 == 1)));
+
+    let bytes = input
+        .chunks(8)
+        .map(|byte| byte.iter().try_fold(0u8, |acc, bit| Ok((acc << 1) | u8::from(bit.get_value().ok_or(SynthesisError::AssignmentMissing)?))))
+        .collect::<Result<Vec<u8>, SynthesisError>>()?;
+    let mut states = vec![SHA256_IV];
+    for block in bytes.chunks(64) {
+        let mut state = *states.last().expect("the IV");
+        sha2::compress256(&mut state, &[*sha2::digest::generic_array::GenericArray::from_slice(block)]);
+        states.push(state);
+    }
+    let blocks = input
+        .par_chunks(512)
+        .zip(&states)
+        .enumerate()
+        .map(|(k, (block, state))| {
+            let mut part = WitnessCs::part(cancel);
+            let state: Vec<UInt32> = match k {
+                // The first block starts from the IV as constants, as bellpepper's sha256 does.
+                0 => state.iter().map(|&v| UInt32::constant(v)).collect(),
+                _ => {
+                    let mut scratch = WitnessCs::part(None);
+                    state.iter().map(|&v| UInt32::alloc(&mut scratch, Some(v))).collect::<Result<_, _>>()?
+                }
+            };
+            let out = sha256_compression_function(&mut part, block, &state)?;
+            Ok((part, out))
+        })
+        .collect::<Result<Vec<_>, SynthesisError>>()?;
+    let mut digest = Vec::new();
+    for (part, out) in blocks {
+        cs.append(part);
+        digest = out;
+    }
+    let bits = reverse_bit_numbering(digest.into_iter().flat_map(UInt32::into_bits_be).collect());
+    multipack::pack_bits(cs, &bits[..Scalar::CAPACITY as usize])
+}
+
+/// SHA-256's initial state.
+const SHA256_IV: [u32; 8] = [0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19];
 
 /// The 37 parents a label hashes, as `StackedCircuit` repeats them: layer 1 has 6 DRG parents
 /// (repeated 6 times, then the first once more), later layers 6 + 8 (repeated twice, then the
