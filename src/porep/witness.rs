@@ -205,12 +205,8 @@ pub fn partition_witness<Tree: 'static + MerkleTreeTrait>(circuit: &PartitionCir
             Ok(cs)
         })
         .collect::<Result<Vec<_>, SynthesisError>>()?;
-    for (parts, tail) in challenges.into_iter().zip(tails) {
-        for (part, _) in parts {
-            whole.append(part);
-        }
-        whole.append(tail);
-    }
+    let in_order = challenges.into_iter().zip(tails).flat_map(|(parts, tail)| parts.into_iter().map(|(part, _)| part).chain([tail]));
+    whole.append_all(in_order.collect());
     Ok(whole.into_witness())
 }
 
