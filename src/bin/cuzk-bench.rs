@@ -136,6 +136,35 @@ fn peak_rss_mib() -> f64 {
     usage.ru_maxrss as f64 / 1024.0
 }
 
+/// Host memory of one run apart from what the process held before it (keys, shapes): Linux
+/// resets the peak (VmHWM) on `clear_refs` 5, so the peak read at the end is the run's own.
+struct RunMemory {
+    baseline_mib: Option<f64>,
+}
+
+impl RunMemory {
+    fn start() -> Self {
+        let reset = std::fs::write("/proc/self/clear_refs", "5").is_ok();
+        RunMemory { baseline_mib: if reset { proc_status_mib("VmRSS") } else { None } }
+    }
+
+    /// `"run_baseline_rss_mib"` (resident at the start) and `"run_peak_rss_mib"` (the peak
+    /// since), null where the kernel does not say.
+    fn fields(&self) -> String {
+        let peak = self.baseline_mib.and(proc_status_mib("VmHWM"));
+        let json = |v: Option<f64>| v.map_or("null".to_string(), |v| format!("{v:.0}"));
+        format!("\"run_baseline_rss_mib\":{},\"run_peak_rss_mib\":{}", json(self.baseline_mib), json(peak))
+    }
+}
+
+/// A `kB` line of /proc/self/status in MiB.
+fn proc_status_mib(field: &str) -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))?;
+    let kib: f64 = line.trim().trim_end_matches("kB").trim().parse().ok()?;
+    Some(kib / 1024.0)
+}
+
 fn engine(args: &Args) -> Result<Arc<Engine>> {
     let config = EngineConfig {
         param_cache_dir: args.params.clone(),
@@ -437,6 +466,7 @@ fn bench_partition<Tree: 'static + MerkleTreeTrait>(args: &Args, proof: Register
         let mut t = Timings::new();
         t.backend = engine.backend().kind() as u32;
         t.shape_extract_ns = if run == 0 { shape_extract_ns } else { 0 };
+        let memory = RunMemory::start();
         let start = Instant::now();
         // --compare-spmv: odd runs compute a, b, c on the host, beside the device's even runs.
         let host_products = args.compare_spmv && run % 2 == 1;
@@ -455,7 +485,7 @@ fn bench_partition<Tree: 'static + MerkleTreeTrait>(args: &Args, proof: Register
         let wall = (synthesis_done + start.elapsed()).as_secs_f64();
         t.total_ns = (wall * 1e9) as u64;
         let system = system_name(args) + if host_products { "[spmv=host]" } else { "" };
-        report_as(&system, &label, run, wall, &format!("{},{scalars}", timing_fields(&t)), Some(&engine));
+        report_as(&system, &label, run, wall, &format!("{},{scalars},{}", timing_fields(&t), memory.fields()), Some(&engine));
     }
     Ok(())
 }
