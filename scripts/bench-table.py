@@ -39,11 +39,14 @@ CUZK_PHASES = [
     ("srs_upload_s", "srs_upload"),
     ("pin_s", "pin"),
     ("shape_extract_s", "shape_extract (once per circuit id)"),
+    ("shape_upload_s", "shape_upload (matrices to the device, once)"),
     ("synthesis_s", "synthesis"),
     ("witness_s", "... witness generation"),
-    ("spmv_s", "... SpMV (A·z, B·z, C·z)"),
+    ("spmv_host_s", "... SpMV on the host (A·z, B·z, C·z)"),
     ("prep_msm_s", "prep_msm"),
     ("pin_h2d_s", "H2D of a, b, c"),
+    ("witness_upload_s", "witness upload (compact encoding + H2D)"),
+    ("spmv_gpu_s", "SpMV on the GPU (decode + A·z, B·z, C·z)"),
     ("ntt_s", "NTT (7 × domain)"),
     ("msm_h_s", "MSM H"),
     ("batch_add_s", "batch addition"),
@@ -54,6 +57,8 @@ CUZK_PHASES = [
     ("assembly_s", "assembly"),
     ("verify_s", "self-verify"),
     ("total_s", "**total**"),
+    ("run_peak_above_baseline_mib", "host memory of the run: peak RSS above its start, MiB"),
+    ("peak_device_memory_mib", "peak device memory in use (whole device), MiB"),
 ]
 
 
@@ -97,6 +102,11 @@ def load(paths):
                 if not line.startswith("{"):
                     continue
                 r = json.loads(line)
+                # Derived columns: where SpMV ran, and a run's own host memory peak.
+                if "spmv_s" in r:
+                    r["spmv_host_s" if r.get("spmv_on") != "device" else "spmv_gpu_s"] = r["spmv_s"]
+                if r.get("run_peak_rss_mib") is not None and r.get("run_baseline_rss_mib") is not None:
+                    r["run_peak_above_baseline_mib"] = r["run_peak_rss_mib"] - r["run_baseline_rss_mib"]
                 groups.setdefault(r["workload"], OrderedDict()).setdefault(r["system"], []).append(r)
     return groups
 
@@ -117,8 +127,8 @@ def main(paths):
     gpus = {r.get("gpu") for ws in groups.values() for rs in ws.values() for r in rs if r.get("gpu")}
     print(f"commit {', '.join(sorted(c for c in commits if c))}; GPU {', '.join(sorted(g for g in gpus if g)) or '—'}\n")
 
-    print("| workload | system | cold (run 0) s | warm s (median, runs) | peak RSS MiB | warm / cuzk warm |")
-    print("|---|---|---|---|---|---|")
+    print("| workload | system | cold (run 0) s | warm s (median, runs) | peak RSS MiB | peak device MiB | warm / cuzk warm |")
+    print("|---|---|---|---|---|---|---|")
     for workload, systems in groups.items():
         base = median(warm(systems["cuzk"]), "wall_s") if "cuzk" in systems else None
         for system, records in systems.items():
@@ -127,7 +137,8 @@ def main(paths):
             m = median(w, "wall_s")
             ratio = f"{m / base:.2f}×" if base and m else "—"
             rss = max(r.get("peak_rss_mib", 0) for r in records)
-            print(f"| {workload} | {system} | {fmt(cold)} | {fmt(m)} ({len(w)}) | {rss:.0f} | {ratio} |")
+            device = max((r["peak_device_memory_mib"] for r in records if r.get("peak_device_memory_mib") is not None), default=None)
+            print(f"| {workload} | {system} | {fmt(cold)} | {fmt(m)} ({len(w)}) | {rss:.0f} | {fmt(device)} | {ratio} |")
 
     for workload, systems in groups.items():
         cuzk = {s: rs for s, rs in systems.items() if s.startswith("cuzk") and "synthesis_s" in rs[0]}
