@@ -2,7 +2,7 @@
 # Runs on the GPU machine (which has no cargo), from binaries built here by
 # scripts/gpu-build.sh into carry/; logs and JSON lines go to $OUT. Each mode fits one
 # 10-minute device command; the 2KiB params (141 s) are made once per machine start.
-#   scripts/gpu-run.sh tests      2KiB params, the GPU test target (~8 min)
+#   scripts/gpu-run.sh tests [F]  2KiB params, the GPU test target (~8 min; F: only tests named *F*)
 #   scripts/gpu-run.sh bench      the 2KiB C2 benchmark in one run: cuzk GPU cold + warm with
 #                                 the key resident, with classic synthesis, with the key
 #                                 streamed, with the 0/1 split forced either way;
@@ -55,7 +55,8 @@ case "${1:-tests}" in
 tests)
     params
     start=$SECONDS
-    carry/gpu-tests --test-threads=1 --nocapture >"$out/gpu-tests.log" 2>&1
+    # An optional second argument runs only the tests whose names contain it.
+    carry/gpu-tests --test-threads=1 --nocapture ${2:+"$2"} >"$out/gpu-tests.log" 2>&1
     status=$?
     echo "gpu tests: exit $status in $((SECONDS - start)) s"
     grep -E "^test |test result|constraints|porep-2k|device memory|panicked" "$out/gpu-tests.log"
