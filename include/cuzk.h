@@ -29,6 +29,12 @@
 // not a C1 and would only exhaust memory.
 #define CUZK_MAX_C1_JSON_BYTES (1 << 28)
 
+// `cuzk_prove_options.priority`: calls in arrival order.
+#define CUZK_PRIORITY_NORMAL 0
+
+// `cuzk_prove_options.priority`: before every waiting normal call.
+#define CUZK_PRIORITY_HIGH 1
+
 // Version of the `cuzk_timings` layout this library writes.
 #define CUZK_TIMINGS_VERSION 3
 
@@ -153,6 +159,10 @@ typedef struct cuzk_prove_options {
   // Run the GPU phases on CUDA device `device` instead of the least busy one.
   bool pin_device;
   uint32_t device;
+  // CUZK_PRIORITY_NORMAL (0) or CUZK_PRIORITY_HIGH (1): latency work (WinningPoSt-like) whose
+  // partitions take each GPU before waiting normal calls' — so it overtakes a running batch
+  // at the batch's next partition boundary — and never wait for the host memory budget.
+  uint32_t priority;
 } cuzk_prove_options;
 
 // Per-phase timings of one call in nanoseconds (`cuzk_timings`). Phases never overlap, so

@@ -17,6 +17,7 @@ use filecoin_proofs_api::RegisteredSealProof;
 use crate::cancel::CancelToken;
 use crate::engine::{Engine, EngineConfig, ProveOptions, SectorRequest};
 use crate::error::{panic_message, Error, Result, Status};
+use crate::backend::Priority;
 use crate::porep::{self, SealStatement};
 use crate::timings::Timings;
 
@@ -100,7 +101,17 @@ pub struct cuzk_prove_options {
     /// Run the GPU phases on CUDA device `device` instead of the least busy one.
     pub pin_device: bool,
     pub device: u32,
+    // Added in 0.3:
+    /// CUZK_PRIORITY_NORMAL (0) or CUZK_PRIORITY_HIGH (1): latency work (WinningPoSt-like) whose
+    /// partitions take each GPU before waiting normal calls' — so it overtakes a running batch
+    /// at the batch's next partition boundary — and never wait for the host memory budget.
+    pub priority: u32,
 }
+
+/// `cuzk_prove_options.priority`: calls in arrival order.
+pub const CUZK_PRIORITY_NORMAL: u32 = 0;
+/// `cuzk_prove_options.priority`: before every waiting normal call.
+pub const CUZK_PRIORITY_HIGH: u32 = 1;
 
 /// Size of cuzk_prove_options as first released, the smallest struct_size accepted.
 const PROVE_OPTIONS_V1_SIZE: usize = std::mem::offset_of!(cuzk_prove_options, pin_device);
@@ -476,11 +487,16 @@ fn c1_json<'a>(ptr: *const u8, len: usize, name: &str) -> Result<&'a [u8]> {
 fn prove_options(options: *const cuzk_prove_options) -> Result<ProveOptions> {
     let mut prove_options = ProveOptions::default();
     if !options.is_null() {
-        let defaults = cuzk_prove_options { struct_size: 0, cancel: std::ptr::null(), pin_device: false, device: 0 };
+        let defaults = cuzk_prove_options { struct_size: 0, cancel: std::ptr::null(), pin_device: false, device: 0, priority: CUZK_PRIORITY_NORMAL };
         let options = read_sized(options, PROVE_OPTIONS_V1_SIZE, defaults, "cuzk_prove_options")?;
         // SAFETY: NULL or a live token that outlives the call.
         prove_options.cancel = unsafe { options.cancel.as_ref() }.map(|t| t.token.clone());
         prove_options.device = options.pin_device.then_some(options.device);
+        prove_options.priority = match options.priority {
+            CUZK_PRIORITY_NORMAL => Priority::Normal,
+            CUZK_PRIORITY_HIGH => Priority::High,
+            other => return Err(Error::invalid(format!("cuzk_prove_options.priority = {other}: expected CUZK_PRIORITY_NORMAL or CUZK_PRIORITY_HIGH"))),
+        };
     }
     Ok(prove_options)
 }

@@ -153,7 +153,8 @@ fn cancelled_call_stops_early_and_engine_keeps_working() {
     let f = fixture();
     let engine = engine();
     let token = cuzk_cancel_token_new();
-    let options = cuzk_prove_options { struct_size: std::mem::size_of::<cuzk_prove_options>() as u32, cancel: token, pin_device: false, device: 0 };
+    let options =
+        cuzk_prove_options { struct_size: std::mem::size_of::<cuzk_prove_options>() as u32, cancel: token, pin_device: false, device: 0, priority: CUZK_PRIORITY_NORMAL };
     cuzk_cancel_token_cancel(token);
     let start = std::time::Instant::now();
     let err = prove(&engine, &f.c1_json, f.sector.sector_id, &f.sector.prover_id, Some(&options)).err().expect("cancelled");

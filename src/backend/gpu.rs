@@ -26,6 +26,7 @@ use rayon::prelude::*;
 
 use super::cpu::Domain;
 use super::prep::{ClassifiedScalars, PreparedMsms};
+use super::turn::{Priority, Turn};
 use super::{Backend, BackendKind, DeviceStatus, ResidentShape};
 use crate::cancel::CancelToken;
 use crate::error::{Error, Result, Status};
@@ -400,10 +401,9 @@ struct Device {
     ordinal: i32,
     name: String,
     ctx: Context,
-    /// GPU phases of one device run one call at a time (sppark's batch-addition kernel keeps
-    /// per-stream work counters in device memory, and the context's NTT buffers are shared);
-    /// waiting for it is the call's queue wait.
-    turn: Mutex<()>,
+    /// GPU phases of one device run one call at a time, high-priority calls first (see
+    /// `backend::turn`); waiting for it is the call's queue wait.
+    turn: Turn,
     keys: ResidentCache<DeviceKey>,
     /// Circuit shapes whose matrices are resident, most recently used first; the shape is
     /// held so that its address identifies it.
@@ -434,7 +434,7 @@ impl Device {
             ordinal,
             name,
             ctx: Context::new(ordinal)?,
-            turn: Mutex::new(()),
+            turn: Turn::default(),
             keys: ResidentCache::new(budget),
             shapes: Mutex::new(Vec::new()),
             staging: BufferPool::new(CudaPinned, STAGING_BUFFER_BYTES, pool as usize),
@@ -582,13 +582,14 @@ impl<'a> InFlight<'a> {
     }
 }
 
-/// The GPU backend with every call on one device.
-struct PinnedGpu<'a> {
+/// The GPU backend for one call: on one device or the least busy, at a priority.
+struct GpuCall<'a> {
     gpu: &'a GpuBackend,
-    device: &'a Device,
+    device: Option<&'a Device>,
+    priority: Priority,
 }
 
-impl Backend for PinnedGpu<'_> {
+impl Backend for GpuCall<'_> {
     fn kind(&self) -> BackendKind {
         BackendKind::Gpu
     }
@@ -598,7 +599,12 @@ impl Backend for PinnedGpu<'_> {
     }
 
     fn compute_msms(&self, key: &ProvingKey, circuit: SynthesizedCircuit, cancel: &CancelToken, t: &mut Timings) -> Result<MsmResults> {
-        self.gpu.compute_on(InFlight::new(self.device), key, circuit, cancel, t)
+        let device = self.device.map_or_else(|| self.gpu.least_busy_device(), InFlight::new);
+        self.gpu.compute_on(device, self.priority, key, circuit, cancel, t)
+    }
+
+    fn for_call(&self, device: Option<u32>, priority: Priority) -> Result<Box<dyn Backend + '_>> {
+        self.gpu.for_call(device, priority)
     }
 }
 
@@ -642,7 +648,7 @@ impl GpuBackend {
     }
 
     /// The MSMs of one circuit on the device `in_flight` counts the call on.
-    fn compute_on(&self, in_flight: InFlight<'_>, key: &ProvingKey, circuit: SynthesizedCircuit, cancel: &CancelToken, t: &mut Timings) -> Result<MsmResults> {
+    fn compute_on(&self, in_flight: InFlight<'_>, priority: Priority, key: &ProvingKey, circuit: SynthesizedCircuit, cancel: &CancelToken, t: &mut Timings) -> Result<MsmResults> {
         let domain = Domain::for_len(circuit.num_constraints())
             .ok_or_else(|| Error::invalid("circuit has more constraints than the field's 2^32 FFT domain"))?;
         let layout = check_key_fits(key, &circuit, domain.size())?;
@@ -672,7 +678,7 @@ impl GpuBackend {
         };
         cancel.check()?;
 
-        let device_turn = timed(&mut t.queue_wait_ns, || device.turn.lock().unwrap_or_else(|p| p.into_inner()));
+        let device_turn = timed(&mut t.queue_wait_ns, || device.turn.take(priority));
         cancel.check()?;
         let buffer = device.staging.acquire(&mut t.pin_ns)?;
         let staging = staging(&buffer);
@@ -930,21 +936,24 @@ impl Backend for GpuBackend {
     }
 
     fn compute_msms(&self, key: &ProvingKey, circuit: SynthesizedCircuit, cancel: &CancelToken, t: &mut Timings) -> Result<MsmResults> {
-        self.compute_on(self.least_busy_device(), key, circuit, cancel, t)
+        self.compute_on(self.least_busy_device(), Priority::Normal, key, circuit, cancel, t)
     }
 
-    fn pinned(&self, ordinal: u32) -> Result<Box<dyn Backend + '_>> {
-        let device = self.devices.iter().find(|d| d.ordinal as u32 == ordinal).ok_or_else(|| {
-            let have: Vec<i32> = self.devices.iter().map(|d| d.ordinal).collect();
-            Error::invalid(format!("device {ordinal} requested; the engine uses devices {have:?}"))
-        })?;
-        Ok(Box::new(PinnedGpu { gpu: self, device }))
+    fn for_call(&self, device: Option<u32>, priority: Priority) -> Result<Box<dyn Backend + '_>> {
+        let device = match device {
+            None => None,
+            Some(ordinal) => Some(self.devices.iter().find(|d| d.ordinal as u32 == ordinal).ok_or_else(|| {
+                let have: Vec<i32> = self.devices.iter().map(|d| d.ordinal).collect();
+                Error::invalid(format!("device {ordinal} requested; the engine uses devices {have:?}"))
+            })?),
+        };
+        Ok(Box::new(GpuCall { gpu: self, device, priority }))
     }
 
     fn preload(&self, key: &ProvingKey) -> Result<u64> {
         let mut upload_ns = 0;
         for device in &self.devices {
-            let _turn = device.turn.lock().unwrap_or_else(|p| p.into_inner());
+            let _turn = device.turn.take(Priority::Normal);
             let mut t = Timings::new();
             let buffer = device.staging.acquire(&mut t.pin_ns)?;
             device.resident_key(key, &staging(&buffer), &mut t)?;
@@ -958,7 +967,7 @@ impl Backend for GpuBackend {
             .iter()
             .map(|device| {
                 // Inside the turn: no call is reading the copy while it is freed.
-                let _turn = device.turn.lock().unwrap_or_else(|p| p.into_inner());
+                let _turn = device.turn.take(Priority::Normal);
                 device.keys.evict_label(label)
             })
             .sum()

@@ -6,6 +6,7 @@ pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod gpu;
 pub mod prep;
+pub mod turn;
 
 use crate::cancel::CancelToken;
 use crate::error::Result;
@@ -15,6 +16,7 @@ use crate::resident::ResidentKey;
 use crate::synthesis::SynthesizedCircuit;
 pub use crate::timings::BackendKind;
 use crate::timings::Timings;
+pub use turn::Priority;
 
 /// What a device holds and does (engine status).
 #[derive(Clone, Debug, serde::Serialize)]
@@ -78,11 +80,10 @@ pub trait Backend: Send + Sync {
         0
     }
 
-    /// A view of this backend that runs every call on the device `ordinal` (a call pinned to
-    /// a device); an error when there is no such device.
-    fn pinned(&self, ordinal: u32) -> Result<Box<dyn Backend + '_>> {
-        Err(crate::error::Error::invalid(format!("device {ordinal} requested, but the engine runs on the CPU")))
-    }
+    /// A view of this backend for one call: its GPU phases on the device `device` (an error
+    /// when there is no such device) or the least busy one, ordered by `priority` against other
+    /// calls' (see [`turn`]).
+    fn for_call(&self, device: Option<u32>, priority: Priority) -> Result<Box<dyn Backend + '_>>;
 
     /// The devices and what they hold (empty for the CPU).
     fn devices(&self) -> Vec<DeviceStatus> {

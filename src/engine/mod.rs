@@ -17,7 +17,7 @@ use filecoin_proofs_api::RegisteredSealProof;
 use storage_proofs_core::parameter_cache::{parameter_id, verifying_key_id};
 
 use crate::backend::cpu::{CpuBackend, Domain};
-use crate::backend::{Backend, DeviceStatus};
+use crate::backend::{Backend, DeviceStatus, Priority};
 use crate::cancel::CancelToken;
 use crate::error::{Error, Result, Status};
 use crate::groth16::{assemble, ProvingKey};
@@ -114,6 +114,9 @@ pub struct ProveOptions {
     pub randomness: Option<Vec<(Scalar, Scalar)>>,
     /// Run the GPU phases on this CUDA device instead of the least busy one.
     pub device: Option<u32>,
+    /// `High` for latency work: its partitions take every device turn before waiting normal
+    /// calls' and never wait for the pipeline's host memory budget (see `backend::turn`).
+    pub priority: Priority,
 }
 
 impl ProveOptions {
@@ -310,9 +313,8 @@ impl Engine {
     pub fn seal_commit_phase2_batch(&self, sectors: &[SectorRequest], options: &ProveOptions) -> Result<Vec<Result<(Vec<u8>, Timings)>>> {
         let start = Instant::now();
         let _in_flight = InFlight::new(&self.in_flight);
-        let pinned = options.device.map(|d| self.backend.pinned(d)).transpose()?;
-        let backend = pinned.as_deref().unwrap_or(self.backend());
-        let results = pipeline::run(self, backend, sectors, options, start);
+        let backend = self.backend.for_call(options.device, options.priority)?;
+        let results = pipeline::run(self, &*backend, sectors, options, start);
         for (sector, result) in sectors.iter().zip(&results) {
             if let Ok((_, t)) = result {
                 log_timings(sector.sector_id, t);

@@ -22,7 +22,7 @@ use blstrs::Bls12;
 use filecoin_proofs::types::MerkleTreeTrait;
 
 use super::{prove_synthesized, synthesize_classic, synthesize_with_shape, Engine, ProveOptions, GROTH_PROOF_BYTES};
-use crate::backend::Backend;
+use crate::backend::{Backend, Priority};
 use crate::error::{Error, Result, Status};
 use crate::groth16::ProvingKey;
 use crate::porep::{self, SealStatement};
@@ -67,10 +67,12 @@ impl MemoryBudget {
         Arc::new(MemoryBudget { limit, used: Mutex::new(0), returned: Condvar::new() })
     }
 
-    /// Waits until `bytes` fit beside what is taken (or nothing is taken) and takes them.
-    fn take(self: &Arc<Self>, bytes: u64) -> BudgetShare {
+    /// Waits until `bytes` fit beside what is taken (or nothing is taken) and takes them; a
+    /// high-priority call takes them at once (latency work may exceed the budget by its
+    /// partitions rather than wait behind a batch).
+    fn take(self: &Arc<Self>, bytes: u64, priority: Priority) -> BudgetShare {
         let mut used = self.used.lock().unwrap_or_else(|p| p.into_inner());
-        while *used > 0 && *used + bytes > self.limit {
+        while priority == Priority::Normal && *used > 0 && *used + bytes > self.limit {
             used = self.returned.wait(used).unwrap_or_else(|p| p.into_inner());
         }
         *used += bytes;
@@ -171,7 +173,7 @@ fn synthesize_partitions<Tree: 'static + MerkleTreeTrait>(
     let cancel = options.cancel.as_ref();
     for k in 0..partitions {
         options.check_cancel()?;
-        let share = engine.pipeline_budget.take(bytes);
+        let share = engine.pipeline_budget.take(bytes, options.priority);
         let synthesized = engine.pool.install(|| -> Result<SynthesizedCircuit> {
             let circuit = timed(&mut t.synthesis_ns, || porep::partition_circuit(&inputs, k))?;
             match &shape {
@@ -271,4 +273,35 @@ fn finish_sector(engine: &Engine, options: &ProveOptions, sector: Proving, start
 
 fn verify_statement<Tree: 'static + MerkleTreeTrait>(statement: &SealStatement, vk: &bellperson::groth16::PreparedVerifyingKey<Bls12>, proof: &[u8]) -> Result<bool> {
     porep::verify_seal::<Tree>(statement, vk, proof)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::Duration;
+
+    #[test]
+    fn budget_blocks_normal_takes_and_lets_high_priority_through() {
+        let budget = MemoryBudget::new(100);
+        let first = budget.take(80, Priority::Normal);
+        // Over the limit, but latency work does not wait.
+        let high = budget.take(80, Priority::High);
+        assert_eq!(budget.used(), 160);
+        let taken = AtomicBool::new(false);
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                let _share = budget.take(30, Priority::Normal);
+                taken.store(true, Ordering::SeqCst);
+            });
+            std::thread::sleep(Duration::from_millis(50));
+            assert!(!taken.load(Ordering::SeqCst), "a normal take waits while the budget is full");
+            drop(high);
+            std::thread::sleep(Duration::from_millis(50));
+            assert!(!taken.load(Ordering::SeqCst), "80 + 30 still exceeds 100");
+            drop(first);
+        });
+        assert!(taken.load(Ordering::SeqCst));
+        assert_eq!(budget.used(), 0, "every share returned");
+    }
 }

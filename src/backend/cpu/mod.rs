@@ -6,7 +6,7 @@ mod ntt;
 
 use self::msm::{pippenger, sum_points, MixedAdd};
 use super::prep::{ClassifiedScalars, PreparedMsms};
-use super::{Backend, BackendKind};
+use super::{Backend, BackendKind, Priority};
 use crate::cancel::CancelToken;
 use crate::error::{Error, Result};
 use crate::groth16::{check_key_fits, MsmResults, ProvingKey};
@@ -21,6 +21,15 @@ pub struct CpuBackend;
 impl Backend for CpuBackend {
     fn kind(&self) -> BackendKind {
         BackendKind::Cpu
+    }
+
+    /// The CPU backend shares the engine's cores between calls: there is no device to pin and
+    /// no turn to order, so a high-priority call is not ordered before others here.
+    fn for_call(&self, device: Option<u32>, _priority: Priority) -> Result<Box<dyn Backend + '_>> {
+        match device {
+            Some(ordinal) => Err(Error::invalid(format!("device {ordinal} requested, but the engine runs on the CPU"))),
+            None => Ok(Box::new(CpuBackend)),
+        }
     }
 
     fn compute_msms(&self, key: &ProvingKey, circuit: SynthesizedCircuit, cancel: &CancelToken, t: &mut Timings) -> Result<MsmResults> {

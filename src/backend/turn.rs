@@ -1,0 +1,119 @@
+//! A device's turn: its GPU phases run one call at a time (sppark's kernels keep per-stream
+//! state in device memory, and the context's NTT and witness buffers are shared). Waiting
+//! calls take it in arrival order, except that a high-priority call takes it before every
+//! waiting normal call: since a call takes the turn once per partition, latency work
+//! overtakes a running batch of C2s at its next partition boundary instead of waiting for the
+//! whole batch.
+
+use std::sync::{Condvar, Mutex};
+
+/// How a call's work is ordered against other calls' (`ProveOptions::priority`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Priority {
+    /// In arrival order.
+    #[default]
+    Normal,
+    /// Latency work that must not wait behind batches (a WinningPoSt-like proof): first to
+    /// every device turn, and its partitions never wait for the pipeline's host memory budget.
+    High,
+}
+
+#[derive(Default)]
+pub struct Turn {
+    state: Mutex<TurnState>,
+    released: Condvar,
+}
+
+#[derive(Default)]
+struct TurnState {
+    busy: bool,
+    high_waiting: usize,
+}
+
+/// Holding the turn; dropping it passes the turn on.
+pub struct TurnGuard<'a>(&'a Turn);
+
+impl Turn {
+    /// Waits for the turn: until it is free and, for a normal call, no high-priority call is
+    /// waiting for it.
+    pub fn take(&self, priority: Priority) -> TurnGuard<'_> {
+        let high = priority == Priority::High;
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        state.high_waiting += usize::from(high);
+        while state.busy || (!high && state.high_waiting > 0) {
+            state = self.released.wait(state).unwrap_or_else(|p| p.into_inner());
+        }
+        state.high_waiting -= usize::from(high);
+        state.busy = true;
+        TurnGuard(self)
+    }
+}
+
+impl Drop for TurnGuard<'_> {
+    fn drop(&mut self) {
+        self.0.state.lock().unwrap_or_else(|p| p.into_inner()).busy = false;
+        self.0.released.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    /// Polls until the turn's state satisfies `waiting`.
+    fn wait_for_waiters(turn: &Turn, waiting: impl Fn(&TurnState) -> bool) {
+        while !waiting(&turn.state.lock().unwrap()) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    #[test]
+    fn high_priority_overtakes_waiting_normal_calls() {
+        let turn = Turn::default();
+        let (order_tx, order) = mpsc::channel();
+        std::thread::scope(|scope| {
+            let running = turn.take(Priority::Normal);
+            // A normal call queues first, then a high-priority one; both wait for `running`.
+            let normal_tx = order_tx.clone();
+            let turn = &turn;
+            scope.spawn(move || {
+                let _g = turn.take(Priority::Normal);
+                normal_tx.send("normal").unwrap();
+            });
+            // The normal call is blocked in take() before the high one arrives: it sees the
+            // turn busy with nobody high waiting.
+            std::thread::sleep(Duration::from_millis(50));
+            let high_tx = order_tx.clone();
+            scope.spawn(move || {
+                let _g = turn.take(Priority::High);
+                high_tx.send("high").unwrap();
+            });
+            wait_for_waiters(turn, |s| s.high_waiting == 1);
+            drop(running);
+        });
+        let got: Vec<&str> = order.try_iter().collect();
+        assert_eq!(got, ["high", "normal"], "the high-priority call takes the turn first");
+    }
+
+    #[test]
+    fn turn_is_exclusive_and_passed_on() {
+        let turn = Turn::default();
+        let inside = std::sync::atomic::AtomicUsize::new(0);
+        std::thread::scope(|scope| {
+            for i in 0..8 {
+                let (turn, inside) = (&turn, &inside);
+                scope.spawn(move || {
+                    for _ in 0..50 {
+                        let _g = turn.take(if i % 3 == 0 { Priority::High } else { Priority::Normal });
+                        assert_eq!(inside.fetch_add(1, std::sync::atomic::Ordering::SeqCst), 0, "two calls hold the turn");
+                        inside.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+                    }
+                });
+            }
+        });
+        let state = turn.state.lock().unwrap();
+        assert!(!state.busy && state.high_waiting == 0);
+    }
+}
