@@ -91,7 +91,6 @@ impl Products {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SynthesizedCircuit {
     pub products: Products,
-    pub num_constraints: usize,
     /// Input assignment; index 0 is the constant ONE.
     pub input_assignment: Vec<Scalar>,
     pub aux_assignment: Vec<Scalar>,
@@ -102,7 +101,10 @@ pub struct SynthesizedCircuit {
 
 impl SynthesizedCircuit {
     pub fn num_constraints(&self) -> usize {
-        self.num_constraints
+        match &self.products {
+            Products::Evaluated { a, .. } => a.len(),
+            Products::Deferred(shape) => shape.num_constraints(),
+        }
     }
 
     /// a, b, c when they were evaluated on the host.
@@ -253,7 +255,6 @@ pub fn synthesize<C: Circuit<Scalar>>(circuit: C, cancel: Option<&CancelToken>) 
     }
     let Recorder { a, b, c, input_assignment, aux_assignment, a_aux_density, b_input_density, b_aux_density, cancel: _ } = cs;
     Ok(SynthesizedCircuit {
-        num_constraints: a.len(),
         products: Products::Evaluated { a, b, c },
         input_assignment,
         aux_assignment,

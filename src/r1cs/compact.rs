@@ -85,7 +85,8 @@ impl CompactWitness {
         8 * self.kinds.len() + 4 * self.full_offsets.len() + 32 * self.full.len()
     }
 
-    /// z again (the device's decoding, on the host: for tests).
+    /// z again, as the device decodes it (the GPU backend's host fallback when the matrices
+    /// do not fit the device).
     pub fn decode(&self) -> Vec<Scalar> {
         (0..self.len)
             .map(|i| {

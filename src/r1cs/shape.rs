@@ -190,7 +190,6 @@ impl CircuitShape {
     fn with_products(&self, products: Products, witness: Witness) -> SynthesizedCircuit {
         SynthesizedCircuit {
             products,
-            num_constraints: self.num_constraints(),
             input_assignment: witness.input_assignment,
             aux_assignment: witness.aux_assignment,
             a_aux_density: self.a_aux_density.clone(),
