@@ -160,9 +160,9 @@ fn porep_2k_gpu_proof_equals_bellperson_and_verifies() {
     let theirs = create_proof_batch(vec![circuit], &key, vec![r], vec![s]).unwrap().remove(0);
     assert_eq!(ours, proof_bytes(&theirs), "GPU and bellperson proofs differ for the same r, s");
 
-    // A second, random-r,s proof: its phases account for the total within 2 % or 15 ms (what is
-    // left, 6–10 ms at 2KiB on the H200, is thread hand-offs between the pipeline's stages and
-    // freeing the 86 MB assignment inside the device turn).
+    // A second, random-r,s proof: its phases account for the total within 2 % or 15 ms (6–10 ms
+    // at 2KiB on the H200 were in no phase: thread hand-offs between the pipeline's stages and
+    // freeing large vectors between timed phases).
     let (_, t) = engine.seal_commit_phase2(&f.c1_json, f.sector.sector_id, f.sector.prover_id, &ProveOptions::default()).unwrap();
     let parts: u64 = t.phases().iter().filter(|(n, _)| *n != "total").map(|(_, ns)| ns).sum();
     for (name, ns) in t.phases() {
