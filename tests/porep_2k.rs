@@ -3,7 +3,7 @@
 
 mod common;
 
-use std::sync::OnceLock;
+use std::sync::{OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use bellperson::groth16::create_proof_batch;
 use blstrs::Scalar;
@@ -16,6 +16,20 @@ use cuzk::porep;
 use ff::Field;
 use filecoin_proofs::constants::SectorShape2KiB;
 
+/// The tests of this file run in parallel on one engine. A test that checks a latency holds
+/// the machine `alone()`, the others `shared()`: otherwise on a 2-core CI machine the cancelled
+/// call waits behind four concurrent proofs' work in the engine's thread pool (its next cancel
+/// check comes only when that pool picks its job up), and the check measures the load instead.
+static MACHINE: RwLock<()> = RwLock::new(());
+
+fn shared() -> RwLockReadGuard<'static, ()> {
+    MACHINE.read().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn alone() -> RwLockWriteGuard<'static, ()> {
+    MACHINE.write().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 /// One proof of the fixture, shared by the tests that only inspect it.
 fn proved() -> &'static Proved {
     static PROVED: OnceLock<Proved> = OnceLock::new();
@@ -27,6 +41,7 @@ fn proved() -> &'static Proved {
 
 #[test]
 fn c2_proof_is_accepted_by_filecoin_proofs_and_by_cuzk() {
+    let _machine = shared();
     let f = fixture();
     let p = proved();
     assert_eq!(p.proof.len(), 192, "one partition, 192 bytes");
@@ -36,6 +51,7 @@ fn c2_proof_is_accepted_by_filecoin_proofs_and_by_cuzk() {
 
 #[test]
 fn proof_is_rejected_for_another_seed_or_comm_r() {
+    let _machine = shared();
     let f = fixture();
     let p = proved();
     let mut other_seed = f.sector.clone();
@@ -52,6 +68,7 @@ fn proof_is_rejected_for_another_seed_or_comm_r() {
 
 #[test]
 fn tampered_c1_is_refused_before_proving() {
+    let _machine = shared();
     let f = fixture();
     let mut c1: serde_json::Value = serde_json::from_slice(&f.c1_json).unwrap();
     let seed = c1["seed"].as_array_mut().unwrap();
@@ -66,6 +83,7 @@ fn tampered_c1_is_refused_before_proving() {
 
 #[test]
 fn timings_are_filled_and_consistent() {
+    let _machine = shared();
     let t = proved().timings;
     assert_eq!(t.struct_size as usize, std::mem::size_of::<cuzk::timings::Timings>());
     assert_eq!(t.version, cuzk::timings::CUZK_TIMINGS_VERSION);
@@ -104,6 +122,7 @@ fn timings_are_filled_and_consistent() {
 
 #[test]
 fn fixed_randomness_proof_equals_bellperson_bit_for_bit() {
+    let _machine = shared();
     let f = fixture();
     let mut rng = rand::thread_rng();
     let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
@@ -134,6 +153,7 @@ fn porep_params_path(config: &filecoin_proofs::types::PoRepConfig) -> std::path:
 
 #[test]
 fn four_threads_proving_concurrently_all_verify() {
+    let _machine = shared();
     let f = fixture();
     let engine = engine();
     let proofs: Vec<_> = std::thread::scope(|scope| {
@@ -165,6 +185,7 @@ fn cancelled_call_stops_early_and_engine_keeps_working() {
     // Cancel mid-proof from another thread, once the key is resident (a key load itself cannot
     // be interrupted: the call stops right after it).
     proved();
+    let _machine = alone();
     let token = CancelToken::new();
     let options = ProveOptions { cancel: Some(token.clone()), ..Default::default() };
     let rust_engine = RustEngine::acquire(EngineConfig { param_cache_dir: Some(f.params_dir.clone()), ..Default::default() }).unwrap();
