@@ -22,12 +22,13 @@ type SectorRequest struct {
 	MinerID      abi.ActorID
 }
 
-// SectorResult is the outcome of one sector of SealCommitPhase2Batch: its proof and timings,
-// or its error.
+// SectorResult is the outcome of one sector of SealCommitPhase2Batch: its proof, its timings
+// and each partition's, or its error.
 type SectorResult struct {
-	Proof   []byte
-	Timings Timings
-	Err     error
+	Proof      []byte
+	Timings    Timings
+	Partitions []Timings
+	Err        error
 }
 
 // SealCommitPhase2Batch proves several sectors in one call: their partitions go through one
@@ -36,7 +37,8 @@ type SectorResult struct {
 // the order of sectors; a sector that fails (bad input, failed verification) has its own Err and
 // the others are proven. The returned error is for the call as a whole: a bad miner id, or ctx
 // done (as in SealCommitPhase2WithTimings, the call then stops in the background).
-func SealCommitPhase2Batch(ctx context.Context, sectors []SectorRequest) ([]SectorResult, error) {
+func SealCommitPhase2Batch(ctx context.Context, sectors []SectorRequest, opts ...ProveOption) ([]SectorResult, error) {
+	config := proveConfigOf(opts)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -53,7 +55,7 @@ func SealCommitPhase2Batch(ctx context.Context, sectors []SectorRequest) ([]Sect
 		return nil, err
 	}
 	r, err := callCancellable(ctx, eng, func(tok *C.cuzk_cancel_token) batchResult {
-		return eng.sealCommitPhase2Batch(sectors, proverIDs, tok)
+		return eng.sealCommitPhase2Batch(sectors, proverIDs, config, tok)
 	}, func(r batchResult) error { return r.err })
 	if err != nil {
 		return nil, err
@@ -90,7 +92,7 @@ func cCopy(b []byte) unsafe.Pointer {
 
 // sealCommitPhase2Batch makes the library call with every input copied into C memory, and
 // copies the proofs out.
-func (e *engine) sealCommitPhase2Batch(sectors []SectorRequest, proverIDs [][32]byte, tok *C.cuzk_cancel_token) batchResult {
+func (e *engine) sealCommitPhase2Batch(sectors []SectorRequest, proverIDs [][32]byte, config proveConfig, tok *C.cuzk_cancel_token) batchResult {
 	n := len(sectors)
 	if n == 0 {
 		return batchResult{results: []SectorResult{}}
@@ -119,9 +121,10 @@ func (e *engine) sealCommitPhase2Batch(sectors []SectorRequest, proverIDs [][32]
 		timings[i].struct_size = C.uint32_t(unsafe.Sizeof(timings[i]))
 		results[i].timings = &timings[i]
 	}
-	var opts C.cuzk_prove_options
-	opts.struct_size = C.uint32_t(unsafe.Sizeof(opts))
-	opts.cancel = tok
+	opts := config.cOptions(tok)
+	partitions := newPartitionTimings(n)
+	defer partitions.free()
+	partitions.setIn(&opts)
 	var cerr *C.cuzk_error
 	status := C.cuzk_seal_commit_phase2_batch(e.ptr, &requests[0], &results[0], C.size_t(n), &opts, &cerr)
 	if err := takeError(status, cerr); err != nil {
@@ -142,6 +145,7 @@ func (e *engine) sealCommitPhase2Batch(sectors []SectorRequest, proverIDs [][32]
 		default:
 			out[i].Proof = C.GoBytes(unsafe.Pointer(r.proof.data), C.int(r.proof.len))
 			out[i].Timings = timingsFromC(&timings[i])
+			out[i].Partitions = partitions.of(i)
 		}
 		C.cuzk_bytes_free(r.proof)
 	}

@@ -363,6 +363,24 @@ func checkTimings(t *testing.T, tm Timings) {
 	}
 }
 
+// checkPartitionTimings checks a sector's partition timings against its own.
+func checkPartitionTimings(t *testing.T, sector Timings, partitions []Timings, sectorIndex int) {
+	t.Helper()
+	if sector.SectorIndex != sectorIndex || sector.PartitionIndex != -1 || len(partitions) != sector.Partitions {
+		t.Fatalf("sector %d/%d with %d partitions: %d partition timings", sector.SectorIndex, sector.PartitionIndex, sector.Partitions, len(partitions))
+	}
+	var synthesis time.Duration
+	for k, p := range partitions {
+		if p.SectorIndex != sectorIndex || p.PartitionIndex != k || p.Partitions != 1 || p.Total <= 0 || p.Total > sector.Total {
+			t.Errorf("partition %d: %+v", k, p)
+		}
+		synthesis += p.Synthesis
+	}
+	if synthesis != sector.Synthesis {
+		t.Errorf("partitions synthesized for %v, the sector for %v", synthesis, sector.Synthesis)
+	}
+}
+
 func logTimings(t *testing.T, tm Timings) {
 	t.Helper()
 	line := fmt.Sprintf("backend=%v partitions=%d constraints=%d total=%v", tm.Backend, tm.Partitions, tm.NumConstraints, tm.Total.Round(time.Millisecond))
@@ -377,13 +395,15 @@ func logTimings(t *testing.T, tm Timings) {
 func TestProveAndVerify(t *testing.T) {
 	f := needFixture(t)
 	start := time.Now()
-	proofBytes, tm, err := SealCommitPhase2WithTimings(context.Background(), f.c1, f.sector, f.miner)
+	var partitions []Timings
+	proofBytes, tm, err := SealCommitPhase2WithTimings(context.Background(), f.c1, f.sector, f.miner, WithPriority(PriorityHigh), WithPartitionTimings(&partitions))
 	if err != nil {
 		t.Fatalf("SealCommitPhase2WithTimings: %v", err)
 	}
 	t.Logf("proved in %v", time.Since(start).Round(time.Millisecond))
 	logTimings(t, tm)
 	checkTimings(t, tm)
+	checkPartitionTimings(t, tm, partitions, 0)
 	info, err := ParseC1Info(f.c1)
 	if err != nil {
 		t.Fatal(err)
@@ -593,6 +613,10 @@ func TestSealCommitPhase2Batch(t *testing.T) {
 		}
 		f.verify(t, results[i].Proof)
 		checkTimings(t, results[i].Timings)
+		checkPartitionTimings(t, results[i].Timings, results[i].Partitions, i)
+	}
+	if results[1].Partitions != nil {
+		t.Fatalf("a failed sector has partition timings: %+v", results[1].Partitions)
 	}
 	wantIs(t, results[1].Err, ErrParse)
 	if results[1].Proof != nil {
@@ -605,6 +629,10 @@ func TestSealCommitPhase2Batch(t *testing.T) {
 	st, err := ReadEngineStatus()
 	if err != nil || st.PipelineMemoryInUse != 0 || st.PipelineMemoryBudget == 0 {
 		t.Fatalf("after the batch: pipeline memory %d of %d bytes (%v)", st.PipelineMemoryInUse, st.PipelineMemoryBudget, err)
+	}
+	p := st.Pipeline
+	if p.PartitionsSynthesizing+p.PartitionsWaiting+p.PartitionsProving != 0 || p.SynthesisBusyNs == 0 || p.ProvingBusyNs == 0 {
+		t.Fatalf("after the batch: pipeline %+v", p)
 	}
 	if empty, err := SealCommitPhase2Batch(context.Background(), nil); err != nil || len(empty) != 0 {
 		t.Fatalf("empty batch: %v, %d results", err, len(empty))

@@ -79,7 +79,19 @@ type EngineStatus struct {
 	// proving, across all calls; PipelineMemoryBudget bounds it (Config.HostMemoryBudget).
 	PipelineMemoryInUse  uint64         `json:"pipeline_memory_in_use"`
 	PipelineMemoryBudget uint64         `json:"pipeline_memory_budget"`
+	PipelineMemoryPeak   uint64         `json:"pipeline_memory_peak"` // the most in use so far
+	Pipeline             PipelineStatus `json:"pipeline"`
 	Devices              []DeviceStatus `json:"devices"`
+}
+
+// PipelineStatus is how busy the prove pipeline's stages are, across all calls: partitions in
+// each stage now, and each stage's busy time since the engine started (summed over calls).
+type PipelineStatus struct {
+	PartitionsSynthesizing uint64 `json:"partitions_synthesizing"`
+	PartitionsWaiting      uint64 `json:"partitions_waiting"` // synthesized, waiting for proving
+	PartitionsProving      uint64 `json:"partitions_proving"`
+	SynthesisBusyNs        uint64 `json:"synthesis_busy_ns"`
+	ProvingBusyNs          uint64 `json:"proving_busy_ns"`
 }
 
 // HostKeyStatus is a proving key resident in host memory.
@@ -105,6 +117,9 @@ type DeviceStatus struct {
 	PinnedPool     PinnedPoolStatus      `json:"pinned_pool"`
 	ProofsInFlight uint64                `json:"proofs_in_flight"`
 	ProofsDone     uint64                `json:"proofs_done"`
+	// BusyNs is the time calls have held the device (GPU phases, uploads) since the engine
+	// started: its growth over a window, divided by the window, is the GPU's busy fraction.
+	BusyNs uint64 `json:"busy_ns"`
 }
 
 // ResidentShapeStatus is a circuit's R1CS matrices in device memory.

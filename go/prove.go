@@ -1,6 +1,7 @@
 package cuzk
 
 /*
+#include <stdlib.h>
 #include "cuzk.h"
 */
 import "C"
@@ -95,6 +96,14 @@ type Timings struct {
 	MSMBG2        time.Duration
 	Assembly      time.Duration // combining into A, B, C and serialising the proof
 	Verify        time.Duration // self-verification (0 when it is off)
+	// ProvingWait is synthesized partitions waiting for the proving stage (the GPU busy with
+	// the partition before or with another call).
+	ProvingWait time.Duration
+
+	// SectorIndex is the sector of the call these timings are of (its index in a batch);
+	// PartitionIndex the partition in a partition's timings, -1 in a sector's.
+	SectorIndex    int
+	PartitionIndex int
 }
 
 // spmvOnGPU is SpMV when it was a GPU phase (SpMVOnDevice), else 0 (part of Synthesis).
@@ -122,6 +131,7 @@ func (t Timings) Phases() []Phase {
 		{"shape_upload", t.ShapeUpload},
 		{"input_check", t.InputCheck},
 		{"synthesis", t.Synthesis},
+		{"proving_wait", t.ProvingWait},
 		{"prep_msm", t.PrepMSM},
 		{"pin_h2d", t.PinH2D},
 		{"witness_upload", t.WitnessUpload},
@@ -178,7 +188,85 @@ func timingsFromC(ct *C.cuzk_timings) Timings {
 		MSMBG2:         nanos(ct.msm_b_g2_ns),
 		Assembly:       nanos(ct.assembly_ns),
 		Verify:         nanos(ct.verify_ns),
+		ProvingWait:    nanos(ct.proving_wait_ns),
+		SectorIndex:    int(ct.sector_index),
+		PartitionIndex: int(ct.partition_index),
 	}
+}
+
+// Priority orders calls waiting for a GPU (cuzk_prove_options.priority).
+type Priority uint32
+
+const (
+	// PriorityNormal calls take the GPU in arrival order.
+	PriorityNormal Priority = C.CUZK_PRIORITY_NORMAL
+	// PriorityHigh is for latency work (WinningPoSt-like): its partitions take each GPU before
+	// any waiting normal call's, so it overtakes a running batch at the batch's next partition
+	// boundary, and never wait for the host memory budget.
+	PriorityHigh Priority = C.CUZK_PRIORITY_HIGH
+)
+
+// ProveOption changes how SealCommitPhase2WithTimings and SealCommitPhase2Batch prove.
+type ProveOption func(*proveConfig)
+
+type proveConfig struct {
+	priority   Priority
+	partitions *[]Timings
+}
+
+// WithPriority sets the call's priority (PriorityNormal by default).
+func WithPriority(p Priority) ProveOption {
+	return func(c *proveConfig) { c.priority = p }
+}
+
+// WithPartitionTimings makes SealCommitPhase2WithTimings store the timings of each partition
+// in *dst, in order (SealCommitPhase2Batch always gives them in SectorResult.Partitions).
+func WithPartitionTimings(dst *[]Timings) ProveOption {
+	return func(c *proveConfig) { c.partitions = dst }
+}
+
+func proveConfigOf(opts []ProveOption) proveConfig {
+	var c proveConfig
+	for _, o := range opts {
+		o(&c)
+	}
+	return c
+}
+
+// maxPartitions is the most partitions a PoRep sector has (32GiB and 64GiB: 10).
+const maxPartitions = 10
+
+// partitionTimings is a C array for the library to write n sectors' partition timings into.
+type partitionTimings []C.cuzk_timings
+
+func newPartitionTimings(sectors int) partitionTimings {
+	pt := partitionTimings(cArray[C.cuzk_timings](sectors * maxPartitions))
+	for i := range pt {
+		pt[i].struct_size = C.uint32_t(unsafe.Sizeof(pt[i]))
+	}
+	return pt
+}
+
+// setIn points opts at the array.
+func (pt partitionTimings) setIn(opts *C.cuzk_prove_options) {
+	opts.partition_timings = &pt[0]
+	opts.partition_timings_len = C.size_t(len(pt))
+}
+
+// of returns the timings the library wrote for sector i (entries it did not write keep a
+// zero version).
+func (pt partitionTimings) of(sector int) []Timings {
+	var out []Timings
+	for i := range pt {
+		if pt[i].version != 0 && int(pt[i].sector_index) == sector {
+			out = append(out, timingsFromC(&pt[i]))
+		}
+	}
+	return out
+}
+
+func (pt partitionTimings) free() {
+	C.free(unsafe.Pointer(&pt[0]))
 }
 
 // ProverID is the 32-byte prover id of a miner, derived as filecoin-ffi does: the payload of
@@ -211,7 +299,8 @@ func SealCommitPhase2(phase1Output []byte, sectorNum abi.SectorNumber, minerID a
 // When ctx is done before the proof is made, it returns ctx.Err() at once (the proof is then
 // lost) and the engine stops the proof at its next phase boundary, in the background: a proof
 // queued behind it may wait until then, and Close waits for it.
-func SealCommitPhase2WithTimings(ctx context.Context, phase1Output []byte, sectorNum abi.SectorNumber, minerID abi.ActorID) ([]byte, Timings, error) {
+func SealCommitPhase2WithTimings(ctx context.Context, phase1Output []byte, sectorNum abi.SectorNumber, minerID abi.ActorID, opts ...ProveOption) ([]byte, Timings, error) {
+	config := proveConfigOf(opts)
 	if err := ctx.Err(); err != nil {
 		return nil, Timings{}, err
 	}
@@ -224,10 +313,13 @@ func SealCommitPhase2WithTimings(ctx context.Context, phase1Output []byte, secto
 		return nil, Timings{}, err
 	}
 	r, err := callCancellable(ctx, eng, func(tok *C.cuzk_cancel_token) proveResult {
-		return eng.sealCommitPhase2(phase1Output, uint64(sectorNum), &proverID, tok)
+		return eng.sealCommitPhase2(phase1Output, uint64(sectorNum), &proverID, config, tok)
 	}, func(r proveResult) error { return r.err })
 	if err != nil {
 		return nil, Timings{}, err
+	}
+	if config.partitions != nil {
+		*config.partitions = r.partitions
 	}
 	return r.resultFor(ctx)
 }
@@ -273,9 +365,10 @@ func callCancellable[R any](ctx context.Context, eng *engine, call func(*C.cuzk_
 var testHookCallReturned func(error)
 
 type proveResult struct {
-	proof   []byte
-	timings Timings
-	err     error
+	proof      []byte
+	timings    Timings
+	partitions []Timings
+	err        error
 }
 
 func (r proveResult) resultFor(ctx context.Context) ([]byte, Timings, error) {
@@ -283,6 +376,15 @@ func (r proveResult) resultFor(ctx context.Context) ([]byte, Timings, error) {
 		return nil, Timings{}, ctx.Err()
 	}
 	return r.proof, r.timings, r.err
+}
+
+// cOptions are the call's cuzk_prove_options (without partition timings).
+func (c proveConfig) cOptions(tok *C.cuzk_cancel_token) C.cuzk_prove_options {
+	var opts C.cuzk_prove_options
+	opts.struct_size = C.uint32_t(unsafe.Sizeof(opts))
+	opts.cancel = tok
+	opts.priority = C.uint32_t(c.priority)
+	return opts
 }
 
 // cancelToken owns a cuzk_cancel_token; cancel and free may race (a context cancelled just as
@@ -310,10 +412,14 @@ func (t *cancelToken) free() {
 // sealCommitPhase2 makes the library call. Only Go memory without Go pointers is passed
 // (the input bytes, the prover id, the options and timings structs, the out-pointers), and
 // only for the duration of the call; the proof is copied out and the library's bytes freed.
-func (e *engine) sealCommitPhase2(c1 []byte, sector uint64, proverID *[32]byte, tok *C.cuzk_cancel_token) proveResult {
-	var opts C.cuzk_prove_options
-	opts.struct_size = C.uint32_t(unsafe.Sizeof(opts))
-	opts.cancel = tok
+func (e *engine) sealCommitPhase2(c1 []byte, sector uint64, proverID *[32]byte, config proveConfig, tok *C.cuzk_cancel_token) proveResult {
+	opts := config.cOptions(tok)
+	var partitions partitionTimings
+	if config.partitions != nil {
+		partitions = newPartitionTimings(1)
+		defer partitions.free()
+		partitions.setIn(&opts)
+	}
 	var ct C.cuzk_timings
 	ct.struct_size = C.uint32_t(unsafe.Sizeof(ct))
 	var out *C.cuzk_bytes
@@ -331,5 +437,5 @@ func (e *engine) sealCommitPhase2(c1 []byte, sector uint64, proverID *[32]byte, 
 		return proveResult{err: newError(StatusInternal, "proof of %d bytes", uint64(out.len))}
 	}
 	proof := C.GoBytes(unsafe.Pointer(out.data), C.int(out.len))
-	return proveResult{proof: proof, timings: timingsFromC(&ct)}
+	return proveResult{proof: proof, timings: timingsFromC(&ct), partitions: partitions.of(0)}
 }

@@ -36,7 +36,7 @@
 #define CUZK_PRIORITY_HIGH 1
 
 // Version of the `cuzk_timings` layout this library writes.
-#define CUZK_TIMINGS_VERSION 3
+#define CUZK_TIMINGS_VERSION 4
 
 // Outcome of a cuzk call. The numeric values are part of the C ABI (`cuzk_status`): never
 // renumber, only append.
@@ -149,22 +149,6 @@ typedef struct cuzk_config {
   uint64_t host_memory_budget;
 } cuzk_config;
 
-// Options of one prove call; NULL means all defaults; zero-initialised fields are defaults.
-typedef struct cuzk_prove_options {
-  // sizeof(cuzk_prove_options) as the caller compiled it.
-  uint32_t struct_size;
-  // Cancel this token (from any thread) to stop the call at its next phase boundary with
-  // CUZK_STATUS_CANCELLED. May be NULL. Must outlive the call.
-  const struct cuzk_cancel_token *cancel;
-  // Run the GPU phases on CUDA device `device` instead of the least busy one.
-  bool pin_device;
-  uint32_t device;
-  // CUZK_PRIORITY_NORMAL (0) or CUZK_PRIORITY_HIGH (1): latency work (WinningPoSt-like) whose
-  // partitions take each GPU before waiting normal calls' — so it overtakes a running batch
-  // at the batch's next partition boundary — and never wait for the host memory budget.
-  uint32_t priority;
-} cuzk_prove_options;
-
 // Per-phase timings of one call in nanoseconds (`cuzk_timings`). Phases never overlap, so
 // their sum is at most `total_ns`; phases a backend does not have are 0.
 typedef struct cuzk_timings {
@@ -236,7 +220,40 @@ typedef struct cuzk_timings {
   // `spmv_ns` is then a GPU phase, not part of `synthesis_ns`.
   uint32_t spmv_on_device;
   uint32_t reserved;
+  // A synthesized partition waiting for the proving stage (the device busy with the
+  // partition before it or with another call's); summed over the sector's partitions.
+  uint64_t proving_wait_ns;
+  // Which sector of the call these timings are of (its index in a batch; 0 for a single
+  // sector).
+  uint32_t sector_index;
+  // Which partition of the sector (timings of one partition, `cuzk_prove_options.
+  // partition_timings`); -1 in a sector's timings, which sum its partitions'.
+  int32_t partition_index;
 } cuzk_timings;
+
+// Options of one prove call; NULL means all defaults; zero-initialised fields are defaults.
+typedef struct cuzk_prove_options {
+  // sizeof(cuzk_prove_options) as the caller compiled it.
+  uint32_t struct_size;
+  // Cancel this token (from any thread) to stop the call at its next phase boundary with
+  // CUZK_STATUS_CANCELLED. May be NULL. Must outlive the call.
+  const struct cuzk_cancel_token *cancel;
+  // Run the GPU phases on CUDA device `device` instead of the least busy one.
+  bool pin_device;
+  uint32_t device;
+  // CUZK_PRIORITY_NORMAL (0) or CUZK_PRIORITY_HIGH (1): latency work (WinningPoSt-like) whose
+  // partitions take each GPU before waiting normal calls' — so it overtakes a running batch
+  // at the batch's next partition boundary — and never wait for the host memory budget.
+  uint32_t priority;
+  // NULL, or an array of `partition_timings_len` cuzk_timings, each with its `struct_size`
+  // set: receives the timings of each partition the call proved, sector after sector (a
+  // failed sector has none), partitions in order; their `sector_index` and
+  // `partition_index` say whose they are, `queue_wait_ns` is 0 and `proving_wait_ns` the
+  // partition's wait for the proving stage. Entries past the proven partitions are left as
+  // they were; partitions past the array are not reported (a 32GiB sector has 10).
+  struct cuzk_timings *partition_timings;
+  size_t partition_timings_len;
+} cuzk_prove_options;
 
 // One sector of `cuzk_seal_commit_phase2_batch`: the inputs of `cuzk_seal_commit_phase2`.
 typedef struct cuzk_sector_request {

@@ -18,6 +18,10 @@
 #                                 and on the host in turn (~6 min); then the same for the 2KiB
 #                                 partition. CUZK_CHECK_SHAPE=1 also checks the
 #                                 32GiB shape against filecoin-proofs' blank circuit (+90 s)
+#   scripts/gpu-run.sh sector     whole 32GiB sectors (10 made-up partitions each, synthetic key,
+#                                 performance only) through the engine's pipeline: 1, 2 and 4
+#                                 sectors per call (throughput against sequential; GPU busy
+#                                 fraction; per-partition timings) (~8 min)
 #   scripts/gpu-run.sh micro      SHA chains of 2^16 and 2^20 with random-setup keys (verified),
 #                                 then a per-phase sweep: random circuits of 2^20, 2^22, 2^24
 #                                 constraints, PoRep-like (mostly 0/1) and uniform witnesses
@@ -110,6 +114,10 @@ partition)
         >>"$out/bench.jsonl" 2>>"$out/bench.log" || status=1
     # The 2KiB partition the same way: its records carry the scalar counts of a 2^22 PoRep.
     timeout 100 carry/cuzk-bench porep-partition --system cuzk --sector-size 2KiB --compare-spmv --repeat 5 \
+        >>"$out/bench.jsonl" 2>>"$out/bench.log" || status=1
+    ;;
+sector)
+    timeout 560 carry/cuzk-bench porep-sector --system cuzk --sector-size 32GiB --sectors 1,2,4 \
         >>"$out/bench.jsonl" 2>>"$out/bench.log" || status=1
     ;;
 micro)

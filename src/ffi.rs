@@ -15,7 +15,7 @@ use std::sync::Arc;
 use filecoin_proofs_api::RegisteredSealProof;
 
 use crate::cancel::CancelToken;
-use crate::engine::{Engine, EngineConfig, ProveOptions, SectorRequest};
+use crate::engine::{Engine, EngineConfig, ProveOptions, SectorProof, SectorRequest};
 use crate::error::{panic_message, Error, Result, Status};
 use crate::backend::Priority;
 use crate::porep::{self, SealStatement};
@@ -106,6 +106,30 @@ pub struct cuzk_prove_options {
     /// partitions take each GPU before waiting normal calls' — so it overtakes a running batch
     /// at the batch's next partition boundary — and never wait for the host memory budget.
     pub priority: u32,
+    // Added in 0.4:
+    /// NULL, or an array of `partition_timings_len` cuzk_timings, each with its `struct_size`
+    /// set: receives the timings of each partition the call proved, sector after sector (a
+    /// failed sector has none), partitions in order; their `sector_index` and
+    /// `partition_index` say whose they are, `queue_wait_ns` is 0 and `proving_wait_ns` the
+    /// partition's wait for the proving stage. Entries past the proven partitions are left as
+    /// they were; partitions past the array are not reported (a 32GiB sector has 10).
+    pub partition_timings: *mut Timings,
+    pub partition_timings_len: usize,
+}
+
+impl Default for cuzk_prove_options {
+    /// Every option at its default, `struct_size` this version's.
+    fn default() -> Self {
+        cuzk_prove_options {
+            struct_size: std::mem::size_of::<cuzk_prove_options>() as u32,
+            cancel: std::ptr::null(),
+            pin_device: false,
+            device: 0,
+            priority: CUZK_PRIORITY_NORMAL,
+            partition_timings: std::ptr::null_mut(),
+            partition_timings_len: 0,
+        }
+    }
 }
 
 /// `cuzk_prove_options.priority`: calls in arrival order.
@@ -484,10 +508,11 @@ fn c1_json<'a>(ptr: *const u8, len: usize, name: &str) -> Result<&'a [u8]> {
 }
 
 /// The options of a prove call (NULL: defaults).
-fn prove_options(options: *const cuzk_prove_options) -> Result<ProveOptions> {
+fn prove_options<'a>(options: *const cuzk_prove_options) -> Result<(ProveOptions, PartitionTimingsOut<'a>)> {
     let mut prove_options = ProveOptions::default();
+    let mut partition_timings = PartitionTimingsOut(Vec::new());
     if !options.is_null() {
-        let defaults = cuzk_prove_options { struct_size: 0, cancel: std::ptr::null(), pin_device: false, device: 0, priority: CUZK_PRIORITY_NORMAL };
+        let defaults = cuzk_prove_options { struct_size: 0, ..Default::default() };
         let options = read_sized(options, PROVE_OPTIONS_V1_SIZE, defaults, "cuzk_prove_options")?;
         // SAFETY: NULL or a live token that outlives the call.
         prove_options.cancel = unsafe { options.cancel.as_ref() }.map(|t| t.token.clone());
@@ -497,8 +522,29 @@ fn prove_options(options: *const cuzk_prove_options) -> Result<ProveOptions> {
             CUZK_PRIORITY_HIGH => Priority::High,
             other => return Err(Error::invalid(format!("cuzk_prove_options.priority = {other}: expected CUZK_PRIORITY_NORMAL or CUZK_PRIORITY_HIGH"))),
         };
+        if options.partition_timings_len > 0 {
+            if options.partition_timings.is_null() {
+                return Err(Error::new(Status::NullArgument, format!("cuzk_prove_options.partition_timings is NULL (length {})", options.partition_timings_len)));
+            }
+            // SAFETY: non-NULL, and the caller passes `partition_timings_len` elements.
+            let slots = unsafe { std::slice::from_raw_parts_mut(options.partition_timings, options.partition_timings_len) };
+            partition_timings.0 = slots.iter_mut().map(|slot| TimingsOut::new(slot)).collect::<Result<_>>()?;
+        }
     }
-    Ok(prove_options)
+    Ok((prove_options, partition_timings))
+}
+
+/// Where a call writes its partitions' timings (`cuzk_prove_options.partition_timings`).
+struct PartitionTimingsOut<'a>(Vec<TimingsOut<'a>>);
+
+impl PartitionTimingsOut<'_> {
+    /// Writes the partitions of `sectors` (caller's sector index, proven sector) in order.
+    fn write<'s>(self, sectors: impl Iterator<Item = (usize, &'s SectorProof)>) {
+        let partitions = sectors.flat_map(|(index, proven)| proven.partitions.iter().map(move |t| Timings { sector_index: index as u32, ..*t }));
+        for (slot, measured) in self.0.into_iter().zip(partitions) {
+            slot.write(&measured);
+        }
+    }
 }
 
 /// Where a call writes timings: NULL, or a `cuzk_timings` whose `struct_size` the caller set.
@@ -550,9 +596,11 @@ pub extern "C" fn cuzk_seal_commit_phase2(
         let c1_json = self::c1_json(c1_json, c1_json_len, "c1_json")?;
         let prover_id = array32(prover_id, "prover_id")?;
         let timings = TimingsOut::new(timings)?;
-        let (proof, measured) = engine.seal_commit_phase2(c1_json, sector_id, prover_id, &prove_options(options)?)?;
-        timings.write(&measured);
-        *proof_out = owned_bytes(proof);
+        let (options, partition_timings) = prove_options(options)?;
+        let proven = engine.seal_commit_phase2(c1_json, sector_id, prover_id, &options)?;
+        timings.write(&proven.timings);
+        partition_timings.write(std::iter::once((0, &proven)));
+        *proof_out = owned_bytes(proven.proof);
         Ok(())
     })
 }
@@ -610,7 +658,7 @@ pub extern "C" fn cuzk_seal_commit_phase2_batch(
         for result in results.iter_mut() {
             (result.status, result.proof, result.error) = (Status::Ok, std::ptr::null_mut(), std::ptr::null_mut());
         }
-        let options = prove_options(options)?;
+        let (options, partition_timings) = prove_options(options)?;
         // Requests that cannot be read fail alone, like sectors that fail to prove.
         let requests: Vec<Result<(SectorRequest, TimingsOut)>> = sectors
             .iter()
@@ -626,14 +674,22 @@ pub extern "C" fn cuzk_seal_commit_phase2_batch(
             .collect();
         let valid: Vec<SectorRequest> = requests.iter().filter_map(|r| r.as_ref().ok().map(|(request, _)| *request)).collect();
         let mut proven = engine.seal_commit_phase2_batch(&valid, &options)?.into_iter();
-        for (request, result) in requests.into_iter().zip(results.iter_mut()) {
-            let outcome = request.and_then(|(_, timings)| {
-                let (proof, measured) = proven.next().expect("one result per valid request")?;
-                timings.write(&measured);
-                Ok(proof)
-            });
+        // Each sector's outcome, numbered as the caller's array (the unreadable left out).
+        let outcomes: Vec<Result<SectorProof>> = requests
+            .into_iter()
+            .enumerate()
+            .map(|(index, request)| {
+                let (_, timings) = request?;
+                let mut proven = proven.next().expect("one result per valid request")?;
+                proven.timings.sector_index = index as u32;
+                timings.write(&proven.timings);
+                Ok(proven)
+            })
+            .collect();
+        partition_timings.write(outcomes.iter().enumerate().filter_map(|(index, outcome)| Some((index, outcome.as_ref().ok()?))));
+        for (outcome, result) in outcomes.into_iter().zip(results.iter_mut()) {
             match outcome {
-                Ok(proof) => result.proof = owned_bytes(proof),
+                Ok(proven) => result.proof = owned_bytes(proven.proof),
                 Err(e) => (result.status, result.error) = (e.status, error_object(e)),
             }
         }

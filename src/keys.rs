@@ -104,15 +104,21 @@ impl Default for KeyStore {
 }
 
 impl KeyStore {
-    /// The proving key in `path`; `load_ns` gets the time spent reading it (0 when resident).
-    pub fn proving_key(&self, path: &Path, load_ns: &mut u64) -> Result<Arc<ProvingKey>> {
+    /// The proving key in `path`, its points decoded on `pool`; `load_ns` gets the time spent
+    /// reading it (0 when resident). Never called on one of `pool`'s threads: a worker waiting
+    /// for another call's load could be the very worker that load's decoding waits for
+    /// (rayon runs other queued jobs while a worker waits for its own), a deadlock.
+    pub fn proving_key(&self, path: &Path, pool: &rayon::ThreadPool, load_ns: &mut u64) -> Result<Arc<ProvingKey>> {
+        if pool.current_thread_index().is_some() {
+            return Err(Error::internal("a proving key was requested from one of the engine's workers (it may wait for a load that needs that worker)"));
+        }
         let start = Instant::now();
         let (key, loaded) = self.proving.get(path, |file| {
             // SAFETY: the map is only read while the file is open; a parameter file changed
             // under a running prover is a corrupt key either way (its identity, size and
             // mtime, makes the next call read it again).
             let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| corrupt(path, e))?;
-            let key = decode_parameters(&map).map_err(|e| corrupt(path, e))?;
+            let key = pool.install(|| decode_parameters(&map)).map_err(|e| corrupt(path, e))?;
             log::info!("loaded proving key {} in {:.2?}", path.display(), start.elapsed());
             Ok(ProvingKey::new(key, path.display().to_string()))
         })?;

@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 /// Version of the `cuzk_timings` layout this library writes.
-pub const CUZK_TIMINGS_VERSION: u32 = 3;
+pub const CUZK_TIMINGS_VERSION: u32 = 4;
 
 /// Which kind of backend ran a proof (the `backend` field of `cuzk_timings`).
 #[repr(u32)]
@@ -105,6 +105,16 @@ pub struct Timings {
     /// `spmv_ns` is then a GPU phase, not part of `synthesis_ns`.
     pub spmv_on_device: u32,
     pub reserved: u32,
+    // Version 4:
+    /// A synthesized partition waiting for the proving stage (the device busy with the
+    /// partition before it or with another call's); summed over the sector's partitions.
+    pub proving_wait_ns: u64,
+    /// Which sector of the call these timings are of (its index in a batch; 0 for a single
+    /// sector).
+    pub sector_index: u32,
+    /// Which partition of the sector (timings of one partition, `cuzk_prove_options.
+    /// partition_timings`); -1 in a sector's timings, which sum its partitions'.
+    pub partition_index: i32,
 }
 
 impl Timings {
@@ -113,6 +123,7 @@ impl Timings {
             struct_size: std::mem::size_of::<Timings>() as u32,
             version: CUZK_TIMINGS_VERSION,
             device_index: -1,
+            partition_index: -1,
             ..Default::default()
         }
     }
@@ -143,6 +154,7 @@ impl Timings {
             (&mut self.spmv_ns, other.spmv_ns),
             (&mut self.shape_upload_ns, other.shape_upload_ns),
             (&mut self.witness_upload_ns, other.witness_upload_ns),
+            (&mut self.proving_wait_ns, other.proving_wait_ns),
         ];
         for (sum, ns) in sums {
             *sum += ns;
@@ -162,7 +174,7 @@ impl Timings {
     /// The phases that are disjoint parts of `total_ns`. They never overlap within a
     /// partition; with several partitions, one partition's synthesis overlaps the proving of
     /// the one before (the prove pipeline), so their sum may exceed `total_ns`.
-    pub fn phases(&self) -> [(&'static str, u64); 22] {
+    pub fn phases(&self) -> [(&'static str, u64); 23] {
         let spmv_gpu = if self.spmv_on_device == 1 { self.spmv_ns } else { 0 };
         [
             ("queue_wait", self.queue_wait_ns),
@@ -173,6 +185,7 @@ impl Timings {
             ("shape_upload", self.shape_upload_ns),
             ("input_check", self.input_check_ns),
             ("synthesis", self.synthesis_ns),
+            ("proving_wait", self.proving_wait_ns),
             ("prep_msm", self.prep_msm_ns),
             ("pin_h2d", self.pin_h2d_ns),
             ("witness_upload", self.witness_upload_ns),

@@ -91,7 +91,7 @@ fn null_pointers_are_reported_per_argument() {
 fn struct_size_too_small_is_refused() {
     let f = fixture();
     let e = engine();
-    let options = cuzk_prove_options { struct_size: 2, cancel: null(), pin_device: false, device: 0, priority: CUZK_PRIORITY_NORMAL };
+    let options = cuzk_prove_options { struct_size: 2, ..Default::default() };
     expect_err(prove(&e, &f.c1_json, 1, &f.sector.prover_id, Some(&options)), Status::InvalidArgument, "struct_size");
 }
 
@@ -100,7 +100,7 @@ fn pinning_a_device_that_is_not_there_is_refused() {
     let f = fixture();
     let e = engine();
     let mut options =
-        cuzk_prove_options { struct_size: std::mem::size_of::<cuzk_prove_options>() as u32, cancel: null(), pin_device: true, device: 99, priority: CUZK_PRIORITY_NORMAL };
+        cuzk_prove_options { pin_device: true, device: 99, ..Default::default() };
     // Options are checked before the input (the sector id 1 does not match the C1).
     expect_err(prove(&e, &f.c1_json, 1, &f.sector.prover_id, Some(&options)), Status::InvalidArgument, "device 99");
     // A caller compiled against the first layout (without pin_device) passes a smaller
@@ -114,7 +114,7 @@ fn unknown_priority_is_refused_and_older_layouts_keep_the_default() {
     let f = fixture();
     let e = engine();
     let mut options =
-        cuzk_prove_options { struct_size: std::mem::size_of::<cuzk_prove_options>() as u32, cancel: null(), pin_device: false, device: 0, priority: 7 };
+        cuzk_prove_options { priority: 7, ..Default::default() };
     // Options are checked before the input (the sector id 1 does not match the C1).
     expect_err(prove(&e, &f.c1_json, 1, &f.sector.prover_id, Some(&options)), Status::InvalidArgument, "priority");
     // A caller compiled before `priority` existed: the field is not read.

@@ -68,8 +68,26 @@ fn preload_status_evict() {
     let status = status_json(&engine);
     assert!(status["host_keys"].as_array().unwrap().is_empty() && status["circuit_shapes"].as_array().unwrap().is_empty(), "{status}");
     assert!(!evict(&engine, proof), "nothing left to evict");
-    let (load_ns, _) = preload(&engine, proof).expect("preload after evict");
-    assert!(load_ns > 0, "an evicted key is read again");
+    // Concurrent first loads, as concurrent first calls make them: the key is read once, and
+    // nobody waits for the load on one of the engine's workers (the load's parallel decoding
+    // may need that worker: a deadlock, seen in CI).
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::scope(|scope| {
+        for _ in 0..4 {
+            let (done, engine) = (done.clone(), &engine);
+            scope.spawn(move || done.send(preload(engine, proof)).unwrap());
+        }
+        let loads: Vec<u64> = (0..4)
+            .map(|_| {
+                let result = finished.recv_timeout(std::time::Duration::from_secs(600)).unwrap_or_else(|_| {
+                    eprintln!("concurrent preloads after an evict hang (deadlock)");
+                    std::process::abort()
+                });
+                result.expect("preload after evict").0
+            })
+            .collect();
+        assert_eq!(loads.iter().filter(|&&ns| ns > 0).count(), 1, "an evicted key is read again, once: {loads:?}");
+    });
 }
 
 #[test]

@@ -13,7 +13,7 @@ use blstrs::{Bls12, Scalar};
 use common::fixture;
 use cuzk::backend::gpu::{device_count, GpuBackend, GpuConfig, SplitPolicy};
 use cuzk::backend::{Backend, BackendKind};
-use cuzk::engine::{prove_synthesized, prove_with, Engine, EngineConfig, ProveOptions};
+use cuzk::engine::{prove_synthesized, prove_with, Engine, EngineConfig, ProveOptions, SectorProof};
 use cuzk::error::Status;
 use cuzk::groth16::ProvingKey;
 use cuzk::r1cs::{synthesize_witness, CircuitShape};
@@ -146,7 +146,7 @@ fn porep_2k_gpu_proof_equals_bellperson_and_verifies() {
     let mut rng = rand::thread_rng();
     let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
     let options = ProveOptions { randomness: Some(vec![(r, s)]), ..Default::default() };
-    let (ours, t) = engine.seal_commit_phase2(&f.c1_json, f.sector.sector_id, f.sector.prover_id, &options).expect("GPU C2");
+    let SectorProof { proof: ours, timings: t, .. } = engine.seal_commit_phase2(&f.c1_json, f.sector.sector_id, f.sector.prover_id, &options).expect("GPU C2");
     assert_eq!(t.backend, BackendKind::Gpu as u32);
     assert_eq!(t.device_index, 0);
     assert!(common::filecoin_verify(&f.sector, &ours), "filecoin-proofs rejects the GPU proof");
@@ -163,7 +163,7 @@ fn porep_2k_gpu_proof_equals_bellperson_and_verifies() {
     // A second, random-r,s proof: its phases account for the total within 2 % or 15 ms (6–10 ms
     // at 2KiB on the H200 were in no phase: thread hand-offs between the pipeline's stages and
     // freeing large vectors between timed phases).
-    let (_, t) = engine.seal_commit_phase2(&f.c1_json, f.sector.sector_id, f.sector.prover_id, &ProveOptions::default()).unwrap();
+    let SectorProof { timings: t, .. } = engine.seal_commit_phase2(&f.c1_json, f.sector.sector_id, f.sector.prover_id, &ProveOptions::default()).unwrap();
     let parts: u64 = t.phases().iter().filter(|(n, _)| *n != "total").map(|(_, ns)| ns).sum();
     for (name, ns) in t.phases() {
         eprintln!("porep-2k GPU {name:<12} {:>9.3} ms", ns as f64 / 1e6);
@@ -187,7 +187,7 @@ fn porep_2k_key_cold_warm_evicted_preloaded() {
     let engine = gpu_engine();
     let proof = RegisteredSealProof::StackedDrg2KiBV1_1;
     let prove = || {
-        let (bytes, t) = engine.seal_commit_phase2(&f.c1_json, f.sector.sector_id, f.sector.prover_id, &ProveOptions::default()).expect("GPU C2");
+        let SectorProof { proof: bytes, timings: t, .. } = engine.seal_commit_phase2(&f.c1_json, f.sector.sector_id, f.sector.prover_id, &ProveOptions::default()).expect("GPU C2");
         assert!(common::filecoin_verify(&f.sector, &bytes), "filecoin-proofs rejects the proof");
         assert_eq!(t.key_residency, KeyResidency::Resident as u32);
         eprintln!(

@@ -9,7 +9,7 @@ use bellperson::groth16::create_proof_batch;
 use blstrs::Scalar;
 use common::*;
 use cuzk::cancel::CancelToken;
-use cuzk::engine::{Engine as RustEngine, EngineConfig, ProveOptions};
+use cuzk::engine::{Engine as RustEngine, EngineConfig, ProveOptions, SectorProof};
 use cuzk::error::Status;
 use cuzk::ffi::*;
 use cuzk::porep;
@@ -128,7 +128,7 @@ fn fixed_randomness_proof_equals_bellperson_bit_for_bit() {
     let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
     let engine = RustEngine::acquire(EngineConfig { param_cache_dir: Some(f.params_dir.clone()), ..Default::default() }).unwrap();
     let options = ProveOptions { randomness: Some(vec![(r, s)]), ..Default::default() };
-    let (ours, t) = engine.seal_commit_phase2(&f.c1_json, f.sector.sector_id, f.sector.prover_id, &options).expect("cuzk proof");
+    let SectorProof { proof: ours, timings: t, .. } = engine.seal_commit_phase2(&f.c1_json, f.sector.sector_id, f.sector.prover_id, &options).expect("cuzk proof");
     assert_eq!(t.r1cs_synthesis, 1, "the default synthesis is the R1CS path");
 
     let c1 = porep::parse_c1(&f.c1_json).unwrap();
@@ -174,7 +174,7 @@ fn cancelled_call_stops_early_and_engine_keeps_working() {
     let engine = engine();
     let token = cuzk_cancel_token_new();
     let options =
-        cuzk_prove_options { struct_size: std::mem::size_of::<cuzk_prove_options>() as u32, cancel: token, pin_device: false, device: 0, priority: CUZK_PRIORITY_NORMAL };
+        cuzk_prove_options { cancel: token, ..Default::default() };
     cuzk_cancel_token_cancel(token);
     let start = std::time::Instant::now();
     let err = prove(&engine, &f.c1_json, f.sector.sector_id, &f.sector.prover_id, Some(&options)).err().expect("cancelled");

@@ -402,7 +402,7 @@ struct Device {
     name: String,
     ctx: Context,
     /// GPU phases of one device run one call at a time, high-priority calls first (see
-    /// `backend::turn`); waiting for it is the call's queue wait.
+    /// `backend::turn`); waiting for it is the partition's proving wait.
     turn: Turn,
     keys: ResidentCache<DeviceKey>,
     /// Circuit shapes whose matrices are resident, most recently used first; the shape is
@@ -542,6 +542,7 @@ impl Device {
             pinned_pool: self.staging.usage(),
             proofs_in_flight: self.in_flight.load(Ordering::Relaxed) as u64,
             proofs_done: self.proofs.load(Ordering::Relaxed),
+            busy_ns: self.turn.held_ns(),
         }
     }
 }
@@ -680,7 +681,7 @@ impl GpuBackend {
         drop((input_assignment, aux_assignment));
         cancel.check()?;
 
-        let device_turn = timed(&mut t.queue_wait_ns, || device.turn.take(priority));
+        let device_turn = timed(&mut t.proving_wait_ns, || device.turn.take(priority));
         cancel.check()?;
         let buffer = device.staging.acquire(&mut t.pin_ns)?;
         let staging = staging(&buffer);

@@ -39,6 +39,9 @@ pub struct DeviceStatus {
     pub pinned_pool: PoolUsage,
     pub proofs_in_flight: u64,
     pub proofs_done: u64,
+    /// Time calls have held the device (its turn: GPU phases, uploads, evictions) since the
+    /// engine started; the busy fraction over a window is its growth over the window.
+    pub busy_ns: u64,
 }
 
 /// A circuit's R1CS matrices resident on a device (engine status).

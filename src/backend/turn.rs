@@ -5,7 +5,11 @@
 //! overtakes a running batch of C2s at its next partition boundary instead of waiting for the
 //! whole batch.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex};
+use std::time::Instant;
+
+use crate::timings::nanos;
 
 /// How a call's work is ordered against other calls' (`ProveOptions::priority`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -22,6 +26,9 @@ pub enum Priority {
 pub struct Turn {
     state: Mutex<TurnState>,
     released: Condvar,
+    /// Time the turn has been held, in nanoseconds: how busy the device was (the engine
+    /// status; a benchmark's busy fraction is its growth over the wall time).
+    held_ns: AtomicU64,
 }
 
 #[derive(Default)]
@@ -30,8 +37,8 @@ struct TurnState {
     high_waiting: usize,
 }
 
-/// Holding the turn; dropping it passes the turn on.
-pub struct TurnGuard<'a>(&'a Turn);
+/// Holding the turn (since the instant); dropping it passes the turn on.
+pub struct TurnGuard<'a>(&'a Turn, Instant);
 
 impl Turn {
     /// Waits for the turn: until it is free and, for a normal call, no high-priority call is
@@ -45,12 +52,18 @@ impl Turn {
         }
         state.high_waiting -= usize::from(high);
         state.busy = true;
-        TurnGuard(self)
+        TurnGuard(self, Instant::now())
+    }
+
+    /// Total time the turn has been held.
+    pub fn held_ns(&self) -> u64 {
+        self.held_ns.load(Ordering::Relaxed)
     }
 }
 
 impl Drop for TurnGuard<'_> {
     fn drop(&mut self) {
+        self.0.held_ns.fetch_add(nanos(self.1.elapsed()), Ordering::Relaxed);
         self.0.state.lock().unwrap_or_else(|p| p.into_inner()).busy = false;
         self.0.released.notify_all();
     }
@@ -115,5 +128,17 @@ mod tests {
         });
         let state = turn.state.lock().unwrap();
         assert!(!state.busy && state.high_waiting == 0);
+    }
+
+    #[test]
+    fn held_time_adds_up() {
+        let turn = Turn::default();
+        for _ in 0..3 {
+            let _g = turn.take(Priority::Normal);
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        std::thread::sleep(Duration::from_millis(30));
+        let held = turn.held_ns();
+        assert!((60_000_000..90_000_000).contains(&held), "held {held} ns: three 20 ms turns, not the 30 ms between");
     }
 }

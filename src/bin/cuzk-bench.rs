@@ -21,6 +21,12 @@
 //!       --check-shape also records filecoin-proofs' blank circuit sequentially and fails unless
 //!       its shape is the made-up partition's (the engine's preload relies on it).
 //!
+//!   cuzk-bench porep-sector --system cuzk|cuzk-cpu --sector-size 32GiB [--sectors 1,2,4] [--partitions P] [--repeat N]
+//!       whole sectors of made-up partitions (PERFORMANCE ONLY, synthetic key) through the
+//!       engine's pipeline, N sectors per call (one record per call): partitions synthesized
+//!       while earlier ones are proven, within the host memory budget. Records the wall time
+//!       per sector, the device's and each stage's busy fraction, each partition's timings.
+//!
 //! `cuzk` uses the GPU when one is usable (else the CPU), keeping the key resident in device
 //! memory; `cuzk-streamed` the GPU with a key budget of one byte, so that the key's points are
 //! streamed from host memory on every call (resident against streamed); `cuzk-cpu` always the
@@ -37,7 +43,8 @@ use std::sync::Arc;
 use anyhow::{bail, Context, Result};
 use blstrs::Scalar;
 use cuzk::backend::BackendKind;
-use cuzk::engine::{prove_synthesized, synthesize_with_shape, Engine, EngineConfig, ProveOptions};
+use cuzk::engine::{prove_synthesized, synthesize_with_shape, Engine, EngineConfig, MadeUpSector, ProveOptions, SectorInput};
+use cuzk::with_porep_shape;
 use cuzk::porep;
 use cuzk::r1cs::{CircuitShape, Whole};
 use filecoin_proofs::constants::DefaultPieceHasher;
@@ -73,14 +80,18 @@ struct Args {
     setup_key: bool,
     /// porep-partition: alternate runs with a, b, c on the device and on the host.
     compare_spmv: bool,
+    /// porep-sector: sectors per call, one call per entry and run (`--sectors 1,2,4`).
+    sectors: Vec<usize>,
+    /// porep-sector: partitions per sector (default: the proof kind's).
+    partitions: Option<usize>,
 }
 
-const USAGE: &str = "usage: cuzk-bench c2 --system cuzk|cuzk-streamed|cuzk-cpu|bellperson --fixture DIR --params DIR [--repeat N]\n       cuzk-bench circuit --system cuzk|cuzk-streamed|cuzk-cpu|bellperson --log-constraints K [--witness porep|uniform|sha] [--setup-key] [--write-key FILE] [--repeat N]\n       cuzk-bench porep-partition --system cuzk|cuzk-streamed|cuzk-cpu --sector-size 2KiB|8MiB|512MiB|32GiB|64GiB [--check-shape] [--compare-spmv] [--repeat N]";
+const USAGE: &str = "usage: cuzk-bench c2 --system cuzk|cuzk-streamed|cuzk-cpu|bellperson --fixture DIR --params DIR [--repeat N]\n       cuzk-bench circuit --system cuzk|cuzk-streamed|cuzk-cpu|bellperson --log-constraints K [--witness porep|uniform|sha] [--setup-key] [--write-key FILE] [--repeat N]\n       cuzk-bench porep-partition --system cuzk|cuzk-streamed|cuzk-cpu --sector-size 2KiB|8MiB|512MiB|32GiB|64GiB [--check-shape] [--compare-spmv] [--repeat N]\n       cuzk-bench porep-sector --system cuzk|cuzk-cpu --sector-size 2KiB|8MiB|512MiB|32GiB|64GiB [--sectors N,N..] [--partitions P] [--repeat N]";
 
 fn parse_args() -> Result<Args> {
     let mut argv = std::env::args().skip(1);
     let workload = argv.next().unwrap_or_default();
-    if !["c2", "circuit", "porep-partition"].contains(&workload.as_str()) {
+    if !["c2", "circuit", "porep-partition", "porep-sector"].contains(&workload.as_str()) {
         bail!("{USAGE}");
     }
     let mut args = Args {
@@ -96,6 +107,8 @@ fn parse_args() -> Result<Args> {
         check_shape: false,
         setup_key: false,
         compare_spmv: false,
+        sectors: vec![1],
+        partitions: None,
     };
     while let Some(flag) = argv.next() {
         if ["--check-shape", "--setup-key", "--compare-spmv"].contains(&flag.as_str()) {
@@ -114,13 +127,15 @@ fn parse_args() -> Result<Args> {
             "--write-key" => args.write_key = Some(PathBuf::from(value)),
             "--repeat" => args.repeat = value.parse().context("--repeat")?,
             "--sector-size" => args.sector_size = value,
+            "--sectors" => args.sectors = value.split(',').map(|n| n.parse().context("--sectors")).collect::<Result<_>>()?,
+            "--partitions" => args.partitions = Some(value.parse().context("--partitions")?),
             _ => bail!("unknown flag {flag}\n{USAGE}"),
         }
     }
     if args.setup_key && args.log_constraints > 20 {
         bail!("--setup-key: a random setup above 2^20 constraints takes too long; use the synthetic key");
     }
-    if !["cuzk", "cuzk-streamed", "cuzk-cpu", "bellperson"].contains(&args.system.as_str()) || (args.workload == "porep-partition" && args.system == "bellperson") {
+    if !["cuzk", "cuzk-streamed", "cuzk-cpu", "bellperson"].contains(&args.system.as_str()) || (args.workload.starts_with("porep-") && args.system == "bellperson") {
         bail!("unknown --system {:?}\n{USAGE}", args.system);
     }
     Ok(args)
@@ -298,8 +313,8 @@ fn run_c2(args: &Args) -> Result<()> {
         let start = Instant::now();
         let fields = match &engine {
             Some(engine) => {
-                let (_, t) = engine.seal_commit_phase2(&c1_json, sector.sector_id, sector.prover_id, &ProveOptions::default())?;
-                timing_fields(&t)
+                let proven = engine.seal_commit_phase2(&c1_json, sector.sector_id, sector.prover_id, &ProveOptions::default())?;
+                timing_fields(&proven.timings)
             }
             None => {
                 let c1 = cuzk::porep::parse_c1(&c1_json)?;
@@ -433,6 +448,85 @@ fn run_porep_partition(args: &Args) -> Result<()> {
     }
 }
 
+fn sector_proof(args: &Args) -> Result<RegisteredSealProof> {
+    use RegisteredSealProof as P;
+    Ok(match args.sector_size.as_str() {
+        "2KiB" => P::StackedDrg2KiBV1_1,
+        "8MiB" => P::StackedDrg8MiBV1_1,
+        "512MiB" => P::StackedDrg512MiBV1_1,
+        "32GiB" => P::StackedDrg32GiBV1_1,
+        "64GiB" => P::StackedDrg64GiBV1_1,
+        other => bail!("unknown --sector-size {other:?}\n{USAGE}"),
+    })
+}
+
+/// Whole made-up sectors through the engine's pipeline (`Engine::prove_sectors`), several per
+/// call: per call the wall time per sector, the busy fraction of the device and of each stage
+/// over the call, every partition's timings. `--sectors 1` runs are the sequential baseline of
+/// the batches' throughput.
+fn run_porep_sector(args: &Args) -> Result<()> {
+    let proof = sector_proof(args)?;
+    let config = porep::porep_config(proof)?;
+    let partitions = args.partitions.unwrap_or(usize::from(config.partitions));
+    let short = args.sector_size.to_lowercase().trim_end_matches("ib").to_string();
+    let engine = engine(args)?;
+    let mut t = Timings::new();
+    let shape = engine.porep_shape(proof, &mut t)?.context("porep-sector needs the R1CS synthesis path")?;
+    // The synthetic key needs a synthesized partition's sizes and densities (not timed).
+    let start = Instant::now();
+    let synthesized = with_porep_shape!(proof, made_up_partition(&engine, &config, &shape))?;
+    let key = Arc::new(synthetic_key(&synthesized, 7));
+    drop(synthesized);
+    eprintln!("porep-{short}-sector: {} constraints a partition, synthetic key made in {:.1} s (not timed)", shape.num_constraints(), start.elapsed().as_secs_f64());
+    for &sectors in &args.sectors {
+        let label = format!("porep-{short}-sector x{sectors} ({partitions} partitions each; made-up vanilla proofs, synthetic key, performance only)");
+        for run in 0..args.repeat {
+            let inputs: Vec<SectorInput> = (0..sectors)
+                .map(|i| SectorInput::MadeUp(MadeUpSector { proof, partitions, seed: (run * 64 + i) as u64 + 1, key: key.clone() }))
+                .collect();
+            let before = engine.status();
+            let memory = RunMemory::start();
+            let start = Instant::now();
+            let results = engine.prove_sectors(&inputs, &ProveOptions::default())?;
+            let wall = start.elapsed().as_secs_f64();
+            let after = engine.status();
+            let mut sum = Timings::new();
+            let mut partition_records = Vec::new();
+            for result in results {
+                let proven = result?;
+                sum.merge(&proven.timings);
+                partition_records.extend(proven.partitions.iter().map(|p| {
+                    serde_json::json!({"sector": p.sector_index, "partition": p.partition_index, "witness_s": p.witness_ns as f64 / 1e9,
+                        "synthesis_s": p.synthesis_ns as f64 / 1e9, "proving_wait_s": p.proving_wait_ns as f64 / 1e9, "total_s": p.total_ns as f64 / 1e9})
+                }));
+            }
+            sum.total_ns = (wall * 1e9) as u64;
+            let busy = |ns: u64| ns as f64 / 1e9 / wall;
+            let device_busy = match (before.devices.first(), after.devices.first()) {
+                (Some(b), Some(a)) => format!("{:.3}", busy(a.busy_ns - b.busy_ns)),
+                _ => "null".into(),
+            };
+            let fields = format!(
+                "{},{},\"sectors\":{sectors},\"partitions\":{partitions},\"wall_per_sector_s\":{:.3},\"gpu_busy_fraction\":{device_busy},\"synthesis_busy_fraction\":{:.3},\"proving_busy_fraction\":{:.3},\"partition_timings\":{}",
+                timing_fields(&sum),
+                memory.fields(),
+                wall / sectors as f64,
+                busy(after.pipeline.synthesis_busy_ns - before.pipeline.synthesis_busy_ns),
+                busy(after.pipeline.proving_busy_ns - before.pipeline.proving_busy_ns),
+                serde_json::Value::from(partition_records)
+            );
+            report(args, &label, run, wall, &fields, Some(&engine));
+        }
+    }
+    Ok(())
+}
+
+/// One made-up partition of `config`'s circuit, synthesized with a, b, c on the host.
+fn made_up_partition<Tree: 'static + MerkleTreeTrait>(engine: &Engine, config: &filecoin_proofs::types::PoRepConfig, shape: &Arc<CircuitShape>) -> cuzk::error::Result<SynthesizedCircuit> {
+    let circuit = porep::synthetic_partition_circuit::<Tree>(config, 0)?;
+    engine.install(|| synthesize_with_shape(false, shape, &circuit, None, &mut Timings::new()))
+}
+
 fn bench_partition<Tree: 'static + MerkleTreeTrait>(args: &Args, proof: RegisteredSealProof) -> Result<()> {
     let short = args.sector_size.to_lowercase().trim_end_matches("ib").to_string();
     let label = format!("porep-{short}-partition (made-up vanilla proofs, synthetic key, performance only)");
@@ -495,6 +589,7 @@ fn run() -> Result<()> {
     match args.workload.as_str() {
         "c2" => run_c2(&args),
         "porep-partition" => run_porep_partition(&args),
+        "porep-sector" => run_porep_sector(&args),
         _ => run_circuit(&args),
     }
 }

@@ -30,8 +30,8 @@ use crate::with_porep_shape;
 
 mod pipeline;
 
-use pipeline::MemoryBudget;
-pub use pipeline::SectorRequest;
+use pipeline::{MemoryBudget, Occupancy};
+pub use pipeline::{MadeUpSector, PipelineStatus, SectorInput, SectorProof, SectorRequest};
 
 /// Bytes of one Groth16 proof (compressed A, B, C): one per partition.
 pub const GROTH_PROOF_BYTES: usize = 192;
@@ -147,6 +147,7 @@ pub struct Engine {
     in_flight: AtomicU64,
     /// Host memory for synthesized partitions of every call (`config.host_memory_budget`).
     pipeline_budget: Arc<MemoryBudget>,
+    occupancy: Occupancy,
 }
 
 /// Circuit shapes (R1CS matrices) by circuit identity, each extracted once.
@@ -215,6 +216,9 @@ pub struct EngineStatus {
     /// budget bounding it.
     pub pipeline_memory_in_use: u64,
     pub pipeline_memory_budget: u64,
+    /// The most `pipeline_memory_in_use` has been.
+    pub pipeline_memory_peak: u64,
+    pub pipeline: PipelineStatus,
     pub devices: Vec<DeviceStatus>,
 }
 
@@ -281,6 +285,7 @@ impl Engine {
         let engine =
             Arc::new(Engine {
                 pipeline_budget: MemoryBudget::new(config.host_memory_budget),
+                occupancy: Occupancy::default(),
                 backend,
                 config,
                 pool,
@@ -294,14 +299,7 @@ impl Engine {
     }
 
     /// PoRep commit phase 2: what filecoin-ffi's `seal_commit_phase2` does, with timings.
-    /// Returns the proof bytes (192 per partition) in filecoin-proofs' format.
-    pub fn seal_commit_phase2(
-        &self,
-        c1_json: &[u8],
-        sector_id: u64,
-        prover_id: [u8; 32],
-        options: &ProveOptions,
-    ) -> Result<(Vec<u8>, Timings)> {
+    pub fn seal_commit_phase2(&self, c1_json: &[u8], sector_id: u64, prover_id: [u8; 32], options: &ProveOptions) -> Result<SectorProof> {
         let sector = SectorRequest { c1_json, sector_id, prover_id };
         self.seal_commit_phase2_batch(&[sector], options)?.pop().expect("one result per sector")
     }
@@ -310,17 +308,23 @@ impl Engine {
     /// partition is synthesized while the previous one is proven, see `pipeline`). One result
     /// per sector, in order; a sector that fails fails alone. The call itself fails only when
     /// its options are unusable (a pinned device that does not exist).
-    pub fn seal_commit_phase2_batch(&self, sectors: &[SectorRequest], options: &ProveOptions) -> Result<Vec<Result<(Vec<u8>, Timings)>>> {
-        let start = Instant::now();
-        let _in_flight = InFlight::new(&self.in_flight);
-        let backend = self.backend.for_call(options.device, options.priority)?;
-        let results = pipeline::run(self, &*backend, sectors, options, start);
+    pub fn seal_commit_phase2_batch(&self, sectors: &[SectorRequest], options: &ProveOptions) -> Result<Vec<Result<SectorProof>>> {
+        let inputs: Vec<SectorInput> = sectors.iter().map(|s| SectorInput::Sealed(*s)).collect();
+        let results = self.prove_sectors(&inputs, options)?;
         for (sector, result) in sectors.iter().zip(&results) {
-            if let Ok((_, t)) = result {
-                log_timings(sector.sector_id, t);
+            if let Ok(proven) = result {
+                log_timings(sector.sector_id, &proven.timings);
             }
         }
         Ok(results)
+    }
+
+    /// Proves `sectors` as `seal_commit_phase2_batch` does, made-up ones included (benchmarks).
+    pub fn prove_sectors(&self, sectors: &[SectorInput], options: &ProveOptions) -> Result<Vec<Result<SectorProof>>> {
+        let start = Instant::now();
+        let _in_flight = InFlight::new(&self.in_flight);
+        let backend = self.backend.for_call(options.device, options.priority)?;
+        Ok(pipeline::run(self, &*backend, sectors, options, start))
     }
 
     /// filecoin-proofs-api's `verify_seal`, with the verifying key from the engine's parameter
@@ -333,15 +337,13 @@ impl Engine {
     /// backend uses and extracts the circuit's shape, so that the first proof does none of it.
     pub fn preload_key(&self, proof: RegisteredSealProof) -> Result<PreloadReport> {
         let path = with_porep_shape!(proof, proving_key_path(self, proof))?;
-        self.pool.install(|| {
-            let mut report = PreloadReport::default();
-            let key = self.keys.proving_key(&path, &mut report.srs_load_ns)?;
-            report.srs_upload_ns = self.backend.preload(&key)?;
-            if !self.config.classic_synthesis {
-                report.shape_extract_ns = with_porep_shape!(proof, preload_shape(self, proof))?;
-            }
-            Ok(report)
-        })
+        let mut report = PreloadReport::default();
+        let key = self.keys.proving_key(&path, &self.pool, &mut report.srs_load_ns)?;
+        report.srs_upload_ns = self.pool.install(|| self.backend.preload(&key))?;
+        let mut t = Timings::new();
+        self.porep_shape(proof, &mut t)?;
+        report.shape_extract_ns = t.shape_extract_ns;
+        Ok(report)
     }
 
     /// Drops the proving key of `proof` from host memory and from every device (calls using
@@ -353,6 +355,13 @@ impl Engine {
         let on_host = self.keys.evict_proving_key(&path);
         let on_devices = self.backend.evict(&path.display().to_string());
         Ok(on_host || on_devices > 0)
+    }
+
+    /// The R1CS shape of `proof`'s partition circuits from the engine's cache (extracted on
+    /// first use, timed into `t`); None when the engine synthesizes the classic way.
+    pub fn porep_shape(&self, proof: RegisteredSealProof, t: &mut Timings) -> Result<Option<Arc<CircuitShape>>> {
+        let config = porep::porep_config(proof)?;
+        with_porep_shape!(proof, porep_shape(self, &config, t))
     }
 
     /// What the engine holds and does now.
@@ -374,6 +383,8 @@ impl Engine {
             circuit_shapes: self.shapes.status(),
             pipeline_memory_in_use: self.pipeline_budget.used(),
             pipeline_memory_budget: self.pipeline_budget.limit(),
+            pipeline_memory_peak: self.pipeline_budget.peak(),
+            pipeline: self.occupancy.status(),
             devices: self.backend.devices(),
         }
     }
@@ -472,13 +483,19 @@ pub fn prove_synthesized(
     Ok(timed(&mut t.assembly_ns, || assemble(key, &msm, r, s)))
 }
 
-fn preload_shape<Tree: 'static + MerkleTreeTrait>(engine: &Engine, proof: RegisteredSealProof) -> Result<u64> {
-    let config = porep::porep_config(proof)?;
-    let mut t = Timings::new();
+/// The shape of `config`'s partition circuits, extracted on the engine's workers on first use
+/// (timed into `t`); None when the engine synthesizes the classic way. Never called on a
+/// worker, for the reason `KeyStore::proving_key` gives.
+fn porep_shape<Tree: 'static + MerkleTreeTrait>(engine: &Engine, config: &filecoin_proofs::types::PoRepConfig, t: &mut Timings) -> Result<Option<Arc<CircuitShape>>> {
+    if engine.config.classic_synthesis {
+        return Ok(None);
+    }
+    if engine.pool.current_thread_index().is_some() {
+        return Err(Error::internal("a circuit shape was requested from one of the engine's workers (it may wait for an extraction that needs that worker)"));
+    }
     // Shapes do not depend on values: a made-up partition of the right geometry has the shape.
-    let extract = || CircuitShape::extract_parallel(&porep::synthetic_partition_circuit::<Tree>(&config, 0)?);
-    engine.shapes.get(&porep::parameter_cache_id::<Tree>(&config)?, extract, &mut t)?;
-    Ok(t.shape_extract_ns)
+    let extract = || engine.pool.install(|| CircuitShape::extract_parallel(&porep::synthetic_partition_circuit::<Tree>(config, 0)?));
+    engine.shapes.get(&porep::parameter_cache_id::<Tree>(config)?, extract, t).map(Some)
 }
 
 /// The identity of a proof kind's partition circuit: filecoin-proofs' parameter id, which

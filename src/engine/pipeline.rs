@@ -13,6 +13,7 @@
 //! at a time is always allowed, however small the budget). A sector that fails fails alone:
 //! its remaining partitions are skipped, the next sector goes on.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Instant;
@@ -20,13 +21,13 @@ use std::time::Instant;
 use bellperson::groth16::Proof;
 use blstrs::Bls12;
 use filecoin_proofs::types::MerkleTreeTrait;
+use filecoin_proofs_api::RegisteredSealProof;
 
 use super::{prove_synthesized, synthesize_classic, synthesize_with_shape, Engine, ProveOptions, GROTH_PROOF_BYTES};
 use crate::backend::{Backend, Priority};
 use crate::error::{Error, Result, Status};
 use crate::groth16::ProvingKey;
 use crate::porep::{self, SealStatement};
-use crate::r1cs::CircuitShape;
 use crate::synthesis::SynthesizedCircuit;
 use crate::timings::{nanos, timed, Timings};
 use crate::with_porep_shape;
@@ -39,20 +40,121 @@ pub struct SectorRequest<'a> {
     pub prover_id: [u8; 32],
 }
 
+/// What the pipeline proves for one sector.
+#[derive(Clone, Debug)]
+pub enum SectorInput<'a> {
+    /// A sealed sector's C1 output.
+    Sealed(SectorRequest<'a>),
+    /// Made-up partitions of a proof kind's exact shape: PERFORMANCE ONLY.
+    MadeUp(MadeUpSector),
+}
+
+/// `partitions` partitions of `proof`'s circuit made from made-up vanilla proofs
+/// (`porep::synthetic_partition_circuit`, values from `seed`), proven with `key`: for
+/// benchmarking the pipeline at sizes no sector can be sealed for here. Their proofs cannot
+/// verify, so none is self-verified.
+#[derive(Clone)]
+pub struct MadeUpSector {
+    pub proof: RegisteredSealProof,
+    pub partitions: usize,
+    pub seed: u64,
+    pub key: Arc<ProvingKey>,
+}
+
+impl std::fmt::Debug for MadeUpSector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "MadeUpSector({:?}, {} partitions, seed {})", self.proof, self.partitions, self.seed)
+    }
+}
+
+/// A proven sector: its proof (192 bytes per partition, filecoin-proofs' format), its timings
+/// and those of each of its partitions (in order).
+#[derive(Clone, Debug)]
+pub struct SectorProof {
+    pub proof: Vec<u8>,
+    pub timings: Timings,
+    pub partitions: Vec<Timings>,
+}
+
 /// What synthesis hands to proving, in order.
-enum Job {
-    /// Sector `index`'s `partitions` partitions follow, to be proven with `key`.
-    Sector { index: usize, statement: SealStatement, key: Arc<ProvingKey>, partitions: usize, timings: Timings },
-    /// Partition `k` of the current sector, holding `share` of the memory budget.
-    Partition { k: usize, synthesized: SynthesizedCircuit, share: BudgetShare, timings: Timings },
+enum Job<'e> {
+    /// Sector `index`'s `partitions` partitions follow, to be proven with `key` (and verified
+    /// against `statement` when there is one).
+    Sector { index: usize, statement: Option<SealStatement>, key: Arc<ProvingKey>, partitions: usize, timings: Timings },
+    /// Partition `k` of the current sector, holding `share` of the memory budget, counted as
+    /// `waiting` for proving since `synthesized_at`; `timings` are its synthesis's.
+    Partition { k: usize, synthesized: SynthesizedCircuit, share: BudgetShare, waiting: Waiting<'e>, synthesized_at: Instant, timings: Timings },
     /// Sector `index` failed before its last partition was synthesized.
     Failed { index: usize, error: Error },
+}
+
+/// How busy the pipeline's stages are, over every call (engine status).
+#[derive(Default)]
+pub(super) struct Occupancy {
+    synthesizing: AtomicU64,
+    waiting: AtomicU64,
+    proving: AtomicU64,
+    synthesis_busy_ns: AtomicU64,
+    proving_busy_ns: AtomicU64,
+}
+
+/// `Occupancy` as the engine status shows it: partitions in each stage now, and the time
+/// each stage has been busy since the engine started (summed over calls, so it can exceed the
+/// engine's lifetime when calls overlap).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct PipelineStatus {
+    pub partitions_synthesizing: u64,
+    /// Synthesized, waiting for the proving stage.
+    pub partitions_waiting: u64,
+    pub partitions_proving: u64,
+    pub synthesis_busy_ns: u64,
+    pub proving_busy_ns: u64,
+}
+
+impl Occupancy {
+    pub(super) fn status(&self) -> PipelineStatus {
+        PipelineStatus {
+            partitions_synthesizing: self.synthesizing.load(Ordering::Relaxed),
+            partitions_waiting: self.waiting.load(Ordering::Relaxed),
+            partitions_proving: self.proving.load(Ordering::Relaxed),
+            synthesis_busy_ns: self.synthesis_busy_ns.load(Ordering::Relaxed),
+            proving_busy_ns: self.proving_busy_ns.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Runs `f` as one partition in the stage counted by `in_stage`, adding its time to `busy`.
+    fn stage<T>(&self, in_stage: &AtomicU64, busy: &AtomicU64, f: impl FnOnce() -> T) -> T {
+        in_stage.fetch_add(1, Ordering::Relaxed);
+        let start = Instant::now();
+        let out = f();
+        busy.fetch_add(nanos(start.elapsed()), Ordering::Relaxed);
+        in_stage.fetch_sub(1, Ordering::Relaxed);
+        out
+    }
+}
+
+/// A synthesized partition counted as waiting for the proving stage while it lives.
+struct Waiting<'a>(&'a AtomicU64);
+
+impl<'a> Waiting<'a> {
+    fn new(counter: &'a AtomicU64) -> Self {
+        counter.fetch_add(1, Ordering::Relaxed);
+        Waiting(counter)
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 /// Host memory for synthesized partitions waiting for (or in) proving, in bytes.
 pub(super) struct MemoryBudget {
     limit: u64,
     used: Mutex<u64>,
+    /// The most ever taken at once.
+    peak: AtomicU64,
     returned: Condvar,
 }
 
@@ -64,7 +166,7 @@ struct BudgetShare {
 
 impl MemoryBudget {
     pub(super) fn new(limit: u64) -> Arc<Self> {
-        Arc::new(MemoryBudget { limit, used: Mutex::new(0), returned: Condvar::new() })
+        Arc::new(MemoryBudget { limit, used: Mutex::new(0), peak: AtomicU64::new(0), returned: Condvar::new() })
     }
 
     /// Waits until `bytes` fit beside what is taken (or nothing is taken) and takes them; a
@@ -76,7 +178,12 @@ impl MemoryBudget {
             used = self.returned.wait(used).unwrap_or_else(|p| p.into_inner());
         }
         *used += bytes;
+        self.peak.fetch_max(*used, Ordering::Relaxed);
         BudgetShare { budget: self.clone(), bytes }
+    }
+
+    pub(super) fn peak(&self) -> u64 {
+        self.peak.load(Ordering::Relaxed)
     }
 
     pub(super) fn used(&self) -> u64 {
@@ -105,16 +212,17 @@ fn partition_bytes(key: &ProvingKey, backend: &dyn Backend) -> u64 {
 }
 
 /// Proves `sectors` (results in their order), the call having started at `start`.
-pub(super) fn run(engine: &Engine, backend: &dyn Backend, sectors: &[SectorRequest], options: &ProveOptions, start: Instant) -> Vec<Result<(Vec<u8>, Timings)>> {
-    let mut results: Vec<Option<Result<(Vec<u8>, Timings)>>> = sectors.iter().map(|_| None).collect();
+pub(super) fn run(engine: &Engine, backend: &dyn Backend, sectors: &[SectorInput], options: &ProveOptions, start: Instant) -> Vec<Result<SectorProof>> {
+    let mut results: Vec<Option<Result<SectorProof>>> = sectors.iter().map(|_| None).collect();
     let (sender, receiver) = mpsc::channel();
     std::thread::scope(|scope| {
         // The synthesis thread owns the sender: proving ends when it is done.
         scope.spawn(move || {
-            for (index, request) in sectors.iter().enumerate() {
+            for (index, input) in sectors.iter().enumerate() {
                 let mut t = Timings::new();
                 t.queue_wait_ns = nanos(start.elapsed());
-                if let Err(error) = synthesize_sector(engine, backend, index, request, options, &sender, &mut t) {
+                t.sector_index = index as u32;
+                if let Err(error) = synthesize_sector(engine, backend, index, input, options, &sender, &mut t) {
                     if sender.send(Job::Failed { index, error }).is_err() {
                         return;
                     }
@@ -127,21 +235,26 @@ pub(super) fn run(engine: &Engine, backend: &dyn Backend, sectors: &[SectorReque
 }
 
 /// Stage 1 for one sector: everything up to its synthesized partitions, sent in order.
-fn synthesize_sector(engine: &Engine, backend: &dyn Backend, index: usize, request: &SectorRequest, options: &ProveOptions, sender: &mpsc::Sender<Job>, t: &mut Timings) -> Result<()> {
+fn synthesize_sector<'e>(engine: &'e Engine, backend: &dyn Backend, index: usize, input: &SectorInput, options: &ProveOptions, sender: &mpsc::Sender<Job<'e>>, t: &mut Timings) -> Result<()> {
     options.check_cancel()?;
-    let c1 = timed(&mut t.input_check_ns, || porep::parse_c1(request.c1_json))?;
-    with_porep_shape!(c1.registered_proof, synthesize_partitions(engine, backend, index, request, c1, options, sender, t))
+    match input {
+        SectorInput::Sealed(request) => {
+            let c1 = timed(&mut t.input_check_ns, || porep::parse_c1(request.c1_json))?;
+            with_porep_shape!(c1.registered_proof, synthesize_sealed(engine, backend, index, request, c1, options, sender, t))
+        }
+        SectorInput::MadeUp(sector) => with_porep_shape!(sector.proof, synthesize_made_up(engine, backend, index, sector, options, sender, t)),
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
-fn synthesize_partitions<Tree: 'static + MerkleTreeTrait>(
-    engine: &Engine,
+fn synthesize_sealed<'e, Tree: 'static + MerkleTreeTrait>(
+    engine: &'e Engine,
     backend: &dyn Backend,
     index: usize,
     request: &SectorRequest,
     c1: filecoin_proofs_api::seal::SealCommitPhase1Output,
     options: &ProveOptions,
-    sender: &mpsc::Sender<Job>,
+    sender: &mpsc::Sender<Job<'e>>,
     t: &mut Timings,
 ) -> Result<()> {
     let statement = SealStatement {
@@ -155,33 +268,76 @@ fn synthesize_partitions<Tree: 'static + MerkleTreeTrait>(
     };
     let inputs = engine.pool.install(|| timed(&mut t.input_check_ns, || porep::check_c1::<Tree>(c1, request.prover_id, request.sector_id)))?;
     options.check_cancel()?;
-    let key = engine.pool.install(|| engine.keys.proving_key(&engine.key_path::<Tree>(&inputs.config, false)?, &mut t.srs_load_ns))?;
-    let partitions = inputs.vanilla_proofs.len();
+    // Key and shape are waited for on this thread, not on a worker (see `KeyStore::proving_key`).
+    let key = engine.keys.proving_key(&engine.key_path::<Tree>(&inputs.config, false)?, &engine.pool, &mut t.srs_load_ns)?;
+    let sector = SectorPlan { index, statement: Some(statement), key, partitions: inputs.vanilla_proofs.len() };
+    synthesize_partitions(engine, backend, sector, &inputs.config, |k| porep::partition_circuit(&inputs, k), options, sender, t)
+}
+
+fn synthesize_made_up<'e, Tree: 'static + MerkleTreeTrait>(
+    engine: &'e Engine,
+    backend: &dyn Backend,
+    index: usize,
+    sector: &MadeUpSector,
+    options: &ProveOptions,
+    sender: &mpsc::Sender<Job<'e>>,
+    t: &mut Timings,
+) -> Result<()> {
+    let config = porep::porep_config(sector.proof)?;
+    let plan = SectorPlan { index, statement: None, key: sector.key.clone(), partitions: sector.partitions };
+    // Distinct values per sector and partition, as real sectors have.
+    let circuit = |k: usize| porep::synthetic_partition_circuit::<Tree>(&config, (sector.seed << 8) + k as u64 + 1);
+    synthesize_partitions(engine, backend, plan, &config, circuit, options, sender, t)
+}
+
+/// A sector whose partitions are about to be synthesized.
+struct SectorPlan {
+    index: usize,
+    statement: Option<SealStatement>,
+    key: Arc<ProvingKey>,
+    partitions: usize,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn synthesize_partitions<'e, Tree: 'static + MerkleTreeTrait>(
+    engine: &'e Engine,
+    backend: &dyn Backend,
+    sector: SectorPlan,
+    config: &filecoin_proofs::types::PoRepConfig,
+    circuit: impl Fn(usize) -> Result<porep::PartitionCircuit<Tree>> + Sync,
+    options: &ProveOptions,
+    sender: &mpsc::Sender<Job<'e>>,
+    t: &mut Timings,
+) -> Result<()> {
+    let SectorPlan { index, statement, key, partitions } = sector;
     t.partitions = partitions as u32;
     // Every partition circuit of a proof kind has the same shape (the proving key is made for
     // it); a witness that does not fit it is refused by `synthesized`, never proven.
-    let shape = match engine.config.classic_synthesis {
-        true => None,
-        false => {
-            let id = porep::parameter_cache_id::<Tree>(&inputs.config)?;
-            Some(engine.pool.install(|| engine.shapes.get(&id, || CircuitShape::extract_parallel(&porep::partition_circuit(&inputs, 0)?), t))?)
-        }
-    };
+    let shape = super::porep_shape::<Tree>(engine, config, t)?;
     let bytes = partition_bytes(&key, backend);
     let sector = Job::Sector { index, statement, key, partitions, timings: std::mem::replace(t, Timings::new()) };
     sender.send(sector).map_err(|_| Error::internal("the proving stage ended early"))?;
     let cancel = options.cancel.as_ref();
+    let occupancy = &engine.occupancy;
     for k in 0..partitions {
         options.check_cancel()?;
         let share = engine.pipeline_budget.take(bytes, options.priority);
-        let synthesized = engine.pool.install(|| -> Result<SynthesizedCircuit> {
-            let circuit = timed(&mut t.synthesis_ns, || porep::partition_circuit(&inputs, k))?;
-            match &shape {
-                Some(shape) => synthesize_with_shape(backend.evaluates_products(), shape, &circuit, cancel, t),
-                None => synthesize_classic(circuit, cancel, t),
-            }
+        let synthesis_start = Instant::now();
+        let synthesized = occupancy.stage(&occupancy.synthesizing, &occupancy.synthesis_busy_ns, || {
+            engine.pool.install(|| -> Result<SynthesizedCircuit> {
+                let circuit = timed(&mut t.synthesis_ns, || circuit(k))?;
+                match &shape {
+                    Some(shape) => synthesize_with_shape(backend.evaluates_products(), shape, &circuit, cancel, t),
+                    None => synthesize_classic(circuit, cancel, t),
+                }
+            })
         })?;
-        let job = Job::Partition { k, synthesized, share, timings: std::mem::replace(t, Timings::new()) };
+        let mut timings = std::mem::replace(t, Timings::new());
+        (timings.sector_index, timings.partition_index, timings.partitions) = (index as u32, k as i32, 1);
+        // The partition's own total counts from its synthesis; its proving adds to it.
+        timings.total_ns = nanos(synthesis_start.elapsed());
+        let waiting = Waiting::new(&occupancy.waiting);
+        let job = Job::Partition { k, synthesized, share, waiting, synthesized_at: Instant::now(), timings };
         sender.send(job).map_err(|_| Error::internal("the proving stage ended early"))?;
     }
     Ok(())
@@ -190,11 +346,12 @@ fn synthesize_partitions<Tree: 'static + MerkleTreeTrait>(
 /// The sector stage 2 is proving.
 struct Proving {
     index: usize,
-    statement: SealStatement,
+    statement: Option<SealStatement>,
     key: Arc<ProvingKey>,
     partitions: usize,
     bytes: Vec<u8>,
     timings: Timings,
+    partition_timings: Vec<Timings>,
     /// Set when a partition failed: the sector's remaining partitions are dropped unproven.
     error: Option<Error>,
 }
@@ -205,18 +362,19 @@ fn prove_jobs(
     engine: &Engine,
     backend: &dyn Backend,
     options: &ProveOptions,
-    receiver: mpsc::Receiver<Job>,
+    receiver: mpsc::Receiver<Job<'_>>,
     start: Instant,
-    results: &mut [Option<Result<(Vec<u8>, Timings)>>],
+    results: &mut [Option<Result<SectorProof>>],
 ) {
     let mut current: Option<Proving> = None;
     let cancel = options.cancel.as_ref();
+    let occupancy = &engine.occupancy;
     for job in receiver {
         match job {
             Job::Sector { index, statement, key, partitions, mut timings } => {
                 timings.backend = backend.kind() as u32;
                 let bytes = Vec::with_capacity(partitions * GROTH_PROOF_BYTES);
-                current = Some(Proving { index, statement, key, partitions, bytes, timings, error: None });
+                current = Some(Proving { index, statement, key, partitions, bytes, timings, partition_timings: Vec::with_capacity(partitions), error: None });
             }
             Job::Failed { index, error } => {
                 if current.as_ref().is_some_and(|p| p.index == index) {
@@ -224,17 +382,24 @@ fn prove_jobs(
                 }
                 results[index] = Some(Err(error));
             }
-            Job::Partition { k, synthesized, share, timings } => {
+            Job::Partition { k, synthesized, share, waiting, synthesized_at, mut timings } => {
+                drop(waiting);
+                timings.proving_wait_ns = nanos(synthesized_at.elapsed());
                 let Some(sector) = current.as_mut() else { continue };
-                sector.timings.merge(&timings);
                 if sector.error.is_none() {
+                    timings.backend = backend.kind() as u32;
                     let proved = options.randomness_for(k).and_then(|randomness| {
-                        engine.pool.install(|| prove_synthesized(backend, &sector.key, synthesized, randomness, cancel, &mut sector.timings))
+                        occupancy.stage(&occupancy.proving, &occupancy.proving_busy_ns, || {
+                            engine.pool.install(|| prove_synthesized(backend, &sector.key, synthesized, randomness, cancel, &mut timings))
+                        })
                     });
-                    match proved.and_then(|proof| write_proof(&proof, &mut sector.bytes, &mut sector.timings)) {
+                    match proved.and_then(|proof| write_proof(&proof, &mut sector.bytes, &mut timings)) {
                         Ok(()) => {}
                         Err(e) => sector.error = Some(e),
                     }
+                    timings.total_ns += nanos(synthesized_at.elapsed());
+                    sector.timings.merge(&timings);
+                    sector.partition_timings.push(timings);
                 }
                 drop(share);
                 if k + 1 == sector.partitions {
@@ -251,24 +416,25 @@ fn write_proof(proof: &Proof<Bls12>, bytes: &mut Vec<u8>, t: &mut Timings) -> Re
     timed(&mut t.assembly_ns, || proof.write(bytes)).map_err(|e| Error::internal(format!("writing proof: {e}")))
 }
 
-/// A sector's result once all its partitions are proven: self-verified when configured.
-fn finish_sector(engine: &Engine, options: &ProveOptions, sector: Proving, start: Instant) -> Result<(Vec<u8>, Timings)> {
-    let Proving { statement, key, bytes, mut timings, error, .. } = sector;
+/// A sector's result once all its partitions are proven: self-verified when configured and
+/// the sector has a statement.
+fn finish_sector(engine: &Engine, options: &ProveOptions, sector: Proving, start: Instant) -> Result<SectorProof> {
+    let Proving { statement, key, bytes, mut timings, partition_timings, error, .. } = sector;
     if let Some(error) = error {
         return Err(error);
     }
     options.check_cancel()?;
-    if engine.config.self_verify {
+    if let (true, Some(statement)) = (engine.config.self_verify, &statement) {
         let verify_start = Instant::now();
         let vk = porep::prepare_vk(&key.vk);
-        let valid = engine.pool.install(|| with_porep_shape!(statement.registered_proof, verify_statement(&statement, &vk, &bytes)))?;
+        let valid = engine.pool.install(|| with_porep_shape!(statement.registered_proof, verify_statement(statement, &vk, &bytes)))?;
         timings.verify_ns += nanos(verify_start.elapsed());
         if !valid {
             return Err(Error::new(Status::VerifyFailed, "the proof failed self-verification (inconsistent proving key?)"));
         }
     }
     timings.total_ns = nanos(start.elapsed());
-    Ok((bytes, timings))
+    Ok(SectorProof { proof: bytes, timings, partitions: partition_timings })
 }
 
 fn verify_statement<Tree: 'static + MerkleTreeTrait>(statement: &SealStatement, vk: &bellperson::groth16::PreparedVerifyingKey<Bls12>, proof: &[u8]) -> Result<bool> {
@@ -303,5 +469,6 @@ mod tests {
         });
         assert!(taken.load(Ordering::SeqCst));
         assert_eq!(budget.used(), 0, "every share returned");
+        assert_eq!(budget.peak(), 160, "the high-water mark");
     }
 }
