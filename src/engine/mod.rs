@@ -238,17 +238,17 @@ fn physical_memory() -> u64 {
     (pages.max(0) as u64).saturating_mul(page_size.max(0) as u64)
 }
 
-/// Counts a call as in flight for as long as it lives.
-struct InFlight<'a>(&'a AtomicU64);
+/// Counts one in its counter for as long as it lives (a call in flight, a partition waiting).
+struct Counted<'a>(&'a AtomicU64);
 
-impl<'a> InFlight<'a> {
+impl<'a> Counted<'a> {
     fn new(counter: &'a AtomicU64) -> Self {
         counter.fetch_add(1, Ordering::Relaxed);
-        InFlight(counter)
+        Counted(counter)
     }
 }
 
-impl Drop for InFlight<'_> {
+impl Drop for Counted<'_> {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::Relaxed);
     }
@@ -322,7 +322,7 @@ impl Engine {
     /// Proves `sectors` as `seal_commit_phase2_batch` does, made-up ones included (benchmarks).
     pub fn prove_sectors(&self, sectors: &[SectorInput], options: &ProveOptions) -> Result<Vec<Result<SectorProof>>> {
         let start = Instant::now();
-        let _in_flight = InFlight::new(&self.in_flight);
+        let _in_flight = Counted::new(&self.in_flight);
         let backend = self.backend.for_call(options.device, options.priority)?;
         Ok(pipeline::run(self, &*backend, sectors, options, start))
     }

@@ -23,7 +23,7 @@ use blstrs::Bls12;
 use filecoin_proofs::types::MerkleTreeTrait;
 use filecoin_proofs_api::RegisteredSealProof;
 
-use super::{prove_synthesized, synthesize_classic, synthesize_with_shape, Engine, ProveOptions, GROTH_PROOF_BYTES};
+use super::{prove_synthesized, synthesize_classic, synthesize_with_shape, Counted, Engine, ProveOptions, GROTH_PROOF_BYTES};
 use crate::backend::{Backend, Priority};
 use crate::error::{Error, Result, Status};
 use crate::groth16::ProvingKey;
@@ -83,7 +83,7 @@ enum Job<'e> {
     Sector { index: usize, statement: Option<SealStatement>, key: Arc<ProvingKey>, partitions: usize, timings: Timings },
     /// Partition `k` of the current sector, holding `share` of the memory budget, counted as
     /// `waiting` for proving since `synthesized_at`; `timings` are its synthesis's.
-    Partition { k: usize, synthesized: SynthesizedCircuit, share: BudgetShare, waiting: Waiting<'e>, synthesized_at: Instant, timings: Timings },
+    Partition { k: usize, synthesized: SynthesizedCircuit, share: BudgetShare, waiting: Counted<'e>, synthesized_at: Instant, timings: Timings },
     /// Sector `index` failed before its last partition was synthesized.
     Failed { index: usize, error: Error },
 }
@@ -130,22 +130,6 @@ impl Occupancy {
         busy.fetch_add(nanos(start.elapsed()), Ordering::Relaxed);
         in_stage.fetch_sub(1, Ordering::Relaxed);
         out
-    }
-}
-
-/// A synthesized partition counted as waiting for the proving stage while it lives.
-struct Waiting<'a>(&'a AtomicU64);
-
-impl<'a> Waiting<'a> {
-    fn new(counter: &'a AtomicU64) -> Self {
-        counter.fetch_add(1, Ordering::Relaxed);
-        Waiting(counter)
-    }
-}
-
-impl Drop for Waiting<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -336,7 +320,7 @@ fn synthesize_partitions<'e, Tree: 'static + MerkleTreeTrait>(
         (timings.sector_index, timings.partition_index, timings.partitions) = (index as u32, k as i32, 1);
         // The partition's own total counts from its synthesis; its proving adds to it.
         timings.total_ns = nanos(synthesis_start.elapsed());
-        let waiting = Waiting::new(&occupancy.waiting);
+        let waiting = Counted::new(&occupancy.waiting);
         let job = Job::Partition { k, synthesized, share, waiting, synthesized_at: Instant::now(), timings };
         sender.send(job).map_err(|_| Error::internal("the proving stage ended early"))?;
     }
