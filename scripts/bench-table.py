@@ -177,6 +177,27 @@ def main(paths):
         print(f"| {workload} | 2^{r['log_domain']} | {ones} | {full} | " + " | ".join(cells)
               + f" | {fmt(total_measured)} s / {fmt(total_floor)} s = {100 * total_floor / total_measured:.0f} % |")
 
+    pipeline_table([r for ws in groups.values() for rs in ws.values() for r in rs if "sectors" in r])
+
+
+def pipeline_table(records):
+    """porep-sector records: sectors per call against the 1-sector calls of the same system."""
+    if not records:
+        return
+    print("\n**Whole sectors through the pipeline** (porep-sector; throughput against the 1-sector calls of the same run)\n")
+    print("| system | sectors × partitions | wall s | s per sector | throughput vs 1 sector | GPU busy | synthesis busy | proving busy | run peak RSS above start MiB |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    single = {}
+    for r in records:
+        if r["sectors"] == 1:
+            single.setdefault(r["system"], []).append(r["wall_per_sector_s"])
+    for r in records:
+        baseline = single.get(r["system"])
+        speedup = f"{statistics.median(baseline) / r['wall_per_sector_s']:.2f}×" if baseline else "—"
+        busy = lambda key: f"{100 * r[key]:.0f} %" if r.get(key) is not None else "—"
+        print(f"| {r['system']} | {r['sectors']} × {r['partitions']} | {fmt(r['wall_s'])} | {fmt(r['wall_per_sector_s'])} | {speedup} | "
+              f"{busy('gpu_busy_fraction')} | {busy('synthesis_busy_fraction')} | {busy('proving_busy_fraction')} | {fmt(r.get('run_peak_above_baseline_mib'))} |")
+
 
 if __name__ == "__main__":
     if len(sys.argv) < 2:
