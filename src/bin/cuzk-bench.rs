@@ -438,16 +438,17 @@ fn bench_circuit<C: Circuit<Scalar> + Clone + Send + Sync>(args: &Args, label: &
 fn run_porep_partition(args: &Args) -> Result<()> {
     use filecoin_proofs::constants as c;
     use RegisteredSealProof as P;
-    match args.sector_size.as_str() {
-        "2KiB" => bench_partition::<c::SectorShape2KiB>(args, P::StackedDrg2KiBV1_1),
-        "8MiB" => bench_partition::<c::SectorShape8MiB>(args, P::StackedDrg8MiBV1_1),
-        "512MiB" => bench_partition::<c::SectorShape512MiB>(args, P::StackedDrg512MiBV1_1),
-        "32GiB" => bench_partition::<c::SectorShape32GiB>(args, P::StackedDrg32GiBV1_1),
-        "64GiB" => bench_partition::<c::SectorShape64GiB>(args, P::StackedDrg64GiBV1_1),
-        other => bail!("unknown --sector-size {other:?}\n{USAGE}"),
+    match sector_proof(args)? {
+        proof @ P::StackedDrg2KiBV1_1 => bench_partition::<c::SectorShape2KiB>(args, proof),
+        proof @ P::StackedDrg8MiBV1_1 => bench_partition::<c::SectorShape8MiB>(args, proof),
+        proof @ P::StackedDrg512MiBV1_1 => bench_partition::<c::SectorShape512MiB>(args, proof),
+        proof @ P::StackedDrg32GiBV1_1 => bench_partition::<c::SectorShape32GiB>(args, proof),
+        proof @ P::StackedDrg64GiBV1_1 => bench_partition::<c::SectorShape64GiB>(args, proof),
+        other => unreachable!("sector_proof gave {other:?}"),
     }
 }
 
+/// The proof kind of `--sector-size`.
 fn sector_proof(args: &Args) -> Result<RegisteredSealProof> {
     use RegisteredSealProof as P;
     Ok(match args.sector_size.as_str() {
