@@ -133,3 +133,9 @@ pub fn synthetic_key(shape: &SynthesizedCircuit, seed: u64) -> ProvingKey {
     };
     ProvingKey::new(params, format!("synthetic key (seed {seed}, performance only)"))
 }
+
+/// A pool of workers on every core, for calling `engine::prove_with` / `prove_synthesized`
+/// without an engine.
+pub fn worker_pool() -> rayon::ThreadPool {
+    rayon::ThreadPoolBuilder::new().build().expect("a rayon pool")
+}

@@ -161,6 +161,9 @@ impl Timings {
         }
         self.r1cs_synthesis |= other.r1cs_synthesis;
         self.spmv_on_device |= other.spmv_on_device;
+        if self.backend == BackendKind::None as u32 {
+            self.backend = other.backend;
+        }
         if self.key_residency == 0 {
             self.key_residency = other.key_residency;
         }

@@ -18,7 +18,7 @@ use cuzk::error::Status;
 use cuzk::groth16::ProvingKey;
 use cuzk::r1cs::{synthesize_witness, CircuitShape};
 use cuzk::synthesis::synthesize;
-use cuzk::testing::{synthetic_key, RandomCircuit};
+use cuzk::testing::{synthetic_key, worker_pool, RandomCircuit};
 use cuzk::timings::{KeyResidency, Timings};
 use filecoin_proofs_api::RegisteredSealProof;
 use ff::Field;
@@ -89,10 +89,10 @@ fn check_gpu_equals_bellperson(constraints: usize, bit_heavy: bool, key_kind: Ke
         let gpu = backend(policy, residency);
         let mut t = Timings::new();
         let ours = match products_on_device {
-            false => prove_with(&gpu, &params, circuit.clone(), (r, s), None, &mut t),
+            false => prove_with(&gpu, &worker_pool(), &params, circuit.clone(), (r, s), None, &mut t),
             true => {
                 let synthesized = shape.deferred(synthesize_witness(circuit.clone(), None).unwrap()).unwrap();
-                prove_synthesized(&gpu, &params, synthesized, (r, s), None, &mut t)
+                prove_synthesized(&gpu, &worker_pool(), &params, synthesized, (r, s), None, &mut t)
             }
         }
         .expect("GPU proof");
@@ -266,7 +266,7 @@ fn device_memory_flat_over_60_proofs() {
     for i in 0..60 {
         let mut t = Timings::new();
         let synthesized = shape.deferred(synthesize_witness(circuit.clone(), None).unwrap()).unwrap();
-        let proof = prove_synthesized(&gpu, &key, synthesized, (r, s), None, &mut t).expect("GPU proof");
+        let proof = prove_synthesized(&gpu, &worker_pool(), &key, synthesized, (r, s), None, &mut t).expect("GPU proof");
         assert_eq!(t.spmv_on_device, 1);
         assert_eq!(proof_bytes(&proof), expected, "proof {i}");
         free.push(gpu.devices()[0].memory_free);

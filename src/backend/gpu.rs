@@ -23,11 +23,12 @@ use blstrs::{Fp, Fp2, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use group::prime::PrimeCurveAffine;
 use group::Group;
 use rayon::prelude::*;
+use rayon::ThreadPool;
 
 use super::cpu::Domain;
 use super::prep::{ClassifiedScalars, PreparedMsms};
 use super::turn::{Priority, Turn};
-use super::{Backend, BackendKind, DeviceStatus, ResidentShape};
+use super::{check_not_a_worker, Backend, BackendKind, DeviceStatus, ResidentShape};
 use crate::cancel::CancelToken;
 use crate::error::{Error, Result, Status};
 use crate::groth16::{check_key_fits, MsmResults, ProvingKey};
@@ -599,9 +600,9 @@ impl Backend for GpuCall<'_> {
         self.gpu.products_on_device
     }
 
-    fn compute_msms(&self, key: &ProvingKey, circuit: SynthesizedCircuit, cancel: &CancelToken, t: &mut Timings) -> Result<MsmResults> {
+    fn compute_msms(&self, key: &ProvingKey, circuit: SynthesizedCircuit, pool: &ThreadPool, cancel: &CancelToken, t: &mut Timings) -> Result<MsmResults> {
         let device = self.device.map_or_else(|| self.gpu.least_busy_device(), InFlight::new);
-        self.gpu.compute_on(device, self.priority, key, circuit, cancel, t)
+        self.gpu.compute_on(device, self.priority, key, circuit, pool, cancel, t)
     }
 
     fn for_call(&self, device: Option<u32>, priority: Priority) -> Result<Box<dyn Backend + '_>> {
@@ -648,8 +649,22 @@ impl GpuBackend {
         InFlight::new(device)
     }
 
-    /// The MSMs of one circuit on the device `in_flight` counts the call on.
-    fn compute_on(&self, in_flight: InFlight<'_>, priority: Priority, key: &ProvingKey, circuit: SynthesizedCircuit, cancel: &CancelToken, t: &mut Timings) -> Result<MsmResults> {
+    /// The MSMs of one circuit on the device `in_flight` counts the call on: the host's share
+    /// (scalar classes, compact witness) in `pool`, then the device turn, waited for on this
+    /// thread; inside it, host work (gathering a streamed key's tail points, a, b, c when the
+    /// matrices do not fit) runs in `pool` too.
+    #[allow(clippy::too_many_arguments)]
+    fn compute_on(
+        &self,
+        in_flight: InFlight<'_>,
+        priority: Priority,
+        key: &ProvingKey,
+        circuit: SynthesizedCircuit,
+        pool: &ThreadPool,
+        cancel: &CancelToken,
+        t: &mut Timings,
+    ) -> Result<MsmResults> {
+        check_not_a_worker(pool)?;
         let domain = Domain::for_len(circuit.num_constraints())
             .ok_or_else(|| Error::invalid("circuit has more constraints than the field's 2^32 FFT domain"))?;
         let layout = check_key_fits(key, &circuit, domain.size())?;
@@ -663,18 +678,22 @@ impl GpuBackend {
         let policy = self.split;
 
         let p = timed(&mut t.prep_msm_ns, || {
-            PreparedMsms::new(&layout, &input_assignment, &aux_assignment, &a_aux_density, &b_input_density, &b_aux_density)
+            pool.install(|| PreparedMsms::new(&layout, &input_assignment, &aux_assignment, &a_aux_density, &b_input_density, &b_aux_density))
         });
         let [l, a_q, b_q] = timed(&mut t.prep_msm_ns, || {
-            [
-                G1Msm::plan("L", sys::QUERY_L, &key.l, &p.l, policy, resident),
-                G1Msm::plan("A", sys::QUERY_A, &key.a, &p.a, policy, resident),
-                G1Msm::plan("B_G1", sys::QUERY_B_G1, &key.b_g1, &p.b, policy, resident),
-            ]
+            pool.install(|| {
+                [
+                    G1Msm::plan("L", sys::QUERY_L, &key.l, &p.l, policy, resident),
+                    G1Msm::plan("A", sys::QUERY_A, &key.a, &p.a, policy, resident),
+                    G1Msm::plan("B_G1", sys::QUERY_B_G1, &key.b_g1, &p.b, policy, resident),
+                ]
+            })
         });
         let z = Assignment { inputs: &input_assignment, aux: &aux_assignment };
         let mut h_input = match products {
-            Products::Deferred(shape) => HInput::Witness { witness: timed(&mut t.witness_upload_ns, || CompactWitness::encode(z))?, shape },
+            Products::Deferred(shape) => {
+                HInput::Witness { witness: timed(&mut t.witness_upload_ns, || pool.install(|| CompactWitness::encode(z)))?, shape }
+            }
             Products::Evaluated { a, b, c } => HInput::Products(a, b, c),
         };
         // Freed before the device turn, not inside it (86 MB at 2KiB, 4.2 GB at 32GiB).
@@ -694,9 +713,11 @@ impl GpuBackend {
                     device.ordinal
                 );
                 let (a, b, c) = timed(&mut t.spmv_ns, || {
-                    let z = witness.decode();
-                    let (inputs, aux) = z.split_at(shape.num_inputs());
-                    shape.evaluate(inputs, aux)
+                    pool.install(|| {
+                        let z = witness.decode();
+                        let (inputs, aux) = z.split_at(shape.num_inputs());
+                        shape.evaluate(inputs, aux)
+                    })
                 });
                 h_input = HInput::Products(a, b, c);
             }
@@ -704,12 +725,12 @@ impl GpuBackend {
         let src = PointSource { resident: copy.as_deref() };
         let h = Self::quotient_msm(device, &src, key, h_input, domain.log_size, &staging, t)?;
         cancel.check()?;
-        let l = l.run(device, &src, &staging, &mut t.batch_add_ns, &mut t.msm_l_ns)?;
-        let a = a_q.run(device, &src, &staging, &mut t.batch_add_ns, &mut t.msm_a_ns)?;
-        let b_g1 = b_q.run(device, &src, &staging, &mut t.batch_add_ns, &mut t.msm_b_g1_ns)?;
+        let l = l.run(device, &src, &staging, pool, &mut t.batch_add_ns, &mut t.msm_l_ns)?;
+        let a = a_q.run(device, &src, &staging, pool, &mut t.batch_add_ns, &mut t.msm_a_ns)?;
+        let b_g1 = b_q.run(device, &src, &staging, pool, &mut t.batch_add_ns, &mut t.msm_b_g1_ns)?;
         // On the device, not on the CPU cores beside it: measured faster at every size
         // (docs/PERFORMANCE.md). Always split: the cost model was fitted to G1 only.
-        let b_g2 = Self::b_g2_msm(device, &src, &key.b_g2, &p.b, &staging, t)?;
+        let b_g2 = Self::b_g2_msm(device, &src, &key.b_g2, &p.b, &staging, pool, t)?;
         drop((copy, buffer, device_turn));
         device.proofs.fetch_add(1, Ordering::Relaxed);
         Ok(MsmResults { h, l, a, b_g1, b_g2 })
@@ -726,7 +747,15 @@ impl GpuBackend {
 
     /// The whole B_G2 MSM on the device: batch addition of the 1-scalars (timed into
     /// batch_add), then the tail (into msm_b_g2).
-    fn b_g2_msm(device: &Device, src: &PointSource, points: &[G2Affine], classes: &ClassifiedScalars, staging: &sys::Staging, t: &mut Timings) -> Result<G2Projective> {
+    fn b_g2_msm(
+        device: &Device,
+        src: &PointSource,
+        points: &[G2Affine],
+        classes: &ClassifiedScalars,
+        staging: &sys::Staging,
+        pool: &ThreadPool,
+        t: &mut Timings,
+    ) -> Result<G2Projective> {
         let query = src.points(sys::QUERY_B_G2, points);
         let mut ones = sys::G2::default();
         let start = Instant::now();
@@ -737,7 +766,7 @@ impl GpuBackend {
         }
         t.batch_add_ns += nanos(start.elapsed());
         let start = Instant::now();
-        let gathered = if src.is_resident() { Vec::new() } else { gather_tail(points, classes) };
+        let gathered = if src.is_resident() { Vec::new() } else { pool.install(|| gather_tail(points, classes)) };
         let tail_points = if src.is_resident() { query } else { src.points(sys::QUERY_B_G2, &gathered) };
         let mut tail = sys::G2::default();
         // SAFETY: as many scalars (and indices, or gathered host points) as n; all alive for
@@ -916,7 +945,7 @@ impl<'a> G1Msm<'a> {
 
     /// Σ sᵢ·Pᵢ on the device, the batch addition timed into `batch_ns` and the tail into
     /// `tail_ns`.
-    fn run(&self, device: &Device, src: &PointSource, staging: &sys::Staging, batch_ns: &mut u64, tail_ns: &mut u64) -> Result<G1Projective> {
+    fn run(&self, device: &Device, src: &PointSource, staging: &sys::Staging, pool: &ThreadPool, batch_ns: &mut u64, tail_ns: &mut u64) -> Result<G1Projective> {
         let query = src.points(self.query, self.points);
         let ones = if self.classes.ones.is_empty() {
             G1Projective::identity()
@@ -924,7 +953,7 @@ impl<'a> G1Msm<'a> {
             timed(batch_ns, || GpuBackend::batch_add(device, &query, &self.classes, staging))?
         };
         let tail = timed(tail_ns, || {
-            let host_tail = if src.is_resident() { Vec::new() } else { gather_tail(self.points, &self.classes) };
+            let host_tail = if src.is_resident() { Vec::new() } else { pool.install(|| gather_tail(self.points, &self.classes)) };
             let tail_points = if src.is_resident() { query } else { src.points(self.query, &host_tail) };
             GpuBackend::tail_msm(device, &tail_points, &self.classes)
         })?;
@@ -941,8 +970,8 @@ impl Backend for GpuBackend {
         self.products_on_device
     }
 
-    fn compute_msms(&self, key: &ProvingKey, circuit: SynthesizedCircuit, cancel: &CancelToken, t: &mut Timings) -> Result<MsmResults> {
-        self.compute_on(self.least_busy_device(), Priority::Normal, key, circuit, cancel, t)
+    fn compute_msms(&self, key: &ProvingKey, circuit: SynthesizedCircuit, pool: &ThreadPool, cancel: &CancelToken, t: &mut Timings) -> Result<MsmResults> {
+        self.compute_on(self.least_busy_device(), Priority::Normal, key, circuit, pool, cancel, t)
     }
 
     fn for_call(&self, device: Option<u32>, priority: Priority) -> Result<Box<dyn Backend + '_>> {
@@ -956,7 +985,8 @@ impl Backend for GpuBackend {
         Ok(Box::new(GpuCall { gpu: self, device, priority }))
     }
 
-    fn preload(&self, key: &ProvingKey) -> Result<u64> {
+    fn preload(&self, key: &ProvingKey, pool: &ThreadPool) -> Result<u64> {
+        check_not_a_worker(pool)?;
         let mut upload_ns = 0;
         for device in &self.devices {
             let _turn = device.turn.take(Priority::Normal);

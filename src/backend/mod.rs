@@ -8,8 +8,10 @@ pub mod gpu;
 pub mod prep;
 pub mod turn;
 
+use rayon::ThreadPool;
+
 use crate::cancel::CancelToken;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::groth16::{MsmResults, ProvingKey};
 use crate::pinned::PoolUsage;
 use crate::resident::ResidentKey;
@@ -17,6 +19,14 @@ use crate::synthesis::SynthesizedCircuit;
 pub use crate::timings::BackendKind;
 use crate::timings::Timings;
 pub use turn::Priority;
+
+/// Refuses to wait for a turn on one of `pool`'s workers (see [`turn`]).
+pub(crate) fn check_not_a_worker(pool: &ThreadPool) -> Result<()> {
+    match pool.current_thread_index() {
+        Some(_) => Err(Error::internal("a proof's MSMs were started on one of the engine's workers (they may wait for a turn the worker's own jobs hold up)")),
+        None => Ok(()),
+    }
+}
 
 /// What a device holds and does (engine status).
 #[derive(Clone, Debug, serde::Serialize)]
@@ -62,19 +72,23 @@ pub trait Backend: Send + Sync {
 
     /// The H, L, A, B_G1 and B_G2 sums of one circuit. Consumes the circuit so that its large
     /// vectors can be freed (or handed to the device) as soon as they are used. Adds the time
-    /// of each phase to `timings` and says there which device ran it; stops with `Cancelled`
-    /// between phases once `cancel` is set.
+    /// of each phase to `timings` (the wait for the turn into `proving_wait_ns`) and says
+    /// there which device ran it; stops with `Cancelled` between phases once `cancel` is set.
+    /// Runs its parallel work in `pool`; call it from a thread that is not one of `pool`'s
+    /// workers, since it may wait for a [`turn`] (an error otherwise).
     fn compute_msms(
         &self,
         key: &ProvingKey,
         circuit: SynthesizedCircuit,
+        pool: &ThreadPool,
         cancel: &CancelToken,
         timings: &mut Timings,
     ) -> Result<MsmResults>;
 
     /// Makes `key` resident where the backend keeps keys (every device); returns the upload
-    /// time, 0 when it was already there or the backend keeps nothing.
-    fn preload(&self, _key: &ProvingKey) -> Result<u64> {
+    /// time, 0 when it was already there or the backend keeps nothing. Called as
+    /// `compute_msms` is.
+    fn preload(&self, _key: &ProvingKey, _pool: &ThreadPool) -> Result<u64> {
         Ok(0)
     }
 

@@ -1,9 +1,14 @@
 //! A device's turn: its GPU phases run one call at a time (sppark's kernels keep per-stream
-//! state in device memory, and the context's NTT and witness buffers are shared). Waiting
-//! calls take it in arrival order, except that a high-priority call takes it before every
-//! waiting normal call: since a call takes the turn once per partition, latency work
-//! overtakes a running batch of C2s at its next partition boundary instead of waiting for the
-//! whole batch.
+//! state in device memory, and the context's NTT and witness buffers are shared); on the CPU
+//! backend, the MSMs of one partition at a time (they use every core). Waiting calls take it
+//! in arrival order (tickets), except that every high-priority call goes before every waiting
+//! normal call: since a call takes the turn once per partition, latency work overtakes a
+//! running batch of C2s at its next partition boundary instead of waiting for the whole batch,
+//! and for the other normal calls queued before it.
+//!
+//! Never wait for a turn on a worker of a pool whose jobs a holder may wait for (the engine's):
+//! a worker parked in `take` inside a job it stole would stall the holder's parallel work.
+//! Backends wait on the calling thread and run their parallel parts with `pool.install`.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex};
@@ -34,23 +39,47 @@ pub struct Turn {
 #[derive(Default)]
 struct TurnState {
     busy: bool,
-    high_waiting: usize,
+    high: Tickets,
+    normal: Tickets,
+}
+
+impl TurnState {
+    fn queue(&mut self, priority: Priority) -> &mut Tickets {
+        match priority {
+            Priority::High => &mut self.high,
+            Priority::Normal => &mut self.normal,
+        }
+    }
+}
+
+/// A first-come first-served queue: waiters are served in the order their tickets were issued.
+#[derive(Default)]
+struct Tickets {
+    issued: u64,
+    served: u64,
+}
+
+impl Tickets {
+    fn waiting(&self) -> u64 {
+        self.issued - self.served
+    }
 }
 
 /// Holding the turn (since the instant); dropping it passes the turn on.
 pub struct TurnGuard<'a>(&'a Turn, Instant);
 
 impl Turn {
-    /// Waits for the turn: until it is free and, for a normal call, no high-priority call is
-    /// waiting for it.
+    /// Waits for the turn: until it is free, every call of this priority that arrived earlier
+    /// has had it and, for a normal call, no high-priority call is waiting.
     pub fn take(&self, priority: Priority) -> TurnGuard<'_> {
         let high = priority == Priority::High;
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        state.high_waiting += usize::from(high);
-        while state.busy || (!high && state.high_waiting > 0) {
+        let ticket = state.queue(priority).issued;
+        state.queue(priority).issued += 1;
+        while state.busy || state.queue(priority).served != ticket || (!high && state.high.waiting() > 0) {
             state = self.released.wait(state).unwrap_or_else(|p| p.into_inner());
         }
-        state.high_waiting -= usize::from(high);
+        state.queue(priority).served += 1;
         state.busy = true;
         TurnGuard(self, Instant::now())
     }
@@ -103,11 +132,32 @@ mod tests {
                 let _g = turn.take(Priority::High);
                 high_tx.send("high").unwrap();
             });
-            wait_for_waiters(turn, |s| s.high_waiting == 1);
+            wait_for_waiters(turn, |s| s.high.waiting() == 1);
             drop(running);
         });
         let got: Vec<&str> = order.try_iter().collect();
         assert_eq!(got, ["high", "normal"], "the high-priority call takes the turn first");
+    }
+
+    #[test]
+    fn calls_of_one_priority_take_the_turn_in_arrival_order() {
+        let turn = Turn::default();
+        let (order_tx, order) = mpsc::channel();
+        std::thread::scope(|scope| {
+            let running = turn.take(Priority::Normal);
+            for i in 0..6 {
+                let (turn, order_tx) = (&turn, order_tx.clone());
+                scope.spawn(move || {
+                    let _g = turn.take(Priority::Normal);
+                    order_tx.send(i).unwrap();
+                });
+                // Call i has its ticket before call i + 1 asks for one.
+                wait_for_waiters(&turn, |s| s.normal.waiting() == i + 1);
+            }
+            drop(running);
+        });
+        let got: Vec<u64> = order.try_iter().collect();
+        assert_eq!(got, (0..6).collect::<Vec<_>>());
     }
 
     #[test]
@@ -127,7 +177,7 @@ mod tests {
             }
         });
         let state = turn.state.lock().unwrap();
-        assert!(!state.busy && state.high_waiting == 0);
+        assert!(!state.busy && state.high.waiting() == 0 && state.normal.waiting() == 0);
     }
 
     #[test]

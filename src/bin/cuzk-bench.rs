@@ -43,7 +43,7 @@ use std::sync::Arc;
 use anyhow::{bail, Context, Result};
 use blstrs::Scalar;
 use cuzk::backend::BackendKind;
-use cuzk::engine::{prove_synthesized, synthesize_with_shape, Engine, EngineConfig, MadeUpSector, ProveOptions, SectorInput};
+use cuzk::engine::{synthesize_with_shape, Engine, EngineConfig, MadeUpSector, ProveOptions, SectorInput};
 use cuzk::with_porep_shape;
 use cuzk::porep;
 use cuzk::r1cs::{CircuitShape, Whole};
@@ -427,7 +427,7 @@ fn bench_circuit<C: Circuit<Scalar> + Clone + Send + Sync>(args: &Args, label: &
         let counting = Instant::now();
         let scalars = scalar_fields(&synthesized);
         let counting = counting.elapsed();
-        let proof = engine.install(|| prove_synthesized(engine.backend(), &key, synthesized, (Scalar::ONE, Scalar::ONE), None, &mut t))?;
+        let proof = engine.prove_synthesized(&key, synthesized, (Scalar::ONE, Scalar::ONE), None, &mut t)?;
         let wall = (start.elapsed() - counting).as_secs_f64() + if run == 0 { synthesis_ns as f64 / 1e9 } else { 0.0 };
         t.total_ns = (wall * 1e9) as u64;
         report(args, label, run, wall, &format!("{},{scalars},{}", timing_fields(&t), verified(&proof)?), Some(&engine));
@@ -576,7 +576,7 @@ fn bench_partition<Tree: 'static + MerkleTreeTrait>(args: &Args, proof: Register
             key
         });
         let start = Instant::now();
-        engine.install(|| prove_synthesized(engine.backend(), key, synthesized, (Scalar::ONE, Scalar::ONE), None, &mut t))?;
+        engine.prove_synthesized(key, synthesized, (Scalar::ONE, Scalar::ONE), None, &mut t)?;
         let wall = (synthesis_done + start.elapsed()).as_secs_f64();
         t.total_ns = (wall * 1e9) as u64;
         let system = system_name(args) + if host_products { "[spmv=host]" } else { "" };

@@ -339,7 +339,7 @@ impl Engine {
         let path = with_porep_shape!(proof, proving_key_path(self, proof))?;
         let mut report = PreloadReport::default();
         let key = self.keys.proving_key(&path, &self.pool, &mut report.srs_load_ns)?;
-        report.srs_upload_ns = self.pool.install(|| self.backend.preload(&key))?;
+        report.srs_upload_ns = self.backend.preload(&key, &self.pool)?;
         let mut t = Timings::new();
         self.porep_shape(proof, &mut t)?;
         report.shape_extract_ns = t.shape_extract_ns;
@@ -406,7 +406,7 @@ impl Engine {
     }
 
     /// Synthesizes `circuit` and proves it with this engine's backend.
-    pub fn prove_circuit<C: Circuit<Scalar>>(
+    pub fn prove_circuit<C: Circuit<Scalar> + Send>(
         &self,
         key: &ProvingKey,
         circuit: C,
@@ -414,20 +414,36 @@ impl Engine {
         cancel: Option<&CancelToken>,
         t: &mut Timings,
     ) -> Result<Proof<Bls12>> {
-        prove_with(self.backend(), key, circuit, randomness, cancel, t)
+        prove_with(self.backend(), &self.pool, key, circuit, randomness, cancel, t)
+    }
+
+    /// Proves a synthesized circuit with this engine's backend and workers. Not on one of the
+    /// engine's workers (see `Backend::compute_msms`).
+    pub fn prove_synthesized(
+        &self,
+        key: &ProvingKey,
+        synthesized: SynthesizedCircuit,
+        randomness: (Scalar, Scalar),
+        cancel: Option<&CancelToken>,
+        t: &mut Timings,
+    ) -> Result<Proof<Bls12>> {
+        prove_synthesized(self.backend(), &self.pool, key, synthesized, randomness, cancel, t)
     }
 }
 
-/// Synthesizes `circuit` and proves it on `backend` with the randomness (r, s).
-pub fn prove_with<C: Circuit<Scalar>>(
+/// Synthesizes `circuit` and proves it on `backend` with the randomness (r, s), the parallel
+/// work in `pool` (called from outside it).
+pub fn prove_with<C: Circuit<Scalar> + Send>(
     backend: &dyn Backend,
+    pool: &rayon::ThreadPool,
     key: &ProvingKey,
     circuit: C,
     (r, s): (Scalar, Scalar),
     cancel: Option<&CancelToken>,
     t: &mut Timings,
 ) -> Result<Proof<Bls12>> {
-    prove_synthesized(backend, key, synthesize_classic(circuit, cancel, t)?, (r, s), cancel, t)
+    let synthesized = pool.install(|| synthesize_classic(circuit, cancel, t))?;
+    prove_synthesized(backend, pool, key, synthesized, (r, s), cancel, t)
 }
 
 /// Classic synthesis (every linear combination built), timed into `synthesis_ns`.
@@ -464,9 +480,12 @@ pub fn synthesize_with_shape<C: SegmentedCircuit>(
     synthesized
 }
 
-/// Proves an already synthesized circuit on `backend` with the randomness (r, s).
+/// Proves an already synthesized circuit on `backend` with the randomness (r, s), the
+/// parallel work in `pool`; called from a thread that is not one of its workers, since the
+/// backend may wait there for its turn (`backend::turn`).
 pub fn prove_synthesized(
     backend: &dyn Backend,
+    pool: &rayon::ThreadPool,
     key: &ProvingKey,
     synthesized: SynthesizedCircuit,
     (r, s): (Scalar, Scalar),
@@ -479,8 +498,8 @@ pub fn prove_synthesized(
         c.check()?;
     }
     let never = CancelToken::new();
-    let msm = backend.compute_msms(key, synthesized, cancel.unwrap_or(&never), t)?;
-    Ok(timed(&mut t.assembly_ns, || assemble(key, &msm, r, s)))
+    let msm = backend.compute_msms(key, synthesized, pool, cancel.unwrap_or(&never), t)?;
+    Ok(timed(&mut t.assembly_ns, || pool.install(|| assemble(key, &msm, r, s))))
 }
 
 /// The shape of `config`'s partition circuits, extracted on the engine's workers on first use
@@ -513,7 +532,7 @@ fn select_backend(config: &EngineConfig) -> Result<Box<dyn Backend>> {
     let no_gpu_env = std::env::var_os("CUZK_NO_GPU").is_some_and(|v| v == "1");
     if config.cpu_only || no_gpu_env {
         log::info!("CPU backend (GPU switched off by {})", if config.cpu_only { "config" } else { "CUZK_NO_GPU=1" });
-        return Ok(Box::new(CpuBackend));
+        return Ok(Box::<CpuBackend>::default());
     }
     #[cfg(feature = "cuda")]
     match crate::backend::gpu::device_count() {
@@ -532,7 +551,7 @@ fn select_backend(config: &EngineConfig) -> Result<Box<dyn Backend>> {
         Ok(_) => log::info!("no CUDA device: CPU backend"),
         Err(e) => log::warn!("CUDA unavailable, CPU backend: {e}"),
     }
-    Ok(Box::new(CpuBackend))
+    Ok(Box::<CpuBackend>::default())
 }
 
 fn verify_with_vk_file<Tree: 'static + MerkleTreeTrait>(engine: &Engine, statement: &SealStatement, proof: &[u8]) -> Result<bool> {

@@ -5,7 +5,8 @@
 //!    decode and check the C1 output, get the proving key and the circuit shape, then
 //!    synthesize its partitions in order.
 //! 2. Proving (the calling thread): each synthesized partition on the backend, in the same
-//!    order; after a sector's last partition, its self-verification.
+//!    order, waiting for the backend's turn on this thread (never on a worker); after a
+//!    sector's last partition, its self-verification.
 //!
 //! A synthesized partition holds a, b, c and the witness (32GiB: ≈ 17 GB). Synthesis takes a
 //! share of the host memory budget for each one before making it and proving returns it when
@@ -373,8 +374,9 @@ fn prove_jobs(
                 if sector.error.is_none() {
                     timings.backend = backend.kind() as u32;
                     let proved = options.randomness_for(k).and_then(|randomness| {
+                        // On this thread, not on a worker: it may wait for a turn.
                         occupancy.stage(&occupancy.proving, &occupancy.proving_busy_ns, || {
-                            engine.pool.install(|| prove_synthesized(backend, &sector.key, synthesized, randomness, cancel, &mut timings))
+                            prove_synthesized(backend, &engine.pool, &sector.key, synthesized, randomness, cancel, &mut timings)
                         })
                     });
                     match proved.and_then(|proof| write_proof(&proof, &mut sector.bytes, &mut timings)) {

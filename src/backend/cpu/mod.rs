@@ -6,33 +6,72 @@ mod ntt;
 
 use self::msm::{pippenger, sum_points, MixedAdd};
 use super::prep::{ClassifiedScalars, PreparedMsms};
-use super::{Backend, BackendKind, Priority};
+use super::turn::Turn;
+use super::{check_not_a_worker, Backend, BackendKind, Priority};
 use crate::cancel::CancelToken;
 use crate::error::{Error, Result};
 use crate::groth16::{check_key_fits, MsmResults, ProvingKey};
 use crate::synthesis::{Products, SynthesizedCircuit};
 use crate::timings::{timed, Timings};
+use rayon::ThreadPool;
 
 use self::ntt::quotient_coefficients;
 pub use self::ntt::Domain;
 
-pub struct CpuBackend;
+/// The CPU backend of an engine: one turn for the MSMs of every call, so that a partition's
+/// MSMs have all the cores and a high-priority call goes first at the next partition boundary
+/// (as on a device).
+#[derive(Default)]
+pub struct CpuBackend {
+    turn: Turn,
+}
+
+/// The CPU backend as one call sees it.
+struct CpuCall<'a> {
+    cpu: &'a CpuBackend,
+    priority: Priority,
+}
 
 impl Backend for CpuBackend {
     fn kind(&self) -> BackendKind {
         BackendKind::Cpu
     }
 
-    /// The CPU backend shares the engine's cores between calls: there is no device to pin and
-    /// no turn to order, so a high-priority call is not ordered before others here.
-    fn for_call(&self, device: Option<u32>, _priority: Priority) -> Result<Box<dyn Backend + '_>> {
+    fn for_call(&self, device: Option<u32>, priority: Priority) -> Result<Box<dyn Backend + '_>> {
         match device {
             Some(ordinal) => Err(Error::invalid(format!("device {ordinal} requested, but the engine runs on the CPU"))),
-            None => Ok(Box::new(CpuBackend)),
+            None => Ok(Box::new(CpuCall { cpu: self, priority })),
         }
     }
 
-    fn compute_msms(&self, key: &ProvingKey, circuit: SynthesizedCircuit, cancel: &CancelToken, t: &mut Timings) -> Result<MsmResults> {
+    fn compute_msms(&self, key: &ProvingKey, circuit: SynthesizedCircuit, pool: &ThreadPool, cancel: &CancelToken, t: &mut Timings) -> Result<MsmResults> {
+        self.compute_in_turn(Priority::Normal, key, circuit, pool, cancel, t)
+    }
+}
+
+impl Backend for CpuCall<'_> {
+    fn kind(&self) -> BackendKind {
+        BackendKind::Cpu
+    }
+
+    fn for_call(&self, device: Option<u32>, priority: Priority) -> Result<Box<dyn Backend + '_>> {
+        self.cpu.for_call(device, priority)
+    }
+
+    fn compute_msms(&self, key: &ProvingKey, circuit: SynthesizedCircuit, pool: &ThreadPool, cancel: &CancelToken, t: &mut Timings) -> Result<MsmResults> {
+        self.cpu.compute_in_turn(self.priority, key, circuit, pool, cancel, t)
+    }
+}
+
+impl CpuBackend {
+    fn compute_in_turn(&self, priority: Priority, key: &ProvingKey, circuit: SynthesizedCircuit, pool: &ThreadPool, cancel: &CancelToken, t: &mut Timings) -> Result<MsmResults> {
+        check_not_a_worker(pool)?;
+        let _turn = timed(&mut t.proving_wait_ns, || self.turn.take(priority));
+        cancel.check()?;
+        pool.install(|| Self::compute(key, circuit, cancel, t))
+    }
+
+    fn compute(key: &ProvingKey, circuit: SynthesizedCircuit, cancel: &CancelToken, t: &mut Timings) -> Result<MsmResults> {
         let domain = Domain::for_len(circuit.num_constraints())
             .ok_or_else(|| Error::invalid("circuit has more constraints than the field's 2^32 FFT domain"))?;
         let layout = check_key_fits(key, &circuit, domain.size())?;
