@@ -21,7 +21,8 @@
 #   scripts/gpu-run.sh sector     whole 32GiB sectors (10 made-up partitions each, synthetic key,
 #                                 performance only) through the engine's pipeline: 1, 2 and 4
 #                                 sectors per call (throughput against sequential; GPU busy
-#                                 fraction; per-partition timings) (~8 min)
+#                                 fraction; per-partition timings) (~8 min; CUZK_SECTORS=1,2
+#                                 for fewer)
 #   scripts/gpu-run.sh micro      SHA chains of 2^16 and 2^20 with random-setup keys (verified),
 #                                 then a per-phase sweep: random circuits of 2^20, 2^22, 2^24
 #                                 constraints, PoRep-like (mostly 0/1) and uniform witnesses
@@ -117,7 +118,7 @@ partition)
         >>"$out/bench.jsonl" 2>>"$out/bench.log" || status=1
     ;;
 sector)
-    timeout 560 carry/cuzk-bench porep-sector --system cuzk --sector-size 32GiB --sectors 1,2,4 \
+    timeout 560 carry/cuzk-bench porep-sector --system cuzk --sector-size 32GiB --sectors "${CUZK_SECTORS:-1,2,4}" \
         >>"$out/bench.jsonl" 2>>"$out/bench.log" || status=1
     ;;
 micro)

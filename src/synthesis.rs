@@ -64,6 +64,17 @@ impl Density {
     pub fn count_ones(&self) -> usize {
         self.words.iter().map(|w| w.count_ones() as usize).sum()
     }
+
+    /// Set bits among the variables of `range`, which starts at a multiple of 64.
+    pub fn count_ones_in(&self, range: std::ops::Range<usize>) -> usize {
+        assert!(range.start % 64 == 0 && range.end <= self.len, "{range:?} of {}", self.len);
+        let whole = &self.words[range.start / 64..range.end / 64];
+        let partial = match range.end % 64 {
+            0 => 0,
+            bits => (self.words[range.end / 64] & ((1u64 << bits) - 1)).count_ones(),
+        };
+        whole.iter().map(|w| w.count_ones() as usize).sum::<usize>() + partial as usize
+    }
 }
 
 /// a = A·z, b = B·z, c = C·z: one scalar per constraint, the input constraints (one per

@@ -680,13 +680,17 @@ impl GpuBackend {
         let p = timed(&mut t.prep_msm_ns, || {
             pool.install(|| PreparedMsms::new(&layout, &input_assignment, &aux_assignment, &a_aux_density, &b_input_density, &b_aux_density))
         });
-        let [l, a_q, b_q] = timed(&mut t.prep_msm_ns, || {
+        let ([l, a_q, b_q], b_g2_bitmap) = timed(&mut t.prep_msm_ns, || {
             pool.install(|| {
-                [
+                let g1 = [
                     G1Msm::plan("L", sys::QUERY_L, &key.l, &p.l, policy, resident),
                     G1Msm::plan("A", sys::QUERY_A, &key.a, &p.a, policy, resident),
                     G1Msm::plan("B_G1", sys::QUERY_B_G1, &key.b_g1, &p.b, policy, resident),
-                ]
+                ];
+                // B_G2 always splits (below): B_G1's bitmap unless its ones went to the tail.
+                let same_as_b_g1 = matches!(g1[2].classes, Cow::Borrowed(_)) && key.b_g1.len() == key.b_g2.len();
+                let b_g2_bitmap = if same_as_b_g1 || p.b.ones.is_empty() { Vec::new() } else { p.b.ones_bitmap(key.b_g2.len()) };
+                (g1, b_g2_bitmap)
             })
         });
         let z = Assignment { inputs: &input_assignment, aux: &aux_assignment };
@@ -730,14 +734,14 @@ impl GpuBackend {
         let b_g1 = b_q.run(device, &src, &staging, pool, &mut t.batch_add_ns, &mut t.msm_b_g1_ns)?;
         // On the device, not on the CPU cores beside it: measured faster at every size
         // (docs/PERFORMANCE.md). Always split: the cost model was fitted to G1 only.
-        let b_g2 = Self::b_g2_msm(device, &src, &key.b_g2, &p.b, &staging, pool, t)?;
+        let b_g2_bitmap = if b_g2_bitmap.is_empty() { &b_q.ones_bitmap } else { &b_g2_bitmap };
+        let b_g2 = Self::b_g2_msm(device, &src, &key.b_g2, &p.b, b_g2_bitmap, &staging, pool, t)?;
         drop((copy, buffer, device_turn));
         device.proofs.fetch_add(1, Ordering::Relaxed);
         Ok(MsmResults { h, l, a, b_g1, b_g2 })
     }
 
-    fn batch_add(device: &Device, points: &sys::Points, classes: &ClassifiedScalars, staging: &sys::Staging) -> Result<G1Projective> {
-        let bitmap = classes.ones_bitmap(points.n);
+    fn batch_add(device: &Device, points: &sys::Points, bitmap: &[u32], staging: &sys::Staging) -> Result<G1Projective> {
         let mut out = sys::G1::default();
         // SAFETY: `points` describes live host or device points, `bitmap` has ⌈n/32⌉ words;
         // all outlive the synchronous call.
@@ -745,13 +749,15 @@ impl GpuBackend {
         Ok(to_projective(&out))
     }
 
-    /// The whole B_G2 MSM on the device: batch addition of the 1-scalars (timed into
-    /// batch_add), then the tail (into msm_b_g2).
+    /// The whole B_G2 MSM on the device: batch addition of the 1-scalars (`ones_bitmap`,
+    /// timed into batch_add), then the tail (into msm_b_g2).
+    #[allow(clippy::too_many_arguments)]
     fn b_g2_msm(
         device: &Device,
         src: &PointSource,
         points: &[G2Affine],
         classes: &ClassifiedScalars,
+        ones_bitmap: &[u32],
         staging: &sys::Staging,
         pool: &ThreadPool,
         t: &mut Timings,
@@ -760,9 +766,8 @@ impl GpuBackend {
         let mut ones = sys::G2::default();
         let start = Instant::now();
         if !classes.ones.is_empty() {
-            let bitmap = classes.ones_bitmap(points.len());
             // SAFETY: as in batch_add.
-            call("G2 batch addition", |msg| unsafe { sys::cuzk_gpu_batch_add_g2(device.ctx.ptr(), &query, bitmap.as_ptr(), staging, &mut ones, msg) })?;
+            call("G2 batch addition", |msg| unsafe { sys::cuzk_gpu_batch_add_g2(device.ctx.ptr(), &query, ones_bitmap.as_ptr(), staging, &mut ones, msg) })?;
         }
         t.batch_add_ns += nanos(start.elapsed());
         let start = Instant::now();
@@ -936,11 +941,16 @@ struct G1Msm<'a> {
     query: u32,
     points: &'a [G1Affine],
     classes: Cow<'a, ClassifiedScalars>,
+    /// The 1-scalars as the device's batch addition reads them; empty when there are none.
+    ones_bitmap: Vec<u32>,
 }
 
 impl<'a> G1Msm<'a> {
+    /// Decides the split and makes the bitmap (before the device turn, on all cores).
     fn plan(name: &str, query: u32, points: &'a [G1Affine], classes: &'a ClassifiedScalars, policy: SplitPolicy, resident: bool) -> Self {
-        G1Msm { query, points, classes: policy.apply(name, points.len(), classes, resident) }
+        let classes = policy.apply(name, points.len(), classes, resident);
+        let ones_bitmap = if classes.ones.is_empty() { Vec::new() } else { classes.ones_bitmap(points.len()) };
+        G1Msm { query, points, classes, ones_bitmap }
     }
 
     /// Σ sᵢ·Pᵢ on the device, the batch addition timed into `batch_ns` and the tail into
@@ -950,7 +960,7 @@ impl<'a> G1Msm<'a> {
         let ones = if self.classes.ones.is_empty() {
             G1Projective::identity()
         } else {
-            timed(batch_ns, || GpuBackend::batch_add(device, &query, &self.classes, staging))?
+            timed(batch_ns, || GpuBackend::batch_add(device, &query, &self.ones_bitmap, staging))?
         };
         let tail = timed(tail_ns, || {
             let host_tail = if src.is_resident() { Vec::new() } else { pool.install(|| gather_tail(self.points, &self.classes)) };

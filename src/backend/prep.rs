@@ -5,6 +5,7 @@
 use blstrs::Scalar;
 use ff::{Field, PrimeField};
 use rayon::prelude::*;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use crate::groth16::QueryLayout;
 use crate::synthesis::Density;
@@ -19,56 +20,51 @@ pub struct ClassifiedScalars {
     pub tail_scalars: Vec<[u8; 32]>,
 }
 
+/// Scalars per parallel task; a multiple of 64, so that a task's density bits are whole words.
+const CHUNK: usize = 1 << 16;
+
 impl ClassifiedScalars {
-    /// Classifies `scalars[i]` for the i that `selected` keeps; the k-th kept scalar belongs to
-    /// point `first_point + k` (the layout of density-filtered A and B queries). In parallel:
-    /// each chunk learns its first point from the kept counts of the chunks before it.
-    fn append(&mut self, scalars: &[Scalar], selected: impl Fn(usize) -> bool + Sync, first_point: u32) {
-        const CHUNK: usize = 1 << 16;
-        let kept: Vec<u32> = scalars
-            .par_chunks(CHUNK)
-            .enumerate()
-            .map(|(k, chunk)| (k * CHUNK..k * CHUNK + chunk.len()).filter(|&i| selected(i)).count() as u32)
-            .collect();
-        let firsts: Vec<u32> = kept.iter().scan(first_point, |next, &n| Some(std::mem::replace(next, *next + n))).collect();
-        let parts: Vec<ClassifiedScalars> = scalars
-            .par_chunks(CHUNK)
-            .zip(firsts.par_iter())
-            .enumerate()
-            .map(|(k, (chunk, &first))| {
-                let mut part = ClassifiedScalars::default();
-                part.append_chunk(chunk, |i| selected(k * CHUNK + i), first);
-                part
-            })
-            .collect();
-        for mut part in parts {
-            self.ones.append(&mut part.ones);
-            self.tail_indices.append(&mut part.tail_indices);
-            self.tail_scalars.append(&mut part.tail_scalars);
+    /// Sorts `s` (whose point is `point`) into its class.
+    fn push(&mut self, point: u32, s: &Scalar) {
+        if *s == Scalar::ONE {
+            self.ones.push(point);
+        } else if !s.is_zero_vartime() {
+            self.tail_indices.push(point);
+            self.tail_scalars.push(s.to_repr());
         }
     }
 
+    /// Classifies `scalars[i]` for the i that `selected` keeps; the k-th kept scalar belongs to
+    /// point `first_point + k` (the layout of density-filtered A and B queries). One thread:
+    /// for the public inputs and the tests.
     fn append_chunk(&mut self, scalars: &[Scalar], selected: impl Fn(usize) -> bool, first_point: u32) {
         let mut point = first_point;
-        for (i, s) in scalars.iter().enumerate() {
-            if !selected(i) {
-                continue;
-            }
-            if *s == Scalar::ONE {
-                self.ones.push(point);
-            } else if !bool::from(s.is_zero()) {
-                self.tail_indices.push(point);
-                self.tail_scalars.push(s.to_repr());
-            }
+        for (_, s) in scalars.iter().enumerate().filter(|&(i, _)| selected(i)) {
+            self.push(point, s);
             point += 1;
         }
     }
 
     /// Classifies every scalar: scalar i belongs to point i (the full-density L and H queries).
     pub fn all(scalars: &[Scalar]) -> Self {
-        let mut out = Self::default();
-        out.append(scalars, |_| true, 0);
-        out
+        let parts: Vec<ClassifiedScalars> = scalars
+            .par_chunks(CHUNK)
+            .enumerate()
+            .map(|(k, chunk)| {
+                let mut part = ClassifiedScalars::default();
+                part.append_chunk(chunk, |_| true, (k * CHUNK) as u32);
+                part
+            })
+            .collect();
+        Self::concat(Self::default(), &parts.iter().collect::<Vec<_>>())
+    }
+
+    /// `head`, then `parts` in order, copied on all cores.
+    fn concat(head: Self, parts: &[&Self]) -> Self {
+        let field = |f: fn(&Self) -> &Vec<u32>| concat_parallel(f(&head), parts.iter().map(|p| f(p).as_slice()));
+        let (ones, tail_indices) = rayon::join(|| field(|c| &c.ones), || field(|c| &c.tail_indices));
+        let tail_scalars = concat_parallel(&head.tail_scalars, parts.iter().map(|p| p.tail_scalars.as_slice()));
+        ClassifiedScalars { ones, tail_indices, tail_scalars }
     }
 
     /// Moves the 1-scalars into the tail (as full-width scalars equal to 1): for a backend
@@ -80,14 +76,41 @@ impl ClassifiedScalars {
         self.tail_indices.append(&mut self.ones);
     }
 
-    /// One bit per point of a query of `npoints`, set where the scalar is 1 (bit i in word i/32).
+    /// One bit per point of a query of `npoints`, set where the scalar is 1 (bit i in word i/32),
+    /// on all cores.
     pub fn ones_bitmap(&self, npoints: usize) -> Vec<u32> {
-        let mut bitmap = vec![0u32; npoints.div_ceil(32)];
-        for &i in &self.ones {
-            bitmap[i as usize / 32] |= 1 << (i % 32);
-        }
-        bitmap
+        let bitmap: Vec<AtomicU32> = (0..npoints.div_ceil(32)).map(|_| AtomicU32::new(0)).collect();
+        // The ones are ascending: tasks share at most the words at their ends.
+        self.ones.par_chunks(CHUNK).for_each(|ones| {
+            for &i in ones {
+                bitmap[i as usize / 32].fetch_or(1 << (i % 32), Ordering::Relaxed);
+            }
+        });
+        bitmap.into_iter().map(AtomicU32::into_inner).collect()
     }
+}
+
+/// `head` followed by every slice of `parts`, the slices copied in parallel.
+fn concat_parallel<'a, T: Copy + Send + Sync + 'a>(head: &[T], parts: impl Iterator<Item = &'a [T]>) -> Vec<T> {
+    let parts: Vec<&[T]> = parts.collect();
+    let total = head.len() + parts.iter().map(|p| p.len()).sum::<usize>();
+    let mut out = Vec::with_capacity(total);
+    out.extend_from_slice(head);
+    let mut rest = &mut out.spare_capacity_mut()[..total - head.len()];
+    let mut destinations = Vec::with_capacity(parts.len());
+    for part in &parts {
+        let (dst, tail) = rest.split_at_mut(part.len());
+        destinations.push(dst);
+        rest = tail;
+    }
+    destinations.into_par_iter().zip(parts).for_each(|(dst, src)| {
+        for (d, s) in dst.iter_mut().zip(src) {
+            d.write(*s);
+        }
+    });
+    // SAFETY: the head and every part were written above, `total` elements in all.
+    unsafe { out.set_len(total) };
+    out
 }
 
 /// The classified scalars of the witness MSMs of one circuit. B_G1 and B_G2 share theirs: same
@@ -101,7 +124,8 @@ pub struct PreparedMsms {
 
 impl PreparedMsms {
     /// A's points are all inputs, then the aux variables in A; B's are the inputs in B, then
-    /// the aux variables in B (bellperson's query layout, see [`QueryLayout`]).
+    /// the aux variables in B (bellperson's query layout, see [`QueryLayout`]). One pass over
+    /// the aux scalars, on all cores: each is classified once for L, A and B.
     pub fn new(
         layout: &QueryLayout,
         inputs: &[Scalar],
@@ -110,19 +134,53 @@ impl PreparedMsms {
         b_input_density: &Density,
         b_aux_density: &Density,
     ) -> Self {
-        let a = || {
-            let mut a = ClassifiedScalars::default();
-            a.append(inputs, |_| true, 0);
-            a.append(aux, |i| a_aux_density.get(i), layout.num_inputs as u32);
-            a
-        };
-        let b = || {
-            let mut b = ClassifiedScalars::default();
-            b.append(inputs, |i| b_input_density.get(i), 0);
-            b.append(aux, |i| b_aux_density.get(i), layout.b_inputs as u32);
-            b
-        };
-        let (l, (a, b)) = rayon::join(|| ClassifiedScalars::all(aux), || rayon::join(a, b));
+        let mut a_inputs = ClassifiedScalars::default();
+        a_inputs.append_chunk(inputs, |_| true, 0);
+        let mut b_inputs = ClassifiedScalars::default();
+        b_inputs.append_chunk(inputs, |i| b_input_density.get(i), 0);
+        // Each task's first A and B points: the kept counts of the tasks before it.
+        let kept: Vec<(u32, u32)> = (0..aux.len().div_ceil(CHUNK))
+            .into_par_iter()
+            .map(|k| {
+                let range = k * CHUNK..aux.len().min((k + 1) * CHUNK);
+                (a_aux_density.count_ones_in(range.clone()) as u32, b_aux_density.count_ones_in(range) as u32)
+            })
+            .collect();
+        let firsts: Vec<(u32, u32)> = kept
+            .iter()
+            .scan((layout.num_inputs as u32, layout.b_inputs as u32), |next, &(a, b)| {
+                Some(std::mem::replace(next, (next.0 + a, next.1 + b)))
+            })
+            .collect();
+        let parts: Vec<[ClassifiedScalars; 3]> = aux
+            .par_chunks(CHUNK)
+            .zip(firsts)
+            .enumerate()
+            .map(|(k, (chunk, (mut a_point, mut b_point)))| {
+                let [mut l, mut a, mut b] = [(); 3].map(|_| ClassifiedScalars::default());
+                for (i, s) in chunk.iter().enumerate() {
+                    let variable = k * CHUNK + i;
+                    let (in_a, in_b) = (a_aux_density.get(variable), b_aux_density.get(variable));
+                    if !s.is_zero_vartime() {
+                        l.push(variable as u32, s);
+                        if in_a {
+                            a.push(a_point, s);
+                        }
+                        if in_b {
+                            b.push(b_point, s);
+                        }
+                    }
+                    a_point += u32::from(in_a);
+                    b_point += u32::from(in_b);
+                }
+                [l, a, b]
+            })
+            .collect();
+        let query = |q: usize| parts.iter().map(|p| &p[q]).collect::<Vec<_>>();
+        let (l, (a, b)) = rayon::join(
+            || ClassifiedScalars::concat(ClassifiedScalars::default(), &query(0)),
+            || rayon::join(|| ClassifiedScalars::concat(a_inputs, &query(1)), || ClassifiedScalars::concat(b_inputs, &query(2))),
+        );
         PreparedMsms { l, a, b }
     }
 }
@@ -132,23 +190,49 @@ mod tests {
     use super::*;
 
     #[test]
-    fn parallel_chunks_classify_like_one_pass() {
+    fn one_parallel_pass_classifies_like_a_query_at_a_time() {
         let values = [Scalar::ZERO, Scalar::ONE, Scalar::from(7u64), -Scalar::ONE];
-        let scalars: Vec<Scalar> = (0..3 * (1 << 16) + 5).map(|i: usize| values[(i * 7919) % 4]).collect();
-        let selected = |i: usize| i % 3 != 1;
-        let mut parallel = ClassifiedScalars::default();
-        parallel.append(&scalars, selected, 40);
-        let mut sequential = ClassifiedScalars::default();
-        sequential.append_chunk(&scalars, selected, 40);
-        assert_eq!(parallel, sequential);
-        assert!(!parallel.ones.is_empty() && !parallel.tail_indices.is_empty());
+        let n = 3 * CHUNK + 5;
+        let scalar = |i: usize| values[(i * 7919) % 4];
+        let aux: Vec<Scalar> = (0..n).map(scalar).collect();
+        let inputs = [Scalar::ONE, Scalar::from(3u64), Scalar::ZERO];
+        let density = |keep: fn(usize) -> bool, len| {
+            let mut d = Density::with_len(len);
+            (0..len).filter(|&i| keep(i)).for_each(|i| d.set(i));
+            d
+        };
+        let (a_aux, b_aux, b_inputs) = (density(|i| i % 3 != 1, n), density(|i| i % 5 < 2, n), density(|i| i != 1, 3));
+        let layout = QueryLayout { num_inputs: 3, b_inputs: 2 };
+        let p = PreparedMsms::new(&layout, &inputs, &aux, &a_aux, &b_inputs, &b_aux);
+
+        let mut l = ClassifiedScalars::default();
+        l.append_chunk(&aux, |_| true, 0);
+        let mut a = ClassifiedScalars::default();
+        a.append_chunk(&inputs, |_| true, 0);
+        a.append_chunk(&aux, |i| a_aux.get(i), 3);
+        let mut b = ClassifiedScalars::default();
+        b.append_chunk(&inputs, |i| b_inputs.get(i), 0);
+        b.append_chunk(&aux, |i| b_aux.get(i), 2);
+        assert_eq!((p.l, p.a, p.b.clone()), (l.clone(), a, b));
+        assert_eq!(ClassifiedScalars::all(&aux), l);
+        assert!(!p.b.ones.is_empty() && !p.b.tail_indices.is_empty());
+
+        let mut bitmap = vec![0u32; (n + 2).div_ceil(32)];
+        p.b.ones.iter().for_each(|&i| bitmap[i as usize / 32] |= 1 << (i % 32));
+        assert_eq!(p.b.ones_bitmap(n + 2), bitmap);
     }
 
     #[test]
     fn selected_scalars_map_to_consecutive_points_after_the_first() {
-        let scalars = [Scalar::ONE, Scalar::from(5u64), Scalar::ONE, Scalar::ZERO, Scalar::from(9u64)];
+        let scalars = [
+            Scalar::ONE,
+            Scalar::from(5u64),
+            Scalar::ONE,
+            Scalar::ZERO,
+            Scalar::from(9u64),
+        ];
         let mut classes = ClassifiedScalars::default();
-        classes.append(&scalars, |i| i != 1, 10);
+        classes.append_chunk(&scalars, |i| i != 1, 10);
         assert_eq!(classes.ones, vec![10, 11]);
         assert_eq!(classes.tail_indices, vec![13]);
         assert_eq!(classes.tail_scalars, vec![Scalar::from(9u64).to_repr()]);
@@ -158,6 +242,13 @@ mod tests {
         classes.fold_ones_into_tail();
         assert!(classes.ones.is_empty());
         assert_eq!(classes.tail_indices, vec![13, 10, 11]);
-        assert_eq!(classes.tail_scalars, vec![Scalar::from(9u64).to_repr(), Scalar::ONE.to_repr(), Scalar::ONE.to_repr()]);
+        assert_eq!(
+            classes.tail_scalars,
+            vec![
+                Scalar::from(9u64).to_repr(),
+                Scalar::ONE.to_repr(),
+                Scalar::ONE.to_repr()
+            ]
+        );
     }
 }
