@@ -385,6 +385,7 @@ fn engine_config(config: *const cuzk_config) -> Result<EngineConfig> {
         pinned_pool_bytes: config.pinned_pool_bytes,
         classic_synthesis: false,
         host_memory_budget: config.host_memory_budget,
+        proving_lanes: 0,
     })
 }
 

@@ -608,6 +608,10 @@ impl Backend for GpuCall<'_> {
     fn for_call(&self, device: Option<u32>, priority: Priority) -> Result<Box<dyn Backend + '_>> {
         self.gpu.for_call(device, priority)
     }
+
+    fn devices_for_call(&self) -> usize {
+        if self.device.is_some() { 1 } else { self.gpu.devices.len() }
+    }
 }
 
 impl Drop for InFlight<'_> {

@@ -102,6 +102,12 @@ pub trait Backend: Send + Sync {
     /// calls' (see [`turn`]).
     fn for_call(&self, device: Option<u32>, priority: Priority) -> Result<Box<dyn Backend + '_>>;
 
+    /// How many devices a call's partitions can spread over: what the pipeline proves at
+    /// once (the CPU backend proves one partition at a time on all cores).
+    fn devices_for_call(&self) -> usize {
+        1
+    }
+
     /// The devices and what they hold (empty for the CPU).
     fn devices(&self) -> Vec<DeviceStatus> {
         Vec::new()

@@ -65,6 +65,9 @@ pub struct EngineConfig {
     /// `pipeline`), in bytes; 0: a quarter of the machine's memory. One partition at a time is
     /// always allowed.
     pub host_memory_budget: u64,
+    /// Partitions one call proves at once (the pipeline's proving lanes); 0: one per device
+    /// the call may use, so that a sector's partitions spread over the GPUs.
+    pub proving_lanes: usize,
 }
 
 impl Default for EngineConfig {
@@ -78,6 +81,7 @@ impl Default for EngineConfig {
             pinned_pool_bytes: 0,
             classic_synthesis: false,
             host_memory_budget: 0,
+            proving_lanes: 0,
         }
     }
 }
@@ -398,6 +402,14 @@ impl Engine {
     /// Runs `f` on the engine's worker threads (where its calls run their parallel phases).
     pub fn install<T: Send>(&self, f: impl FnOnce() -> T + Send) -> T {
         self.pool.install(f)
+    }
+
+    /// The proving lanes of a call on `backend` (its view for the call).
+    fn proving_lanes(&self, backend: &dyn Backend) -> usize {
+        match self.config.proving_lanes {
+            0 => backend.devices_for_call(),
+            lanes => lanes,
+        }
     }
 
     /// The backend proofs run on.

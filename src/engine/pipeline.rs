@@ -4,9 +4,10 @@
 //! 1. Synthesis (a thread of the call, its parallel work on the engine's workers): per sector
 //!    decode and check the C1 output, get the proving key and the circuit shape, then
 //!    synthesize its partitions in order.
-//! 2. Proving (the calling thread): each synthesized partition on the backend, in the same
-//!    order, waiting for the backend's turn on this thread (never on a worker); after a
-//!    sector's last partition, its self-verification.
+//! 2. Proving (lanes: threads of the call, one per device it may use, see
+//!    `Engine::proving_lanes`): each synthesized partition on the backend, taken in order by
+//!    the next free lane, which waits there for the backend's turn (never on a worker); the
+//!    lane that proves a sector's last partition self-verifies the sector.
 //!
 //! A synthesized partition holds a, b, c and the witness (32GiB: ≈ 17 GB). Synthesis takes a
 //! share of the host memory budget for each one before making it and proving returns it when
@@ -50,8 +51,8 @@ pub enum SectorInput<'a> {
     MadeUp(MadeUpSector),
 }
 
-/// `partitions` partitions of `proof`'s circuit made from made-up vanilla proofs
-/// (`porep::synthetic_partition_circuit`, values from `seed`), proven with `key`: for
+/// `partitions` partitions of `proof`'s circuit made from made-up vanilla proofs (partition
+/// k: `porep::synthetic_partition_circuit` with seed `(seed << 8) + k + 1`), proven with `key`: for
 /// benchmarking the pipeline at sizes no sector can be sealed for here. Their proofs cannot
 /// verify, so none is self-verified.
 #[derive(Clone)]
@@ -82,9 +83,9 @@ enum Job<'e> {
     /// Sector `index`'s `partitions` partitions follow, to be proven with `key` (and verified
     /// against `statement` when there is one).
     Sector { index: usize, statement: Option<SealStatement>, key: Arc<ProvingKey>, partitions: usize, timings: Timings },
-    /// Partition `k` of the current sector, holding `share` of the memory budget, counted as
+    /// Partition `k` of sector `index`, holding `share` of the memory budget, counted as
     /// `waiting` for proving since `synthesized_at`; `timings` are its synthesis's.
-    Partition { k: usize, synthesized: SynthesizedCircuit, share: BudgetShare, waiting: Counted<'e>, synthesized_at: Instant, timings: Timings },
+    Partition { index: usize, k: usize, synthesized: SynthesizedCircuit, share: BudgetShare, waiting: Counted<'e>, synthesized_at: Instant, timings: Timings },
     /// Sector `index` failed before its last partition was synthesized.
     Failed { index: usize, error: Error },
 }
@@ -214,7 +215,7 @@ pub(super) fn run(engine: &Engine, backend: &dyn Backend, sectors: &[SectorInput
                 }
             }
         });
-        prove_jobs(engine, backend, options, receiver, start, &mut results);
+        prove_jobs(engine, backend, options, receiver, start, engine.proving_lanes(backend), &mut results);
     });
     results.into_iter().map(|r| r.unwrap_or_else(|| Err(Error::internal("a sector of the call got no result")))).collect()
 }
@@ -322,97 +323,154 @@ fn synthesize_partitions<'e, Tree: 'static + MerkleTreeTrait>(
         // The partition's own total counts from its synthesis; its proving adds to it.
         timings.total_ns = nanos(synthesis_start.elapsed());
         let waiting = Counted::new(&occupancy.waiting);
-        let job = Job::Partition { k, synthesized, share, waiting, synthesized_at: Instant::now(), timings };
+        let job = Job::Partition { index, k, synthesized, share, waiting, synthesized_at: Instant::now(), timings };
         sender.send(job).map_err(|_| Error::internal("the proving stage ended early"))?;
     }
     Ok(())
 }
 
-/// The sector stage 2 is proving.
+/// A sector in stage 2: what its partitions' lanes fill in.
 struct Proving {
     index: usize,
     statement: Option<SealStatement>,
     key: Arc<ProvingKey>,
-    partitions: usize,
-    bytes: Vec<u8>,
     timings: Timings,
-    partition_timings: Vec<Timings>,
-    /// Set when a partition failed: the sector's remaining partitions are dropped unproven.
-    error: Option<Error>,
+    /// Each partition's proof bytes and timings, by partition.
+    proofs: Vec<Option<(Vec<u8>, Timings)>>,
+    /// Partitions not proven yet; the lane that proves the last one finishes the sector.
+    remaining: usize,
+    /// Set when a partition failed or synthesis gave up on the sector: its other partitions
+    /// are dropped unproven and the result is (or was) this error.
+    failed: bool,
 }
 
-/// Stage 2: proves partitions as they arrive; records each sector's result when its last
-/// partition is proven (or it fails).
-fn prove_jobs(
+/// A partition handed to a lane.
+struct LaneJob<'e> {
+    sector: Arc<Mutex<Proving>>,
+    k: usize,
+    synthesized: SynthesizedCircuit,
+    share: BudgetShare,
+    waiting: Counted<'e>,
+    synthesized_at: Instant,
+    timings: Timings,
+}
+
+/// Stage 2: proves partitions as they arrive, on `lanes` threads (one per device the call may
+/// use: partitions of one sector spread over the devices, each taking the least busy one);
+/// records each sector's result when its last partition is proven, or when it fails.
+fn prove_jobs<'e>(
     engine: &Engine,
     backend: &dyn Backend,
     options: &ProveOptions,
-    receiver: mpsc::Receiver<Job<'_>>,
+    receiver: mpsc::Receiver<Job<'e>>,
     start: Instant,
+    lanes: usize,
     results: &mut [Option<Result<SectorProof>>],
 ) {
-    let mut current: Option<Proving> = None;
-    let cancel = options.cancel.as_ref();
-    let occupancy = &engine.occupancy;
-    for job in receiver {
-        match job {
-            Job::Sector { index, statement, key, partitions, mut timings } => {
-                timings.backend = backend.kind() as u32;
-                let bytes = Vec::with_capacity(partitions * GROTH_PROOF_BYTES);
-                current = Some(Proving { index, statement, key, partitions, bytes, timings, partition_timings: Vec::with_capacity(partitions), error: None });
-            }
-            Job::Failed { index, error } => {
-                if current.as_ref().is_some_and(|p| p.index == index) {
-                    current = None;
+    let results = Mutex::new(results);
+    let record = |index: usize, result: Result<SectorProof>| results.lock().unwrap_or_else(|p| p.into_inner())[index] = Some(result);
+    // A lane takes the next partition only when it is free, so partitions enter proving (and
+    // the device turns) in order.
+    let (to_lanes, from_dispatch) = mpsc::sync_channel::<LaneJob<'e>>(0);
+    let from_dispatch = Mutex::new(from_dispatch);
+    std::thread::scope(|scope| {
+        for _ in 0..lanes.max(1) {
+            scope.spawn(|| loop {
+                let Ok(job) = from_dispatch.lock().unwrap_or_else(|p| p.into_inner()).recv() else { return };
+                if let Some((index, result)) = prove_partition(engine, backend, options, start, job) {
+                    record(index, result);
                 }
-                results[index] = Some(Err(error));
-            }
-            Job::Partition { k, synthesized, share, waiting, synthesized_at, mut timings } => {
-                drop(waiting);
-                timings.proving_wait_ns = nanos(synthesized_at.elapsed());
-                let Some(sector) = current.as_mut() else { continue };
-                if sector.error.is_none() {
+            });
+        }
+        let mut sectors: Vec<Option<Arc<Mutex<Proving>>>> = Vec::new();
+        for job in receiver {
+            match job {
+                Job::Sector { index, statement, key, partitions, mut timings } => {
                     timings.backend = backend.kind() as u32;
-                    let proved = options.randomness_for(k).and_then(|randomness| {
-                        // On this thread, not on a worker: it may wait for a turn.
-                        occupancy.stage(&occupancy.proving, &occupancy.proving_busy_ns, || {
-                            prove_synthesized(backend, &engine.pool, &sector.key, synthesized, randomness, cancel, &mut timings)
-                        })
-                    });
-                    match proved.and_then(|proof| write_proof(&proof, &mut sector.bytes, &mut timings)) {
-                        Ok(()) => {}
-                        Err(e) => sector.error = Some(e),
-                    }
-                    timings.total_ns += nanos(synthesized_at.elapsed());
-                    sector.timings.merge(&timings);
-                    sector.partition_timings.push(timings);
+                    let proofs = (0..partitions).map(|_| None).collect();
+                    let sector = Proving { index, statement, key, timings, proofs, remaining: partitions, failed: false };
+                    sectors.resize(sectors.len().max(index + 1), None);
+                    sectors[index] = Some(Arc::new(Mutex::new(sector)));
                 }
-                drop(share);
-                if k + 1 == sector.partitions {
-                    let sector = current.take().expect("the current sector");
-                    let index = sector.index;
-                    results[index] = Some(finish_sector(engine, options, sector, start));
+                Job::Failed { index, error } => {
+                    if let Some(sector) = sectors.get(index).and_then(Option::as_ref) {
+                        sector.lock().unwrap_or_else(|p| p.into_inner()).failed = true;
+                    }
+                    record(index, Err(error));
+                }
+                Job::Partition { index, k, synthesized, share, waiting, synthesized_at, timings } => {
+                    let Some(sector) = sectors.get(index).and_then(Option::clone) else { continue };
+                    let job = LaneJob { sector, k, synthesized, share, waiting, synthesized_at, timings };
+                    if to_lanes.send(job).is_err() {
+                        return;
+                    }
                 }
             }
         }
+        drop(to_lanes);
+    });
+}
+
+/// Proves partition `job.k` of its sector on a lane; when it was the sector's last, the
+/// sector's result.
+fn prove_partition(engine: &Engine, backend: &dyn Backend, options: &ProveOptions, start: Instant, job: LaneJob) -> Option<(usize, Result<SectorProof>)> {
+    let LaneJob { sector, k, synthesized, share, waiting, synthesized_at, mut timings } = job;
+    drop(waiting);
+    timings.proving_wait_ns = nanos(synthesized_at.elapsed());
+    let key = {
+        let sector = sector.lock().unwrap_or_else(|p| p.into_inner());
+        if sector.failed {
+            return None;
+        }
+        sector.key.clone()
+    };
+    timings.backend = backend.kind() as u32;
+    let occupancy = &engine.occupancy;
+    let proved = options.randomness_for(k).and_then(|randomness| {
+        // On this thread, not on a worker: it may wait for a turn.
+        occupancy.stage(&occupancy.proving, &occupancy.proving_busy_ns, || {
+            prove_synthesized(backend, &engine.pool, &key, synthesized, randomness, options.cancel.as_ref(), &mut timings)
+        })
+    });
+    let mut bytes = Vec::with_capacity(GROTH_PROOF_BYTES);
+    let written = proved.and_then(|proof| write_proof(&proof, &mut bytes, &mut timings));
+    timings.total_ns += nanos(synthesized_at.elapsed());
+    drop(share);
+    let mut sector = sector.lock().unwrap_or_else(|p| p.into_inner());
+    if sector.failed {
+        return None;
     }
+    if let Err(error) = written {
+        sector.failed = true;
+        return Some((sector.index, Err(error)));
+    }
+    sector.proofs[k] = Some((bytes, timings));
+    sector.remaining -= 1;
+    if sector.remaining > 0 {
+        return None;
+    }
+    let index = sector.index;
+    Some((index, finish_sector(engine, options, &mut sector, start)))
 }
 
 fn write_proof(proof: &Proof<Bls12>, bytes: &mut Vec<u8>, t: &mut Timings) -> Result<()> {
     timed(&mut t.assembly_ns, || proof.write(bytes)).map_err(|e| Error::internal(format!("writing proof: {e}")))
 }
 
-/// A sector's result once all its partitions are proven: self-verified when configured and
-/// the sector has a statement.
-fn finish_sector(engine: &Engine, options: &ProveOptions, sector: Proving, start: Instant) -> Result<SectorProof> {
-    let Proving { statement, key, bytes, mut timings, partition_timings, error, .. } = sector;
-    if let Some(error) = error {
-        return Err(error);
+/// A sector's result once all its partitions are proven: its proof bytes and timings in
+/// partition order, self-verified when configured and the sector has a statement.
+fn finish_sector(engine: &Engine, options: &ProveOptions, sector: &mut Proving, start: Instant) -> Result<SectorProof> {
+    let (mut bytes, mut partitions) = (Vec::with_capacity(sector.proofs.len() * GROTH_PROOF_BYTES), Vec::with_capacity(sector.proofs.len()));
+    for (proof, timings) in sector.proofs.drain(..).flatten() {
+        bytes.extend_from_slice(&proof);
+        sector.timings.merge(&timings);
+        partitions.push(timings);
     }
     options.check_cancel()?;
-    if let (true, Some(statement)) = (engine.config.self_verify, &statement) {
+    let mut timings = sector.timings;
+    if let (true, Some(statement)) = (engine.config.self_verify, &sector.statement) {
         let verify_start = Instant::now();
-        let vk = porep::prepare_vk(&key.vk);
+        let vk = porep::prepare_vk(&sector.key.vk);
         let valid = engine.pool.install(|| with_porep_shape!(statement.registered_proof, verify_statement(statement, &vk, &bytes)))?;
         timings.verify_ns += nanos(verify_start.elapsed());
         if !valid {
@@ -420,7 +478,7 @@ fn finish_sector(engine: &Engine, options: &ProveOptions, sector: Proving, start
         }
     }
     timings.total_ns = nanos(start.elapsed());
-    Ok(SectorProof { proof: bytes, timings, partitions: partition_timings })
+    Ok(SectorProof { proof: bytes, timings, partitions })
 }
 
 fn verify_statement<Tree: 'static + MerkleTreeTrait>(statement: &SealStatement, vk: &bellperson::groth16::PreparedVerifyingKey<Bls12>, proof: &[u8]) -> Result<bool> {
