@@ -13,6 +13,7 @@ pub mod ffi;
 pub mod fixtures;
 pub mod groth16;
 pub mod keys;
+mod parallel;
 pub mod pinned;
 pub mod porep;
 pub mod r1cs;

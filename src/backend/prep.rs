@@ -8,6 +8,7 @@ use rayon::prelude::*;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use crate::groth16::QueryLayout;
+use crate::parallel::extend_parallel;
 use crate::synthesis::Density;
 
 /// The scalars of one MSM sorted into the three classes.
@@ -60,11 +61,15 @@ impl ClassifiedScalars {
     }
 
     /// `head`, then `parts` in order, copied on all cores.
-    fn concat(head: Self, parts: &[&Self]) -> Self {
-        let field = |f: fn(&Self) -> &Vec<u32>| concat_parallel(f(&head), parts.iter().map(|p| f(p).as_slice()));
-        let (ones, tail_indices) = rayon::join(|| field(|c| &c.ones), || field(|c| &c.tail_indices));
-        let tail_scalars = concat_parallel(&head.tail_scalars, parts.iter().map(|p| p.tail_scalars.as_slice()));
-        ClassifiedScalars { ones, tail_indices, tail_scalars }
+    fn concat(mut head: Self, parts: &[&Self]) -> Self {
+        let ones: Vec<&[u32]> = parts.iter().map(|p| p.ones.as_slice()).collect();
+        let tail_indices: Vec<&[u32]> = parts.iter().map(|p| p.tail_indices.as_slice()).collect();
+        let tail_scalars: Vec<&[[u8; 32]]> = parts.iter().map(|p| p.tail_scalars.as_slice()).collect();
+        rayon::join(
+            || extend_parallel(&mut head.ones, &ones),
+            || rayon::join(|| extend_parallel(&mut head.tail_indices, &tail_indices), || extend_parallel(&mut head.tail_scalars, &tail_scalars)),
+        );
+        head
     }
 
     /// Moves the 1-scalars into the tail (as full-width scalars equal to 1): for a backend
@@ -88,29 +93,6 @@ impl ClassifiedScalars {
         });
         bitmap.into_iter().map(AtomicU32::into_inner).collect()
     }
-}
-
-/// `head` followed by every slice of `parts`, the slices copied in parallel.
-fn concat_parallel<'a, T: Copy + Send + Sync + 'a>(head: &[T], parts: impl Iterator<Item = &'a [T]>) -> Vec<T> {
-    let parts: Vec<&[T]> = parts.collect();
-    let total = head.len() + parts.iter().map(|p| p.len()).sum::<usize>();
-    let mut out = Vec::with_capacity(total);
-    out.extend_from_slice(head);
-    let mut rest = &mut out.spare_capacity_mut()[..total - head.len()];
-    let mut destinations = Vec::with_capacity(parts.len());
-    for part in &parts {
-        let (dst, tail) = rest.split_at_mut(part.len());
-        destinations.push(dst);
-        rest = tail;
-    }
-    destinations.into_par_iter().zip(parts).for_each(|(dst, src)| {
-        for (d, s) in dst.iter_mut().zip(src) {
-            d.write(*s);
-        }
-    });
-    // SAFETY: the head and every part were written above, `total` elements in all.
-    unsafe { out.set_len(total) };
-    out
 }
 
 /// The classified scalars of the witness MSMs of one circuit. B_G1 and B_G2 share theirs: same
@@ -224,13 +206,7 @@ mod tests {
 
     #[test]
     fn selected_scalars_map_to_consecutive_points_after_the_first() {
-        let scalars = [
-            Scalar::ONE,
-            Scalar::from(5u64),
-            Scalar::ONE,
-            Scalar::ZERO,
-            Scalar::from(9u64),
-        ];
+        let scalars = [Scalar::ONE, Scalar::from(5u64), Scalar::ONE, Scalar::ZERO, Scalar::from(9u64)];
         let mut classes = ClassifiedScalars::default();
         classes.append_chunk(&scalars, |i| i != 1, 10);
         assert_eq!(classes.ones, vec![10, 11]);
@@ -242,13 +218,6 @@ mod tests {
         classes.fold_ones_into_tail();
         assert!(classes.ones.is_empty());
         assert_eq!(classes.tail_indices, vec![13, 10, 11]);
-        assert_eq!(
-            classes.tail_scalars,
-            vec![
-                Scalar::from(9u64).to_repr(),
-                Scalar::ONE.to_repr(),
-                Scalar::ONE.to_repr()
-            ]
-        );
+        assert_eq!(classes.tail_scalars, vec![Scalar::from(9u64).to_repr(), Scalar::ONE.to_repr(), Scalar::ONE.to_repr()]);
     }
 }

@@ -5,9 +5,9 @@
 use bellperson::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
 use blstrs::Scalar;
 use ff::Field;
-use rayon::prelude::*;
 
 use crate::cancel::CancelToken;
+use crate::parallel::extend_parallel;
 use crate::synthesis::check_cancel;
 
 /// The assignment of one circuit, and how many constraints it enforced (its own plus one per
@@ -120,24 +120,8 @@ impl WitnessCs {
     /// allocation (a 32GiB partition's witness is 4.2 GB: appended part by part it was copied
     /// on one core, and again whenever the vector grew).
     pub fn append_all(&mut self, parts: Vec<WitnessCs>) {
-        let start = self.aux_assignment.len();
-        let total: usize = parts.iter().map(|p| p.aux_assignment.len()).sum();
-        self.aux_assignment.reserve_exact(total);
-        let mut destinations = Vec::with_capacity(parts.len());
-        let mut spare = &mut self.aux_assignment.spare_capacity_mut()[..total];
-        for part in &parts {
-            let (head, tail) = spare.split_at_mut(part.aux_assignment.len());
-            destinations.push(head);
-            spare = tail;
-        }
-        destinations.into_par_iter().zip(&parts).for_each(|(dst, part)| {
-            for (d, v) in dst.iter_mut().zip(&part.aux_assignment) {
-                d.write(*v);
-            }
-        });
-        // SAFETY: the `total` slots after `start` were all written above (the destinations
-        // tile them exactly), and Scalar is Copy (nothing to drop).
-        unsafe { self.aux_assignment.set_len(start + total) };
+        let aux: Vec<&[Scalar]> = parts.iter().map(|p| p.aux_assignment.as_slice()).collect();
+        extend_parallel(&mut self.aux_assignment, &aux);
         for part in parts {
             self.input_assignment.extend_from_slice(&part.input_assignment);
             self.num_constraints += part.num_constraints;
