@@ -31,6 +31,7 @@ use typenum::{Unsigned, U0, U2};
 use crate::cancel::CancelToken;
 use crate::r1cs::{SegmentedCircuit, Witness};
 
+mod sha256;
 mod witness;
 
 use crate::error::{Error, Result, Status};

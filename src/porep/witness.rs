@@ -17,7 +17,6 @@
 use bellperson::gadgets::boolean::{AllocatedBit, Boolean};
 use bellperson::gadgets::multipack;
 use bellperson::gadgets::num::AllocatedNum;
-use bellperson::gadgets::sha256::sha256_compression_function;
 use bellperson::gadgets::uint32::UInt32;
 use bellperson::SynthesisError;
 use blstrs::Scalar;
@@ -37,6 +36,7 @@ use ff::PrimeField;
 use storage_proofs_porep::stacked::StackedCircuit;
 use typenum::{U11, U2};
 
+use super::sha256::{sha256, to_booleans, Bit, Word};
 use super::{PartitionCircuit, TreeDomain};
 use crate::cancel::CancelToken;
 use crate::r1cs::{Witness, WitnessCs};
@@ -176,7 +176,7 @@ pub fn partition_witness<Tree: 'static + MerkleTreeTrait>(circuit: &PartitionCir
                         }
                     }
                     let expanded = expand_parents(parents, layer);
-                    label = Some(label_witness(&mut cs, &prefix.replica_id_bits, expanded, layer as u32, challenge, cancel)?);
+                    label = Some(label_witness(&mut cs, &prefix.replica_id_bits, expanded, layer as u32, challenge)?);
                 }
             }
             Ok((cs, label))
@@ -243,7 +243,7 @@ fn data_leaf_inclusion(
             let bit = Boolean::from(AllocatedBit::alloc(&mut part, Some(index & 1 == 1))?);
             let sibling = AllocatedNum::alloc(&mut part, || Ok(siblings[0].into()))?;
             let inserted = insert(&mut part, &node, std::slice::from_ref(&bit), &[sibling])?;
-            let parent = Sha256::hash_multi_leaf_circuit::<U2, _>(&mut part, &inserted, height)?;
+            let parent = hash_leaves(&mut part, &inserted)?;
             Ok((part, bit, parent))
         })
         .collect::<Result<Vec<_>, SynthesisError>>()?;
@@ -258,21 +258,12 @@ fn data_leaf_inclusion(
     Ok(())
 }
 
-/// `create_label_circuit`'s label (storage-proofs-porep), its SHA-256 blocks in parallel: the
-/// native hash gives the state before every block, each block's compression then runs from
-/// that state, allocated in a scratch system (the same kind of variables the previous block's
-/// output is), and the blocks' variables are appended in order. A label is 20 blocks: without
-/// this, one label (≈ 540k constraints) was the longest task of a 2KiB partition's witness.
-fn label_witness(
-    cs: &mut WitnessCs,
-    replica_id: &[Boolean],
-    parents: Vec<Vec<Boolean>>,
-    layer: u32,
-    node: UInt64,
-    cancel: Option<&CancelToken>,
-) -> Result<AllocatedNum<Scalar>, SynthesisError> {
+/// `create_label_circuit`'s label (storage-proofs-porep): the SHA-256 of the replica id, the
+/// layer and node, and the parents, computed natively ([`super::sha256`]: the gadget's own
+/// witness was most of a partition's), then packed into a number as the gadget does.
+fn label_witness(cs: &mut WitnessCs, replica_id: &[Boolean], parents: Vec<Vec<Boolean>>, layer: u32, node: UInt64) -> Result<AllocatedNum<Scalar>, SynthesisError> {
     // create_label_circuit's buffer: replica id | layer, node | 37 parents, each padded to 32
-    // bytes; then bellpepper's sha256 padding.
+    // bytes.
     let pad_to_multiple = |bits: &mut Vec<Boolean>, n: usize| bits.resize(bits.len().next_multiple_of(n), Boolean::constant(false));
     let mut input = replica_id.to_vec();
     pad_to_multiple(&mut input, 256);
@@ -283,50 +274,28 @@ fn label_witness(
         input.extend_from_slice(parent);
         pad_to_multiple(&mut input, 256);
     }
-    let message_bits = input.len() as u64;
-    input.push(Boolean::constant(true));
-    input.resize((input.len() + 64).next_multiple_of(512) - 64, Boolean::constant(false));
-    input.extend((0..64).rev().map(|i| Boolean::constant((message_bits >> i) & 1 == 1)));
-
-    let bytes = input
-        .chunks(8)
-        .map(|byte| byte.iter().try_fold(0u8, |acc, bit| Ok((acc << 1) | u8::from(bit.get_value().ok_or(SynthesisError::AssignmentMissing)?))))
-        .collect::<Result<Vec<u8>, SynthesisError>>()?;
-    let mut states = vec![SHA256_IV];
-    for block in bytes.chunks(64) {
-        let mut state = *states.last().expect("the IV");
-        sha2::compress256(&mut state, &[*sha2::digest::generic_array::GenericArray::from_slice(block)]);
-        states.push(state);
-    }
-    let blocks = input
-        .par_chunks(512)
-        .zip(&states)
-        .enumerate()
-        .map(|(k, (block, state))| {
-            let mut part = WitnessCs::part(cancel);
-            let state: Vec<UInt32> = match k {
-                // The first block starts from the IV as constants, as bellpepper's sha256 does.
-                0 => state.iter().map(|&v| UInt32::constant(v)).collect(),
-                _ => {
-                    let mut scratch = WitnessCs::part(None);
-                    state.iter().map(|&v| UInt32::alloc(&mut scratch, Some(v))).collect::<Result<_, _>>()?
-                }
-            };
-            let out = sha256_compression_function(&mut part, block, &state)?;
-            Ok((part, out))
-        })
-        .collect::<Result<Vec<_>, SynthesisError>>()?;
-    let mut digest = Vec::new();
-    for (part, out) in blocks {
-        cs.append(part);
-        digest = out;
-    }
-    let bits = reverse_bit_numbering(digest.into_iter().flat_map(UInt32::into_bits_be).collect());
+    let input = input.iter().map(Bit::of).collect::<Result<Vec<_>, _>>()?;
+    let digest = sha256(cs, &input)?;
+    let bits = reverse_bit_numbering(to_booleans(digest.iter().flat_map(Word::bits_be))?);
     multipack::pack_bits(cs, &bits[..Scalar::CAPACITY as usize])
 }
 
-/// SHA-256's initial state.
-const SHA256_IV: [u32; 8] = [0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19];
+/// filecoin-hashers' SHA-256 `hash_multi_leaf_circuit`, its hash computed natively: the
+/// leaves' bits (little-endian, padded to whole bytes, each byte's bits reversed), their
+/// SHA-256, and the digest's first 254 bits (each byte's bits reversed) packed into a number.
+fn hash_leaves(cs: &mut WitnessCs, leaves: &[AllocatedNum<Scalar>]) -> Result<AllocatedNum<Scalar>, SynthesisError> {
+    let mut input = Vec::new();
+    for leaf in leaves {
+        let mut bits = leaf.to_bits_le(&mut *cs)?;
+        bits.resize(bits.len().next_multiple_of(8), Boolean::Constant(false));
+        for byte in bits.chunks_exact(8) {
+            input.extend(byte.iter().rev().map(Bit::of).collect::<Result<Vec<_>, _>>()?);
+        }
+    }
+    let digest: Vec<Bit> = sha256(cs, &input)?.iter().flat_map(Word::bits_be).collect();
+    let bits = to_booleans(digest.chunks(8).flat_map(|byte| byte.iter().rev().copied()).take(Scalar::CAPACITY as usize))?;
+    multipack::pack_bits(cs, &bits)
+}
 
 /// The 37 parents a label hashes, as `StackedCircuit` repeats them: layer 1 has 6 DRG parents
 /// (repeated 6 times, then the first once more), later layers 6 + 8 (repeated twice, then the

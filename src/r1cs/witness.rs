@@ -109,6 +109,21 @@ impl WitnessCs {
         WitnessCs { cancel: cancel.cloned(), ..WitnessCs::new() }
     }
 
+    /// Allocates an aux variable of value 0 or 1 and counts the one constraint that comes with
+    /// it (its booleanity, or the gate that computes it): for witness writers that compute a
+    /// gadget's allocations natively (`porep::sha256`).
+    pub(crate) fn alloc_constrained_bit(&mut self, value: bool) -> Result<(), SynthesisError> {
+        check_cancel(self.aux_assignment.len(), self.cancel.as_ref())?;
+        self.aux_assignment.push(if value { Scalar::ONE } else { Scalar::ZERO });
+        self.num_constraints += 1;
+        Ok(())
+    }
+
+    /// Counts `n` constraints that a natively computed gadget enforces without allocating.
+    pub(crate) fn count_constraints(&mut self, n: usize) {
+        self.num_constraints += n;
+    }
+
     /// Appends everything `part` allocated and enforced, after everything in `self`.
     pub fn append(&mut self, part: WitnessCs) {
         self.input_assignment.extend_from_slice(&part.input_assignment);
