@@ -22,7 +22,7 @@
 #                                 performance only) through the engine's pipeline: 1, 2 and 4
 #                                 sectors per call (throughput against sequential; GPU busy
 #                                 fraction; per-partition timings) (~8 min; CUZK_SECTORS=1,2
-#                                 for fewer)
+#                                 for fewer; CUZK_LANES=N: N proving lanes, default automatic)
 #   scripts/gpu-run.sh micro      SHA chains of 2^16 and 2^20 with random-setup keys (verified),
 #                                 then a per-phase sweep: random circuits of 2^20, 2^22, 2^24
 #                                 constraints, PoRep-like (mostly 0/1) and uniform witnesses
@@ -118,7 +118,7 @@ partition)
         >>"$out/bench.jsonl" 2>>"$out/bench.log" || status=1
     ;;
 sector)
-    timeout 560 carry/cuzk-bench porep-sector --system cuzk --sector-size 32GiB --sectors "${CUZK_SECTORS:-1,2,4}" \
+    timeout 560 carry/cuzk-bench porep-sector --system cuzk --sector-size 32GiB --sectors "${CUZK_SECTORS:-1,2,4}" --lanes "${CUZK_LANES:-0}" \
         >>"$out/bench.jsonl" 2>>"$out/bench.log" || status=1
     ;;
 micro)

@@ -21,7 +21,7 @@
 //!       --check-shape also records filecoin-proofs' blank circuit sequentially and fails unless
 //!       its shape is the made-up partition's (the engine's preload relies on it).
 //!
-//!   cuzk-bench porep-sector --system cuzk|cuzk-cpu --sector-size 32GiB [--sectors 1,2,4] [--partitions P] [--repeat N]
+//!   cuzk-bench porep-sector --system cuzk|cuzk-cpu --sector-size 32GiB [--sectors 1,2,4] [--partitions P] [--lanes L] [--repeat N]
 //!       whole sectors of made-up partitions (PERFORMANCE ONLY, synthetic key) through the
 //!       engine's pipeline, N sectors per call (one record per call): partitions synthesized
 //!       while earlier ones are proven, within the host memory budget. Records the wall time
@@ -84,9 +84,11 @@ struct Args {
     sectors: Vec<usize>,
     /// porep-sector: partitions per sector (default: the proof kind's).
     partitions: Option<usize>,
+    /// porep-sector: the engine's proving lanes (`EngineConfig::proving_lanes`; 0: automatic).
+    lanes: usize,
 }
 
-const USAGE: &str = "usage: cuzk-bench c2 --system cuzk|cuzk-streamed|cuzk-cpu|bellperson --fixture DIR --params DIR [--repeat N]\n       cuzk-bench circuit --system cuzk|cuzk-streamed|cuzk-cpu|bellperson --log-constraints K [--witness porep|uniform|sha] [--setup-key] [--write-key FILE] [--repeat N]\n       cuzk-bench porep-partition --system cuzk|cuzk-streamed|cuzk-cpu --sector-size 2KiB|8MiB|512MiB|32GiB|64GiB [--check-shape] [--compare-spmv] [--repeat N]\n       cuzk-bench porep-sector --system cuzk|cuzk-cpu --sector-size 2KiB|8MiB|512MiB|32GiB|64GiB [--sectors N,N..] [--partitions P] [--repeat N]";
+const USAGE: &str = "usage: cuzk-bench c2 --system cuzk|cuzk-streamed|cuzk-cpu|bellperson --fixture DIR --params DIR [--repeat N]\n       cuzk-bench circuit --system cuzk|cuzk-streamed|cuzk-cpu|bellperson --log-constraints K [--witness porep|uniform|sha] [--setup-key] [--write-key FILE] [--repeat N]\n       cuzk-bench porep-partition --system cuzk|cuzk-streamed|cuzk-cpu --sector-size 2KiB|8MiB|512MiB|32GiB|64GiB [--check-shape] [--compare-spmv] [--repeat N]\n       cuzk-bench porep-sector --system cuzk|cuzk-cpu --sector-size 2KiB|8MiB|512MiB|32GiB|64GiB [--sectors N,N..] [--partitions P] [--lanes L] [--repeat N]";
 
 fn parse_args() -> Result<Args> {
     let mut argv = std::env::args().skip(1);
@@ -109,6 +111,7 @@ fn parse_args() -> Result<Args> {
         compare_spmv: false,
         sectors: vec![1],
         partitions: None,
+        lanes: 0,
     };
     while let Some(flag) = argv.next() {
         if ["--check-shape", "--setup-key", "--compare-spmv"].contains(&flag.as_str()) {
@@ -129,6 +132,7 @@ fn parse_args() -> Result<Args> {
             "--sector-size" => args.sector_size = value,
             "--sectors" => args.sectors = value.split(',').map(|n| n.parse().context("--sectors")).collect::<Result<_>>()?,
             "--partitions" => args.partitions = Some(value.parse().context("--partitions")?),
+            "--lanes" => args.lanes = value.parse().context("--lanes")?,
             _ => bail!("unknown flag {flag}\n{USAGE}"),
         }
     }
@@ -185,6 +189,7 @@ fn engine(args: &Args) -> Result<Arc<Engine>> {
         param_cache_dir: args.params.clone(),
         cpu_only: args.system == "cuzk-cpu",
         gpu_key_memory_budget: if args.system == "cuzk-streamed" { 1 } else { 0 },
+        proving_lanes: args.lanes,
         ..Default::default()
     };
     Ok(Engine::acquire(config)?)
@@ -508,9 +513,10 @@ fn run_porep_sector(args: &Args) -> Result<()> {
                 _ => "null".into(),
             };
             let fields = format!(
-                "{},{},\"sectors\":{sectors},\"partitions\":{partitions},\"wall_per_sector_s\":{:.3},\"gpu_busy_fraction\":{device_busy},\"synthesis_busy_fraction\":{:.3},\"proving_busy_fraction\":{:.3},\"partition_timings\":{}",
+                "{},{},\"sectors\":{sectors},\"partitions\":{partitions},\"proving_lanes\":{},\"wall_per_sector_s\":{:.3},\"gpu_busy_fraction\":{device_busy},\"synthesis_busy_fraction\":{:.3},\"proving_busy_fraction\":{:.3},\"partition_timings\":{}",
                 timing_fields(&sum),
                 memory.fields(),
+                engine.proving_lanes(engine.backend()),
                 wall / sectors as f64,
                 busy(after.pipeline.synthesis_busy_ns - before.pipeline.synthesis_busy_ns),
                 busy(after.pipeline.proving_busy_ns - before.pipeline.proving_busy_ns),

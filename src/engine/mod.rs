@@ -405,7 +405,7 @@ impl Engine {
     }
 
     /// The proving lanes of a call on `backend` (its view for the call).
-    fn proving_lanes(&self, backend: &dyn Backend) -> usize {
+    pub fn proving_lanes(&self, backend: &dyn Backend) -> usize {
         match self.config.proving_lanes {
             0 => backend.devices_for_call(),
             lanes => lanes,
