@@ -102,9 +102,9 @@ pub trait Backend: Send + Sync {
     /// calls' (see [`turn`]).
     fn for_call(&self, device: Option<u32>, priority: Priority) -> Result<Box<dyn Backend + '_>>;
 
-    /// How many devices a call's partitions can spread over: what the pipeline proves at
-    /// once (the CPU backend proves one partition at a time on all cores).
-    fn devices_for_call(&self) -> usize {
+    /// How many partitions of a call the pipeline proves at once (its proving lanes). The CPU
+    /// backend proves one at a time, on all cores.
+    fn proving_lanes(&self) -> usize {
         1
     }
 

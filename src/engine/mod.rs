@@ -65,8 +65,9 @@ pub struct EngineConfig {
     /// `pipeline`), in bytes; 0: a quarter of the machine's memory. One partition at a time is
     /// always allowed.
     pub host_memory_budget: u64,
-    /// Partitions one call proves at once (the pipeline's proving lanes); 0: one per device
-    /// the call may use, so that a sector's partitions spread over the GPUs.
+    /// Partitions one call proves at once (the pipeline's proving lanes); 0: the backend's
+    /// choice (GPU: two per device the call may use, so that a sector's partitions spread over
+    /// the GPUs and one partition's host work overlaps another's GPU phases; CPU: one).
     pub proving_lanes: usize,
 }
 
@@ -407,7 +408,7 @@ impl Engine {
     /// The proving lanes of a call on `backend` (its view for the call).
     pub fn proving_lanes(&self, backend: &dyn Backend) -> usize {
         match self.config.proving_lanes {
-            0 => backend.devices_for_call(),
+            0 => backend.proving_lanes(),
             lanes => lanes,
         }
     }

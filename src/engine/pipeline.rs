@@ -4,7 +4,7 @@
 //! 1. Synthesis (a thread of the call, its parallel work on the engine's workers): per sector
 //!    decode and check the C1 output, get the proving key and the circuit shape, then
 //!    synthesize its partitions in order.
-//! 2. Proving (lanes: threads of the call, one per device it may use, see
+//! 2. Proving (lanes: threads of the call, two per GPU it may use, see
 //!    `Engine::proving_lanes`): each synthesized partition on the backend, taken in order by
 //!    the next free lane, which waits there for the backend's turn (never on a worker); the
 //!    lane that proves a sector's last partition self-verifies the sector.
@@ -355,8 +355,9 @@ struct LaneJob<'e> {
     timings: Timings,
 }
 
-/// Stage 2: proves partitions as they arrive, on `lanes` threads (one per device the call may
-/// use: partitions of one sector spread over the devices, each taking the least busy one);
+/// Stage 2: proves partitions as they arrive, on `lanes` threads (two per device the call may
+/// use: partitions of one sector spread over the devices, each taking the least busy one, and
+/// one partition's host work overlaps another's device turn);
 /// records each sector's result when its last partition is proven, or when it fails.
 fn prove_jobs<'e>(
     engine: &Engine,
