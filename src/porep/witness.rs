@@ -288,8 +288,8 @@ fn hash_leaves(cs: &mut WitnessCs, leaves: &[AllocatedNum<Scalar>]) -> Result<Al
     for leaf in leaves {
         let mut bits = leaf.to_bits_le(&mut *cs)?;
         bits.resize(bits.len().next_multiple_of(8), Boolean::Constant(false));
-        for byte in bits.chunks_exact(8) {
-            input.extend(byte.iter().rev().map(Bit::of).collect::<Result<Vec<_>, _>>()?);
+        for bit in bits.chunks_exact(8).flat_map(|byte| byte.iter().rev()) {
+            input.push(Bit::of(bit)?);
         }
     }
     let digest: Vec<Bit> = sha256(cs, &input)?.iter().flat_map(Word::bits_be).collect();
