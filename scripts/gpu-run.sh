@@ -22,7 +22,9 @@
 #                                 performance only) through the engine's pipeline: 1, 2 and 4
 #                                 sectors per call (throughput against sequential; GPU busy
 #                                 fraction; per-partition timings) (~8 min; CUZK_SECTORS=1,2
-#                                 for fewer; CUZK_LANES=N: N proving lanes, default automatic)
+#                                 for fewer; CUZK_LANES=N: N proving lanes, default automatic;
+#                                 with several GPUs the partitions spread over them and each
+#                                 record gives every device's busy fraction and partitions)
 #   scripts/gpu-run.sh micro      SHA chains of 2^16 and 2^20 with random-setup keys (verified),
 #                                 then a per-phase sweep: random circuits of 2^20, 2^22, 2^24
 #                                 constraints, PoRep-like (mostly 0/1) and uniform witnesses

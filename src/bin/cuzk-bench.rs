@@ -219,7 +219,8 @@ fn timing_fields(t: &Timings) -> String {
 /// Where a record was measured: the commit (CUZK_BENCH_COMMIT, which scripts/gpu-run.sh sets
 /// from carry/COMMIT), the host, the CUDA driver (CUZK_BENCH_CUDA, from nvidia-smi), and for
 /// cuzk's GPU systems the device and the device memory in use after the run, in all and by
-/// cuzk (keys, NTT buffers), from the engine status.
+/// cuzk (keys, NTT buffers), from the engine status: of the first device, with the number of
+/// devices the engine uses.
 fn machine_fields(engine: Option<&Engine>) -> String {
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_string()).unwrap_or_default();
     let host_memory_gib = std::fs::read_to_string("/proc/meminfo")
@@ -234,8 +235,10 @@ fn machine_fields(engine: Option<&Engine>) -> String {
         "host_memory_gib": host_memory_gib,
         "cuda": std::env::var("CUZK_BENCH_CUDA").ok(),
     });
-    if let Some(device) = engine.and_then(|e| e.status().devices.into_iter().next()) {
-        fields["gpu"] = device.name.into();
+    let devices = engine.map(|e| e.status().devices).unwrap_or_default();
+    if let Some(device) = devices.first() {
+        fields["gpus"] = devices.len().into();
+        fields["gpu"] = device.name.clone().into();
         fields["gpu_memory_mib"] = (device.memory_total >> 20).into();
         fields["device_memory_in_use_mib"] = ((device.memory_total - device.memory_free) >> 20).into();
         fields["device_memory_cuzk_mib"] = (device.memory_used_by_cuzk >> 20).into();
@@ -508,16 +511,23 @@ fn run_porep_sector(args: &Args) -> Result<()> {
             }
             sum.total_ns = (wall * 1e9) as u64;
             let busy = |ns: u64| ns as f64 / 1e9 / wall;
-            let device_busy = match (before.devices.first(), after.devices.first()) {
-                (Some(b), Some(a)) => format!("{:.3}", busy(a.busy_ns - b.busy_ns)),
-                _ => "null".into(),
+            // Per device: the busy fraction and the partitions it proved (how a call spread over
+            // the GPUs); gpu_busy_fraction is their mean.
+            let devices: Vec<(f64, u64)> = before.devices.iter().zip(&after.devices).map(|(b, a)| (busy(a.busy_ns - b.busy_ns), a.proofs_done - b.proofs_done)).collect();
+            let device_busy = match devices.len() {
+                0 => "null".into(),
+                n => format!("{:.3}", devices.iter().map(|d| d.0).sum::<f64>() / n as f64),
             };
+            let device_busy_each: Vec<String> = devices.iter().map(|d| format!("{:.3}", d.0)).collect();
+            let device_partitions: Vec<String> = devices.iter().map(|d| d.1.to_string()).collect();
             let fields = format!(
-                "{},{},\"sectors\":{sectors},\"partitions\":{partitions},\"proving_lanes\":{},\"wall_per_sector_s\":{:.3},\"gpu_busy_fraction\":{device_busy},\"synthesis_busy_fraction\":{:.3},\"proving_busy_fraction\":{:.3},\"partition_timings\":{}",
+                "{},{},\"sectors\":{sectors},\"partitions\":{partitions},\"proving_lanes\":{},\"wall_per_sector_s\":{:.3},\"gpu_busy_fraction\":{device_busy},\"device_busy_fractions\":[{}],\"device_partitions\":[{}],\"synthesis_busy_fraction\":{:.3},\"proving_busy_fraction\":{:.3},\"partition_timings\":{}",
                 timing_fields(&sum),
                 memory.fields(),
                 engine.proving_lanes(engine.backend()),
                 wall / sectors as f64,
+                device_busy_each.join(","),
+                device_partitions.join(","),
                 busy(after.pipeline.synthesis_busy_ns - before.pipeline.synthesis_busy_ns),
                 busy(after.pipeline.proving_busy_ns - before.pipeline.proving_busy_ns),
                 serde_json::Value::from(partition_records)
