@@ -705,7 +705,9 @@ impl GpuBackend {
         let z = Assignment { inputs: &input_assignment, aux: &aux_assignment };
         let mut h_input = match products {
             Products::Deferred(shape) => {
-                HInput::Witness { witness: timed(&mut t.witness_upload_ns, || pool.install(|| CompactWitness::encode(z)))?, shape }
+                // L's classes are every aux value's kind.
+                let witness = timed(&mut t.witness_upload_ns, || pool.install(|| CompactWitness::encode(z, &p.l.ones, &p.l.tail_indices)))?;
+                HInput::Witness { witness, shape }
             }
             Products::Evaluated { a, b, c } => HInput::Products(a, b, c),
         };
