@@ -591,6 +591,13 @@ struct GpuCall<'a> {
     priority: Priority,
 }
 
+/// Proving lanes per device: a sector's partitions spread over the devices and, on each, one
+/// partition's host share (its scalar classes and compact witness, freeing its witness) runs
+/// while the other holds the device. On the H200 with 16 cores two lanes took a 32GiB sector
+/// from 38.1 to 31.3 s alone and from 39.9 to 25.4 s in 4-sector calls, GPU busy 54 → 74 %
+/// (docs/PERFORMANCE.md, runs 26–27).
+const LANES_PER_DEVICE: usize = 2;
+
 impl Backend for GpuCall<'_> {
     fn kind(&self) -> BackendKind {
         BackendKind::Gpu
@@ -609,13 +616,9 @@ impl Backend for GpuCall<'_> {
         self.gpu.for_call(device, priority)
     }
 
-    /// Two per device the call may use, so that a sector's partitions spread over the devices
-    /// and, on each, one partition's host share (its scalar classes and compact witness, freeing
-    /// its witness) runs while the other holds the device: on the H200 with 16 cores that took
-    /// a 32GiB sector from 38.1 to 31.3 s alone and from 39.9 to 25.4 s in 4-sector calls, GPU
-    /// busy 54 → 74 % (docs/PERFORMANCE.md, runs 26–27).
+    /// [`LANES_PER_DEVICE`] per device the call may use.
     fn proving_lanes(&self) -> usize {
-        2 * if self.device.is_some() { 1 } else { self.gpu.devices.len() }
+        LANES_PER_DEVICE * if self.device.is_some() { 1 } else { self.gpu.devices.len() }
     }
 }
 
@@ -1028,6 +1031,11 @@ impl Backend for GpuBackend {
                 device.keys.evict_label(label)
             })
             .sum()
+    }
+
+    /// Those of a call that may use every device.
+    fn proving_lanes(&self) -> usize {
+        LANES_PER_DEVICE * self.devices.len()
     }
 
     fn devices(&self) -> Vec<DeviceStatus> {
