@@ -2,7 +2,8 @@
 """Adds "peak_device_memory_mib" to every JSON record of a benchmark run: the most device
 memory in use (nvidia-smi's memory.used, whole device: the CUDA context included) sampled
 between the record's process start and its report ("started_unix_ms", "reported_unix_ms"),
-as "peak_rss_mib" is for host memory. With several GPUs it is the most on any one of them. Samples come from
+as "peak_rss_mib" is for host memory; with several GPUs, the most on any one of them. Samples
+come from
     nvidia-smi --query-gpu=timestamp,memory.used --format=csv,noheader,nounits -lms 100
 which scripts/gpu-run.sh runs beside every mode. A record without its window, or with no
 sample in it, gets null.

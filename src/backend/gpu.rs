@@ -618,7 +618,7 @@ impl Backend for GpuCall<'_> {
 
     /// [`LANES_PER_DEVICE`] per device the call may use.
     fn proving_lanes(&self) -> usize {
-        LANES_PER_DEVICE * if self.device.is_some() { 1 } else { self.gpu.devices.len() }
+        if self.device.is_some() { LANES_PER_DEVICE } else { self.gpu.proving_lanes() }
     }
 }
 

@@ -12,6 +12,8 @@ use crate::error::{Error, Result};
 
 /// Values per kinds word.
 const PER_WORD: usize = 32;
+/// The high bit of every 2-bit kind in a word: set only by kind 2 (full-width).
+const FULL_BITS: u64 = 0xAAAA_AAAA_AAAA_AAAA;
 /// Words per rayon task (131 072 values): setting a word's kinds takes nanoseconds.
 const WORDS_PER_TASK: usize = 1 << 12;
 
@@ -75,12 +77,11 @@ impl CompactWitness {
                 }
             }
         });
-        // Kind 2 sets the high bit of its pair.
         let full_offsets = kinds
             .iter()
             .scan(0u32, |before, &word| {
                 let offset = *before;
-                *before += (word & 0xAAAA_AAAA_AAAA_AAAA).count_ones();
+                *before += (word & FULL_BITS).count_ones();
                 Some(offset)
             })
             .collect();
@@ -105,9 +106,9 @@ impl CompactWitness {
                     0 => Scalar::ZERO,
                     1 => Scalar::ONE,
                     _ => {
-                        // Full values before this one in its word: kind 2 sets the high bit of its pair.
+                        // Full values before this one in its word.
                         let below = word & ((1u64 << (2 * slot)) - 1);
-                        let rank = (below & 0xAAAA_AAAA_AAAA_AAAA).count_ones();
+                        let rank = (below & FULL_BITS).count_ones();
                         self.full[(self.full_offsets[i / PER_WORD] + rank) as usize]
                     }
                 }
