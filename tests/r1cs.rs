@@ -209,7 +209,7 @@ fn split_path_proof_equals_bellperson() {
         let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
         let theirs = create_proof_batch(vec![circuit.clone()], &*params, vec![r], vec![s]).unwrap().remove(0);
         let synthesized = split_path(&circuit);
-        let ours = cuzk::engine::prove_synthesized(&CpuBackend::default(), &worker_pool(), &params, synthesized, (r, s), None, &mut Timings::new()).unwrap();
+        let ours = cuzk::engine::prove_synthesized(&CpuBackend::new(0).unwrap(), &worker_pool(), &params, synthesized, (r, s), None, &mut Timings::new()).unwrap();
         assert!(ours == theirs, "{constraints} constraints, bit_heavy {bit_heavy}: proofs differ");
         assert!(verify_proof(&prepare_verifying_key(&params.vk), &ours, &circuit.inputs).unwrap());
 
@@ -219,7 +219,7 @@ fn split_path_proof_equals_bellperson() {
         let deferred = shape.deferred(synthesize_witness(circuit.clone(), None).unwrap()).unwrap();
         assert!(deferred.evaluated().is_none());
         let mut t = Timings::new();
-        let ours = cuzk::engine::prove_synthesized(&CpuBackend::default(), &worker_pool(), &params, deferred, (r, s), None, &mut t).unwrap();
+        let ours = cuzk::engine::prove_synthesized(&CpuBackend::new(0).unwrap(), &worker_pool(), &params, deferred, (r, s), None, &mut t).unwrap();
         assert!(ours == theirs, "{constraints} constraints, bit_heavy {bit_heavy}: deferred products, proofs differ");
         assert!(t.spmv_ns > 0 && t.spmv_on_device == 0, "{t:?}");
     }

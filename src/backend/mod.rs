@@ -74,7 +74,8 @@ pub trait Backend: Send + Sync {
     /// vectors can be freed (or handed to the device) as soon as they are used. Adds the time
     /// of each phase to `timings` (the wait for the turn into `proving_wait_ns`) and says
     /// there which device ran it; stops with `Cancelled` between phases once `cancel` is set.
-    /// Runs its parallel work in `pool`; call it from a thread that is not one of `pool`'s
+    /// Runs its parallel work in `pool` (the CPU backend its NTTs and MSMs in a pool of its
+    /// own, see [`cpu::CpuBackend`]); call it from a thread that is not one of `pool`'s
     /// workers, since it may wait for a [`turn`] (an error otherwise).
     fn compute_msms(
         &self,

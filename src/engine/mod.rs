@@ -545,7 +545,7 @@ fn select_backend(config: &EngineConfig) -> Result<Box<dyn Backend>> {
     let no_gpu_env = std::env::var_os("CUZK_NO_GPU").is_some_and(|v| v == "1");
     if config.cpu_only || no_gpu_env {
         log::info!("CPU backend (GPU switched off by {})", if config.cpu_only { "config" } else { "CUZK_NO_GPU=1" });
-        return Ok(Box::<CpuBackend>::default());
+        return Ok(Box::new(CpuBackend::new(config.num_threads)?));
     }
     #[cfg(feature = "cuda")]
     match crate::backend::gpu::device_count() {
@@ -564,7 +564,7 @@ fn select_backend(config: &EngineConfig) -> Result<Box<dyn Backend>> {
         Ok(_) => log::info!("no CUDA device: CPU backend"),
         Err(e) => log::warn!("CUDA unavailable, CPU backend: {e}"),
     }
-    Ok(Box::<CpuBackend>::default())
+    Ok(Box::new(CpuBackend::new(config.num_threads)?))
 }
 
 fn verify_with_vk_file<Tree: 'static + MerkleTreeTrait>(engine: &Engine, statement: &SealStatement, proof: &[u8]) -> Result<bool> {

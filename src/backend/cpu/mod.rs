@@ -20,10 +20,12 @@ pub use self::ntt::Domain;
 
 /// The CPU backend of an engine: one turn for the MSMs of every call, so that a partition's
 /// MSMs have all the cores and a high-priority call goes first at the next partition boundary
-/// (as on a device).
-#[derive(Default)]
+/// (as on a device). They run in a pool of its own, not in the engine's: there the next
+/// partition's synthesis would wait for the whole proof (a rayon worker waiting in a join takes
+/// any pending task, and the MSMs' take seconds); with two pools the OS shares the cores.
 pub struct CpuBackend {
     turn: Turn,
+    pool: ThreadPool,
 }
 
 /// The CPU backend as one call sees it.
@@ -64,11 +66,21 @@ impl Backend for CpuCall<'_> {
 }
 
 impl CpuBackend {
+    /// With `threads` workers for the NTTs and MSMs (0: one per core).
+    pub fn new(threads: usize) -> Result<Self> {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(|i| format!("cuzk-cpu-prover-{i}"))
+            .build()
+            .map_err(|e| Error::internal(format!("starting the CPU prover's threads: {e}")))?;
+        Ok(CpuBackend { turn: Turn::default(), pool })
+    }
+
     fn compute_in_turn(&self, priority: Priority, key: &ProvingKey, circuit: SynthesizedCircuit, pool: &ThreadPool, cancel: &CancelToken, t: &mut Timings) -> Result<MsmResults> {
         check_not_a_worker(pool)?;
         let _turn = timed(&mut t.proving_wait_ns, || self.turn.take(priority));
         cancel.check()?;
-        pool.install(|| Self::compute(key, circuit, cancel, t))
+        self.pool.install(|| Self::compute(key, circuit, cancel, t))
     }
 
     fn compute(key: &ProvingKey, circuit: SynthesizedCircuit, cancel: &CancelToken, t: &mut Timings) -> Result<MsmResults> {
