@@ -14,10 +14,10 @@ use std::sync::Arc;
 
 use filecoin_proofs_api::RegisteredSealProof;
 
+use crate::backend::Priority;
 use crate::cancel::CancelToken;
 use crate::engine::{Engine, EngineConfig, ProveOptions, SectorProof, SectorRequest};
 use crate::error::{panic_message, Error, Result, Status};
-use crate::backend::Priority;
 use crate::porep::{self, SealStatement};
 use crate::timings::Timings;
 
@@ -183,11 +183,17 @@ const SEAL_PROOFS: [RegisteredSealProof; 20] = {
 };
 
 pub fn seal_proof_from_abi(n: u32) -> Result<RegisteredSealProof> {
-    SEAL_PROOFS.get(n as usize).copied().ok_or_else(|| Error::invalid(format!("unknown registered seal proof {n}")))
+    SEAL_PROOFS
+        .get(n as usize)
+        .copied()
+        .ok_or_else(|| Error::invalid(format!("unknown registered seal proof {n}")))
 }
 
 pub fn seal_proof_to_abi(proof: RegisteredSealProof) -> u32 {
-    SEAL_PROOFS.iter().position(|p| *p == proof).expect("every registered proof has an ABI number") as u32
+    SEAL_PROOFS
+        .iter()
+        .position(|p| *p == proof)
+        .expect("every registered proof has an ABI number") as u32
 }
 
 /// Runs `f` behind the panic boundary and reports its outcome through `err_out`.
@@ -246,7 +252,9 @@ fn array32(ptr: *const u8, name: &str) -> Result<[u8; 32]> {
 fn check_struct_size(size: u32, min: usize, name: &str) -> Result<usize> {
     let size = size as usize;
     if size < min {
-        return Err(Error::invalid(format!("{name}.struct_size is {size}, at least {min} is needed (set it to sizeof)")));
+        return Err(Error::invalid(format!(
+            "{name}.struct_size is {size}, at least {min} is needed (set it to sizeof)"
+        )));
     }
     Ok(size)
 }
@@ -324,7 +332,10 @@ pub extern "C" fn cuzk_bytes_free(bytes: *mut cuzk_bytes) {
 
 fn owned_bytes(data: Vec<u8>) -> *mut cuzk_bytes {
     let data = Box::into_raw(data.into_boxed_slice());
-    Box::into_raw(Box::new(cuzk_bytes { data: data as *const u8, len: data.len() }))
+    Box::into_raw(Box::new(cuzk_bytes {
+        data: data as *const u8,
+        len: data.len(),
+    }))
 }
 
 /// Fills `config` with the defaults (all cores, GPU when present, self-verify on, parameter
@@ -397,7 +408,11 @@ pub extern "C" fn cuzk_engine_new(config: *const cuzk_config, engine_out: *mut *
     boundary(err, || {
         let out = out_ptr(engine_out, "engine_out")?;
         *out = std::ptr::null_mut();
-        let config = if config.is_null() { EngineConfig::default() } else { engine_config(config)? };
+        let config = if config.is_null() {
+            EngineConfig::default()
+        } else {
+            engine_config(config)?
+        };
         let engine = Engine::acquire(config)?;
         *out = Box::into_raw(Box::new(cuzk_engine { engine }));
         Ok(())
@@ -443,7 +458,12 @@ pub extern "C" fn cuzk_engine_preload_key(
 /// Drops the proving key of `registered_proof` from host memory and from every GPU; calls
 /// using it finish first. `*evicted_out` is true when it was resident anywhere.
 #[no_mangle]
-pub extern "C" fn cuzk_engine_evict_key(engine: *const cuzk_engine, registered_proof: u32, evicted_out: *mut bool, err: *mut *mut cuzk_error) -> Status {
+pub extern "C" fn cuzk_engine_evict_key(
+    engine: *const cuzk_engine,
+    registered_proof: u32,
+    evicted_out: *mut bool,
+    err: *mut *mut cuzk_error,
+) -> Status {
     boundary(err, || {
         let evicted_out = out_ptr(evicted_out, "evicted_out")?;
         *evicted_out = false;
@@ -503,7 +523,11 @@ pub extern "C" fn cuzk_cancel_token_free(token: *mut cuzk_cancel_token) {
 fn c1_json<'a>(ptr: *const u8, len: usize, name: &str) -> Result<&'a [u8]> {
     let json = bytes(ptr, len, name)?;
     if json.len() > CUZK_MAX_C1_JSON_BYTES {
-        return Err(Error::invalid(format!("{name} is {} bytes, more than the {} byte limit", json.len(), CUZK_MAX_C1_JSON_BYTES)));
+        return Err(Error::invalid(format!(
+            "{name} is {} bytes, more than the {} byte limit",
+            json.len(),
+            CUZK_MAX_C1_JSON_BYTES
+        )));
     }
     Ok(json)
 }
@@ -513,7 +537,10 @@ fn prove_options<'a>(options: *const cuzk_prove_options) -> Result<(ProveOptions
     let mut prove_options = ProveOptions::default();
     let mut partition_timings = PartitionTimingsOut(Vec::new());
     if !options.is_null() {
-        let defaults = cuzk_prove_options { struct_size: 0, ..Default::default() };
+        let defaults = cuzk_prove_options {
+            struct_size: 0,
+            ..Default::default()
+        };
         let options = read_sized(options, PROVE_OPTIONS_V1_SIZE, defaults, "cuzk_prove_options")?;
         // SAFETY: NULL or a live token that outlives the call.
         prove_options.cancel = unsafe { options.cancel.as_ref() }.map(|t| t.token.clone());
@@ -521,11 +548,18 @@ fn prove_options<'a>(options: *const cuzk_prove_options) -> Result<(ProveOptions
         prove_options.priority = match options.priority {
             CUZK_PRIORITY_NORMAL => Priority::Normal,
             CUZK_PRIORITY_HIGH => Priority::High,
-            other => return Err(Error::invalid(format!("cuzk_prove_options.priority = {other}: expected CUZK_PRIORITY_NORMAL or CUZK_PRIORITY_HIGH"))),
+            other => {
+                return Err(Error::invalid(format!(
+                    "cuzk_prove_options.priority = {other}: expected CUZK_PRIORITY_NORMAL or CUZK_PRIORITY_HIGH"
+                )))
+            }
         };
         if options.partition_timings_len > 0 {
             if options.partition_timings.is_null() {
-                return Err(Error::new(Status::NullArgument, format!("cuzk_prove_options.partition_timings is NULL (length {})", options.partition_timings_len)));
+                return Err(Error::new(
+                    Status::NullArgument,
+                    format!("cuzk_prove_options.partition_timings is NULL (length {})", options.partition_timings_len),
+                ));
             }
             // SAFETY: non-NULL, and the caller passes `partition_timings_len` elements.
             let slots = unsafe { std::slice::from_raw_parts_mut(options.partition_timings, options.partition_timings_len) };
@@ -541,7 +575,12 @@ struct PartitionTimingsOut<'a>(Vec<TimingsOut<'a>>);
 impl PartitionTimingsOut<'_> {
     /// Writes the partitions of `sectors` (caller's sector index, proven sector) in order.
     fn write<'s>(self, sectors: impl Iterator<Item = (usize, &'s SectorProof)>) {
-        let partitions = sectors.flat_map(|(index, proven)| proven.partitions.iter().map(move |t| Timings { sector_index: index as u32, ..*t }));
+        let partitions = sectors.flat_map(|(index, proven)| {
+            proven.partitions.iter().map(move |t| Timings {
+                sector_index: index as u32,
+                ..*t
+            })
+        });
         for (slot, measured) in self.0.into_iter().zip(partitions) {
             slot.write(&measured);
         }
@@ -687,7 +726,12 @@ pub extern "C" fn cuzk_seal_commit_phase2_batch(
                 Ok(proven)
             })
             .collect();
-        partition_timings.write(outcomes.iter().enumerate().filter_map(|(index, outcome)| Some((index, outcome.as_ref().ok()?))));
+        partition_timings.write(
+            outcomes
+                .iter()
+                .enumerate()
+                .filter_map(|(index, outcome)| Some((index, outcome.as_ref().ok()?))),
+        );
         for (outcome, result) in outcomes.into_iter().zip(results.iter_mut()) {
             match outcome {
                 Ok(proven) => result.proof = owned_bytes(proven.proof),

@@ -68,10 +68,7 @@ fn ensure_settings_dir(dir: &Path) -> Result<()> {
     Ok(())
 }
 
-fn generate_params<Tree: 'static + MerkleTreeTrait>(
-    proof: RegisteredSealProof,
-    rng: &mut (impl RngCore + Send),
-) -> crate::error::Result<PathBuf> {
+fn generate_params<Tree: 'static + MerkleTreeTrait>(proof: RegisteredSealProof, rng: &mut (impl RngCore + Send)) -> crate::error::Result<PathBuf> {
     let mut run = || -> Result<PathBuf> {
         let config = porep_config(proof)?;
         let params = public_params::<Tree>(&config)?;
@@ -110,7 +107,12 @@ pub fn seal_random_sector(
     let mut piece = vec![0u8; usize::try_from(u64::from(piece_size))?];
     rng.fill_bytes(&mut piece);
 
-    let mut staged = fs::OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&staged_path)?;
+    let mut staged = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&staged_path)?;
     let (piece_info, _) = seal::add_piece(proof, Cursor::new(&piece), &mut staged, piece_size, &[])?;
     drop(staged);
     fs::File::create(&sealed_path)?;
@@ -128,10 +130,18 @@ pub fn seal_random_sector(
     let pc1 = seal::seal_pre_commit_phase1(proof, &cache_dir, &staged_path, &sealed_path, prover_id, sector, ticket, &pieces)?;
     let pc2 = seal::seal_pre_commit_phase2(pc1, &cache_dir, &sealed_path)?;
     let (comm_r, comm_d) = (pc2.comm_r, pc2.comm_d);
-    let c1: SealCommitPhase1Output =
-        seal::seal_commit_phase1(&cache_dir, &sealed_path, prover_id, sector, ticket, seed, pc2, &pieces)?;
+    let c1: SealCommitPhase1Output = seal::seal_commit_phase1(&cache_dir, &sealed_path, prover_id, sector, ticket, seed, pc2, &pieces)?;
     let json = serde_json::to_vec(&c1)?;
-    let sealed = SealedSector { registered_proof: proof, miner_id, prover_id, sector_id, comm_r, comm_d, ticket, seed };
+    let sealed = SealedSector {
+        registered_proof: proof,
+        miner_id,
+        prover_id,
+        sector_id,
+        comm_r,
+        comm_d,
+        ticket,
+        seed,
+    };
     Ok((json, sealed))
 }
 

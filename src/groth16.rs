@@ -29,7 +29,12 @@ impl ProvingKey {
     /// file path for keys read from disk). Every call gives a new identity.
     pub fn new(params: Parameters<Bls12>, label: impl Into<String>) -> Self {
         static NEXT_ID: AtomicU64 = AtomicU64::new(1);
-        ProvingKey { params, id: NEXT_ID.fetch_add(1, Ordering::Relaxed), label: label.into(), alive: Arc::new(()) }
+        ProvingKey {
+            params,
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            label: label.into(),
+            alive: Arc::new(()),
+        }
     }
 
     pub fn id(&self) -> u64 {
@@ -103,7 +108,10 @@ pub fn check_key_fits(key: &ProvingKey, circuit: &SynthesizedCircuit, domain_siz
         }
     }
     if bool::from(key.vk.delta_g1.is_identity() | key.vk.delta_g2.is_identity()) {
-        return Err(Error::new(Status::ParametersInvalid, "proving key has delta at infinity (subverted setup)"));
+        return Err(Error::new(
+            Status::ParametersInvalid,
+            "proving key has delta at infinity (subverted setup)",
+        ));
     }
     Ok(QueryLayout { num_inputs, b_inputs })
 }
@@ -114,12 +122,10 @@ pub fn assemble(key: &ProvingKey, msm: &MsmResults, r: Scalar, s: Scalar) -> Pro
     let vk = &key.vk;
     let g_a = vk.delta_g1.mul(r) + vk.alpha_g1 + msm.a;
     let g_b = vk.delta_g2.mul(s) + vk.beta_g2 + msm.b_g2;
-    let g_c = msm.a * s
-        + msm.b_g1 * r
-        + vk.delta_g1.mul(r * s)
-        + vk.alpha_g1.mul(s)
-        + vk.beta_g1.mul(r)
-        + msm.h
-        + msm.l;
-    Proof { a: g_a.to_affine(), b: g_b.to_affine(), c: g_c.to_affine() }
+    let g_c = msm.a * s + msm.b_g1 * r + vk.delta_g1.mul(r * s) + vk.alpha_g1.mul(s) + vk.beta_g1.mul(r) + msm.h + msm.l;
+    Proof {
+        a: g_a.to_affine(),
+        b: g_b.to_affine(),
+        c: g_c.to_affine(),
+    }
 }

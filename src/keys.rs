@@ -29,7 +29,11 @@ struct FileIdentity {
 
 fn open(path: &Path) -> Result<(File, FileIdentity)> {
     let file = File::open(path).map_err(|e| {
-        let status = if e.kind() == ErrorKind::NotFound { Status::ParametersNotFound } else { Status::ParametersInvalid };
+        let status = if e.kind() == ErrorKind::NotFound {
+            Status::ParametersNotFound
+        } else {
+            Status::ParametersInvalid
+        };
         Error::new(
             status,
             format!(
@@ -38,8 +42,14 @@ fn open(path: &Path) -> Result<(File, FileIdentity)> {
             ),
         )
     })?;
-    let meta = file.metadata().map_err(|e| Error::new(Status::ParametersInvalid, format!("{}: {e}", path.display())))?;
-    let identity = FileIdentity { path: path.to_path_buf(), len: meta.len(), modified: meta.modified().ok() };
+    let meta = file
+        .metadata()
+        .map_err(|e| Error::new(Status::ParametersInvalid, format!("{}: {e}", path.display())))?;
+    let identity = FileIdentity {
+        path: path.to_path_buf(),
+        len: meta.len(),
+        modified: meta.modified().ok(),
+    };
     Ok((file, identity))
 }
 
@@ -56,7 +66,9 @@ struct LoadOnce<T> {
 
 impl<T> LoadOnce<T> {
     fn new() -> Self {
-        LoadOnce { slots: Mutex::new(HashMap::new()) }
+        LoadOnce {
+            slots: Mutex::new(HashMap::new()),
+        }
     }
 
     /// The value for `path`, loading it with `load` if it is not resident. Returns the value
@@ -99,7 +111,10 @@ pub struct KeyStore {
 
 impl Default for KeyStore {
     fn default() -> Self {
-        KeyStore { proving: LoadOnce::new(), verifying: LoadOnce::new() }
+        KeyStore {
+            proving: LoadOnce::new(),
+            verifying: LoadOnce::new(),
+        }
     }
 }
 
@@ -110,7 +125,9 @@ impl KeyStore {
     /// (rayon runs other queued jobs while a worker waits for its own), a deadlock.
     pub fn proving_key(&self, path: &Path, pool: &rayon::ThreadPool, load_ns: &mut u64) -> Result<Arc<ProvingKey>> {
         if pool.current_thread_index().is_some() {
-            return Err(Error::internal("a proving key was requested from one of the engine's workers (it may wait for a load that needs that worker)"));
+            return Err(Error::internal(
+                "a proving key was requested from one of the engine's workers (it may wait for a load that needs that worker)",
+            ));
         }
         let start = Instant::now();
         let (key, loaded) = self.proving.get(path, |file| {
@@ -163,7 +180,14 @@ pub fn decode_parameters(bytes: &[u8]) -> io::Result<Parameters<Bls12>> {
     let a = decode_query::<G1Affine>(bytes, &mut offset)?;
     let b_g1 = decode_query::<G1Affine>(bytes, &mut offset)?;
     let b_g2 = decode_query::<G2Affine>(bytes, &mut offset)?;
-    Ok(Parameters { vk, h: Arc::new(h), l: Arc::new(l), a: Arc::new(a), b_g1: Arc::new(b_g1), b_g2: Arc::new(b_g2) })
+    Ok(Parameters {
+        vk,
+        h: Arc::new(h),
+        l: Arc::new(l),
+        a: Arc::new(a),
+        b_g1: Arc::new(b_g1),
+        b_g2: Arc::new(b_g2),
+    })
 }
 
 fn decode_query<P>(bytes: &[u8], offset: &mut usize) -> io::Result<Vec<P>>
@@ -175,14 +199,19 @@ where
     let count = u32::from_be_bytes(count.try_into().expect("4 bytes")) as usize;
     let point_bytes = P::Uncompressed::default().as_ref().len();
     let start = *offset + 4;
-    let end = count.checked_mul(point_bytes).and_then(|n| n.checked_add(start)).filter(|&end| end <= bytes.len()).ok_or_else(truncated)?;
+    let end = count
+        .checked_mul(point_bytes)
+        .and_then(|n| n.checked_add(start))
+        .filter(|&end| end <= bytes.len())
+        .ok_or_else(truncated)?;
     *offset = end;
     bytes[start..end]
         .par_chunks(point_bytes)
         .map(|chunk| {
             let mut repr = P::Uncompressed::default();
             repr.as_mut().copy_from_slice(chunk);
-            let point: P = Option::from(P::from_uncompressed_unchecked(&repr)).ok_or_else(|| io::Error::new(ErrorKind::InvalidData, "not on curve"))?;
+            let point: P =
+                Option::from(P::from_uncompressed_unchecked(&repr)).ok_or_else(|| io::Error::new(ErrorKind::InvalidData, "not on curve"))?;
             if bool::from(point.is_identity()) {
                 return Err(io::Error::new(ErrorKind::InvalidData, "point at infinity"));
             }
@@ -235,7 +264,10 @@ mod tests {
         assert!(ours == Parameters::<Bls12>::read(&bytes[..], false).unwrap());
         assert!(ours == params);
 
-        assert_eq!(decode_parameters(&bytes[..bytes.len() - 1]).err().unwrap().kind(), ErrorKind::UnexpectedEof);
+        assert_eq!(
+            decode_parameters(&bytes[..bytes.len() - 1]).err().unwrap().kind(),
+            ErrorKind::UnexpectedEof
+        );
         // The last byte of the last G2 point's y: no longer on the curve.
         let mut corrupt = bytes.clone();
         *corrupt.last_mut().unwrap() ^= 1;

@@ -88,7 +88,12 @@ impl<M: PinnedMemory> BufferPool<M> {
             memory,
             buffer_bytes,
             max_buffers,
-            state: Mutex::new(State { free: Vec::new(), allocated: 0, in_use: 0, acquisitions: 0 }),
+            state: Mutex::new(State {
+                free: Vec::new(),
+                allocated: 0,
+                in_use: 0,
+                acquisitions: 0,
+            }),
             returned: Condvar::new(),
         }
     }
@@ -122,7 +127,10 @@ impl<M: PinnedMemory> BufferPool<M> {
                     }
                     Err(e) => {
                         state.allocated -= 1;
-                        Err(Error::new(Status::OutOfMemory, format!("pinned host buffer of {} MiB: {}", self.buffer_bytes >> 20, e.message)))
+                        Err(Error::new(
+                            Status::OutOfMemory,
+                            format!("pinned host buffer of {} MiB: {}", self.buffer_bytes >> 20, e.message),
+                        ))
                     }
                 };
             }
@@ -207,7 +215,10 @@ mod tests {
         }
         assert_eq!(allocs.load(Ordering::SeqCst), 1);
         let usage = pool.usage();
-        assert_eq!((usage.allocated_bytes, usage.in_use_bytes, usage.acquisitions, usage.limit_bytes), (4096, 0, 11, 8192));
+        assert_eq!(
+            (usage.allocated_bytes, usage.in_use_bytes, usage.acquisitions, usage.limit_bytes),
+            (4096, 0, 11, 8192)
+        );
         drop(pool);
         assert_eq!(frees.load(Ordering::SeqCst), 1, "the pool frees what it allocated");
     }
@@ -232,7 +243,14 @@ mod tests {
 
     #[test]
     fn allocation_failure_is_an_error_and_leaks_no_slot() {
-        let pool = BufferPool::new(CountingMemory { fail: true, ..Default::default() }, 1024, 1024);
+        let pool = BufferPool::new(
+            CountingMemory {
+                fail: true,
+                ..Default::default()
+            },
+            1024,
+            1024,
+        );
         for _ in 0..3 {
             assert_eq!(pool.acquire(&mut 0).err().unwrap().status, Status::OutOfMemory);
         }

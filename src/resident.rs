@@ -57,7 +57,13 @@ pub struct ResidentCache<V> {
 
 impl<V> ResidentCache<V> {
     pub fn new(budget: u64) -> Self {
-        ResidentCache { budget, state: Mutex::new(State { entries: Vec::new(), clock: 0 }) }
+        ResidentCache {
+            budget,
+            state: Mutex::new(State {
+                entries: Vec::new(),
+                clock: 0,
+            }),
+        }
     }
 
     pub fn budget(&self) -> u64 {
@@ -85,12 +91,24 @@ impl<V> ResidentCache<V> {
                     return Ok(Residency::TooLarge);
                 }
                 while state.entries.iter().map(|e| e.key.bytes).sum::<u64>() + key.bytes > self.budget {
-                    let oldest = (0..state.entries.len()).min_by_key(|&i| state.entries[i].last_used).expect("over budget with no entries");
+                    let oldest = (0..state.entries.len())
+                        .min_by_key(|&i| state.entries[i].last_used)
+                        .expect("over budget with no entries");
                     let evicted = state.entries.remove(oldest);
-                    log::info!("evicting {} ({} MiB) to make room for {}", evicted.key.label, evicted.key.bytes >> 20, key.label);
+                    log::info!(
+                        "evicting {} ({} MiB) to make room for {}",
+                        evicted.key.label,
+                        evicted.key.bytes >> 20,
+                        key.label
+                    );
                 }
                 let slot = Arc::new(OnceCell::new());
-                state.entries.push(Entry { key: key.clone(), last_used: now, uses: 1, slot: slot.clone() });
+                state.entries.push(Entry {
+                    key: key.clone(),
+                    last_used: now,
+                    uses: 1,
+                    slot: slot.clone(),
+                });
                 slot
             }
         };
@@ -124,7 +142,12 @@ impl<V> ResidentCache<V> {
         entries.sort_by_key(|e| std::cmp::Reverse(e.last_used));
         entries
             .into_iter()
-            .map(|e| ResidentKey { label: e.key.label.clone(), bytes: e.key.bytes, uses: e.uses, loaded: e.slot.get().is_some() })
+            .map(|e| ResidentKey {
+                label: e.key.label.clone(),
+                bytes: e.key.bytes,
+                uses: e.uses,
+                loaded: e.slot.get().is_some(),
+            })
             .collect()
     }
 
@@ -141,7 +164,12 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     fn key(id: u64, bytes: u64, alive: &Arc<()>) -> KeyRef {
-        KeyRef { id, label: format!("k{id}"), bytes, alive: Arc::downgrade(alive) }
+        KeyRef {
+            id,
+            label: format!("k{id}"),
+            bytes,
+            alive: Arc::downgrade(alive),
+        }
     }
 
     fn labels(cache: &ResidentCache<u64>) -> Vec<String> {
@@ -161,7 +189,10 @@ mod tests {
         let cache = ResidentCache::<u64>::new(100);
         assert!(loaded(cache.get(&key(1, 40, &alive), || Ok(1)).unwrap()));
         assert!(loaded(cache.get(&key(2, 40, &alive), || Ok(2)).unwrap()));
-        assert!(!loaded(cache.get(&key(1, 40, &alive), || panic!("resident")).unwrap()), "same id: no second load");
+        assert!(
+            !loaded(cache.get(&key(1, 40, &alive), || panic!("resident")).unwrap()),
+            "same id: no second load"
+        );
         // 3 needs 40 more: 2 is the least recently used.
         assert!(loaded(cache.get(&key(3, 40, &alive), || Ok(3)).unwrap()));
         assert_eq!(labels(&cache), ["k3", "k1"]);
@@ -169,7 +200,10 @@ mod tests {
         // A 90-byte key evicts both.
         assert!(loaded(cache.get(&key(4, 90, &alive), || Ok(4)).unwrap()));
         assert_eq!(labels(&cache), ["k4"]);
-        assert!(matches!(cache.get(&key(5, 101, &alive), || panic!("never loaded")).unwrap(), Residency::TooLarge));
+        assert!(matches!(
+            cache.get(&key(5, 101, &alive), || panic!("never loaded")).unwrap(),
+            Residency::TooLarge
+        ));
         assert_eq!(labels(&cache), ["k4"], "a key too large for the budget evicts nothing");
         assert_eq!(cache.evict_label("k4"), 1);
         assert_eq!(cache.evict_label("k4"), 0);

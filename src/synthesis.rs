@@ -34,7 +34,10 @@ pub struct Density {
 
 impl Density {
     pub fn with_len(len: usize) -> Self {
-        Density { words: vec![0; len.div_ceil(64)], len }
+        Density {
+            words: vec![0; len.div_ceil(64)],
+            len,
+        }
     }
 
     fn push_unset(&mut self) {
@@ -264,7 +267,17 @@ pub fn synthesize<C: Circuit<Scalar>>(circuit: C, cancel: Option<&CancelToken>) 
     for i in 0..cs.input_assignment.len() {
         cs.enforce(|| "", |lc| lc + Variable::new_unchecked(Index::Input(i)), |lc| lc, |lc| lc);
     }
-    let Recorder { a, b, c, input_assignment, aux_assignment, a_aux_density, b_input_density, b_aux_density, cancel: _ } = cs;
+    let Recorder {
+        a,
+        b,
+        c,
+        input_assignment,
+        aux_assignment,
+        a_aux_density,
+        b_input_density,
+        b_aux_density,
+        cancel: _,
+    } = cs;
     Ok(SynthesizedCircuit {
         products: Products::Evaluated { a, b, c },
         input_assignment,

@@ -50,16 +50,29 @@ impl RandomCircuit {
             _ => 0,
         };
         let wiring = (0..constraints).map(|k| (k, rng.gen_range(0..witness_len), shape(&mut *rng))).collect();
-        RandomCircuit { constraints, inputs, witness, wiring }
+        RandomCircuit {
+            constraints,
+            inputs,
+            witness,
+            wiring,
+        }
     }
 }
 
 impl Circuit<Scalar> for RandomCircuit {
     fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
-        let inputs: Vec<Variable> =
-            self.inputs.iter().enumerate().map(|(i, v)| cs.alloc_input(|| format!("in{i}"), || Ok(*v))).collect::<Result<_, _>>()?;
-        let vars: Vec<Variable> =
-            self.witness.iter().enumerate().map(|(i, v)| cs.alloc(|| format!("w{i}"), || Ok(*v))).collect::<Result<_, _>>()?;
+        let inputs: Vec<Variable> = self
+            .inputs
+            .iter()
+            .enumerate()
+            .map(|(i, v)| cs.alloc_input(|| format!("in{i}"), || Ok(*v)))
+            .collect::<Result<_, _>>()?;
+        let vars: Vec<Variable> = self
+            .witness
+            .iter()
+            .enumerate()
+            .map(|(i, v)| cs.alloc(|| format!("w{i}"), || Ok(*v)))
+            .collect::<Result<_, _>>()?;
         for (k, &(x, y, shape)) in self.wiring.iter().enumerate().take(self.constraints) {
             // z = (x + c·in) · y with c = 1, 2 for shapes 1, 2 (else 0), allocated so that the
             // constraint holds.
@@ -79,7 +92,6 @@ impl Circuit<Scalar> for RandomCircuit {
         Ok(())
     }
 }
-
 
 /// `n` distinct pseudo-random points, fast: each thread walks from a random start by a random
 /// step. For MSM comparisons only (no setup behind them).

@@ -14,7 +14,10 @@ fn expect_err(result: Result<Proved, (Status, String)>, status: Status, needle: 
         Ok(_) => panic!("expected {status:?}, got a proof"),
         Err((s, m)) => {
             assert_eq!(s, status, "message: {m}");
-            assert!(m.to_lowercase().contains(&needle.to_lowercase()), "message {m:?} does not mention {needle:?}");
+            assert!(
+                m.to_lowercase().contains(&needle.to_lowercase()),
+                "message {m:?} does not mention {needle:?}"
+            );
         }
     }
 }
@@ -25,9 +28,17 @@ fn malformed_json_is_a_parse_error() {
     let e = engine();
     let (id, prover) = (f.sector.sector_id, f.sector.prover_id);
     expect_err(prove(&e, b"", id, &prover, None), Status::ParseError, "empty");
-    expect_err(prove(&e, &f.c1_json[..f.c1_json.len() / 2], id, &prover, None), Status::ParseError, "C1 JSON");
+    expect_err(
+        prove(&e, &f.c1_json[..f.c1_json.len() / 2], id, &prover, None),
+        Status::ParseError,
+        "C1 JSON",
+    );
     expect_err(prove(&e, b"\x00\xffgarbage{{", id, &prover, None), Status::ParseError, "C1 JSON");
-    expect_err(prove(&e, br#"{"registered_proof":"StackedDrg2KiBV1_1"}"#, id, &prover, None), Status::ParseError, "missing field");
+    expect_err(
+        prove(&e, br#"{"registered_proof":"StackedDrg2KiBV1_1"}"#, id, &prover, None),
+        Status::ParseError,
+        "missing field",
+    );
 }
 
 #[test]
@@ -43,10 +54,18 @@ fn c1_of_another_sector_size_than_its_registered_proof() {
     let mut c1: serde_json::Value = serde_json::from_slice(&f.c1_json).unwrap();
     c1["registered_proof"] = serde_json::json!("StackedDrg8MiBV1_1");
     let mismatched = serde_json::to_vec(&c1).unwrap();
-    expect_err(prove(&engine(), &mismatched, f.sector.sector_id, &f.sector.prover_id, None), Status::InvalidArgument, "byte sector");
+    expect_err(
+        prove(&engine(), &mismatched, f.sector.sector_id, &f.sector.prover_id, None),
+        Status::InvalidArgument,
+        "byte sector",
+    );
     c1["registered_proof"] = serde_json::json!("StackedDrg2KiBV1_2_Feat_NonInteractivePoRep");
     let ni = serde_json::to_vec(&c1).unwrap();
-    expect_err(prove(&engine(), &ni, f.sector.sector_id, &f.sector.prover_id, None), Status::InvalidArgument, "non-interactive");
+    expect_err(
+        prove(&engine(), &ni, f.sector.sector_id, &f.sector.prover_id, None),
+        Status::InvalidArgument,
+        "non-interactive",
+    );
 }
 
 #[test]
@@ -74,14 +93,43 @@ fn null_pointers_are_reported_per_argument() {
         assert!(message.contains(name), "{message}");
     }
     // NULL error pointer: the status alone still comes back.
-    assert_eq!(cuzk_seal_commit_phase2(null(), null(), 0, 0, null(), null(), null_mut(), null_mut(), null_mut()), Status::NullArgument);
+    assert_eq!(
+        cuzk_seal_commit_phase2(null(), null(), 0, 0, null(), null(), null_mut(), null_mut(), null_mut()),
+        Status::NullArgument
+    );
 
     let mut valid = true;
     let s = &f.sector;
-    let status = cuzk_verify_seal(e.0, 5, s.comm_r.as_ptr(), null(), s.prover_id.as_ptr(), 1, s.ticket.as_ptr(), s.seed.as_ptr(), c1.as_ptr(), 1, &mut valid, null_mut());
+    let status = cuzk_verify_seal(
+        e.0,
+        5,
+        s.comm_r.as_ptr(),
+        null(),
+        s.prover_id.as_ptr(),
+        1,
+        s.ticket.as_ptr(),
+        s.seed.as_ptr(),
+        c1.as_ptr(),
+        1,
+        &mut valid,
+        null_mut(),
+    );
     assert_eq!(status, Status::NullArgument);
     assert!(!valid);
-    let status = cuzk_verify_seal(e.0, 99, s.comm_r.as_ptr(), s.comm_d.as_ptr(), s.prover_id.as_ptr(), 1, s.ticket.as_ptr(), s.seed.as_ptr(), c1.as_ptr(), 1, &mut valid, null_mut());
+    let status = cuzk_verify_seal(
+        e.0,
+        99,
+        s.comm_r.as_ptr(),
+        s.comm_d.as_ptr(),
+        s.prover_id.as_ptr(),
+        1,
+        s.ticket.as_ptr(),
+        s.seed.as_ptr(),
+        c1.as_ptr(),
+        1,
+        &mut valid,
+        null_mut(),
+    );
     assert_eq!(status, Status::InvalidArgument, "unknown registered proof");
     assert_eq!(cuzk_engine_new(null(), null_mut(), null_mut()), Status::NullArgument);
     assert_eq!(cuzk_c1_info_parse(c1.as_ptr(), c1.len(), null_mut(), null_mut()), Status::NullArgument);
@@ -91,35 +139,63 @@ fn null_pointers_are_reported_per_argument() {
 fn struct_size_too_small_is_refused() {
     let f = fixture();
     let e = engine();
-    let options = cuzk_prove_options { struct_size: 2, ..Default::default() };
-    expect_err(prove(&e, &f.c1_json, 1, &f.sector.prover_id, Some(&options)), Status::InvalidArgument, "struct_size");
+    let options = cuzk_prove_options {
+        struct_size: 2,
+        ..Default::default()
+    };
+    expect_err(
+        prove(&e, &f.c1_json, 1, &f.sector.prover_id, Some(&options)),
+        Status::InvalidArgument,
+        "struct_size",
+    );
 }
 
 #[test]
 fn pinning_a_device_that_is_not_there_is_refused() {
     let f = fixture();
     let e = engine();
-    let mut options =
-        cuzk_prove_options { pin_device: true, device: 99, ..Default::default() };
+    let mut options = cuzk_prove_options {
+        pin_device: true,
+        device: 99,
+        ..Default::default()
+    };
     // Options are checked before the input (the sector id 1 does not match the C1).
-    expect_err(prove(&e, &f.c1_json, 1, &f.sector.prover_id, Some(&options)), Status::InvalidArgument, "device 99");
+    expect_err(
+        prove(&e, &f.c1_json, 1, &f.sector.prover_id, Some(&options)),
+        Status::InvalidArgument,
+        "device 99",
+    );
     // A caller compiled against the first layout (without pin_device) passes a smaller
     // struct_size: the fields past it are not read, so the input error comes first.
     options.struct_size = std::mem::offset_of!(cuzk_prove_options, pin_device) as u32;
-    expect_err(prove(&e, &f.c1_json, 1, &f.sector.prover_id, Some(&options)), Status::InvalidArgument, "sector");
+    expect_err(
+        prove(&e, &f.c1_json, 1, &f.sector.prover_id, Some(&options)),
+        Status::InvalidArgument,
+        "sector",
+    );
 }
 
 #[test]
 fn unknown_priority_is_refused_and_older_layouts_keep_the_default() {
     let f = fixture();
     let e = engine();
-    let mut options =
-        cuzk_prove_options { priority: 7, ..Default::default() };
+    let mut options = cuzk_prove_options {
+        priority: 7,
+        ..Default::default()
+    };
     // Options are checked before the input (the sector id 1 does not match the C1).
-    expect_err(prove(&e, &f.c1_json, 1, &f.sector.prover_id, Some(&options)), Status::InvalidArgument, "priority");
+    expect_err(
+        prove(&e, &f.c1_json, 1, &f.sector.prover_id, Some(&options)),
+        Status::InvalidArgument,
+        "priority",
+    );
     // A caller compiled before `priority` existed: the field is not read.
     options.struct_size = std::mem::offset_of!(cuzk_prove_options, priority) as u32;
-    expect_err(prove(&e, &f.c1_json, 1, &f.sector.prover_id, Some(&options)), Status::InvalidArgument, "sector");
+    expect_err(
+        prove(&e, &f.c1_json, 1, &f.sector.prover_id, Some(&options)),
+        Status::InvalidArgument,
+        "sector",
+    );
 }
 
 /// A caller compiled against the first cuzk_config (without the GPU memory fields) passes a

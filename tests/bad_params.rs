@@ -17,7 +17,11 @@ fn missing_then_corrupt_then_truncated_parameters() {
     let engine = engine_for(&dir).expect("engine");
     let config = porep::porep_config(f.sector.registered_proof).unwrap();
     let file = parameter_id(&porep::parameter_cache_id::<SectorShape2KiB>(&config).unwrap());
-    let prove_once = || prove(&engine, &f.c1_json, f.sector.sector_id, &f.sector.prover_id, None).err().expect("must fail");
+    let prove_once = || {
+        prove(&engine, &f.c1_json, f.sector.sector_id, &f.sector.prover_id, None)
+            .err()
+            .expect("must fail")
+    };
 
     let (status, message) = prove_once();
     assert_eq!(status, Status::ParametersNotFound, "{message}");

@@ -32,7 +32,12 @@ fn preload(engine: &Engine, proof: u32) -> Result<(u64, u64), (Status, String)> 
 fn evict(engine: &Engine, proof: u32) -> bool {
     let mut evicted = false;
     let mut err = null_mut();
-    assert_eq!(cuzk_engine_evict_key(engine.0, proof, &mut evicted, &mut err), Status::Ok, "{:?}", take_error(err));
+    assert_eq!(
+        cuzk_engine_evict_key(engine.0, proof, &mut evicted, &mut err),
+        Status::Ok,
+        "{:?}",
+        take_error(err)
+    );
     evicted
 }
 
@@ -66,7 +71,10 @@ fn preload_status_evict() {
 
     assert!(evict(&engine, proof));
     let status = status_json(&engine);
-    assert!(status["host_keys"].as_array().unwrap().is_empty() && status["circuit_shapes"].as_array().unwrap().is_empty(), "{status}");
+    assert!(
+        status["host_keys"].as_array().unwrap().is_empty() && status["circuit_shapes"].as_array().unwrap().is_empty(),
+        "{status}"
+    );
     assert!(!evict(&engine, proof), "nothing left to evict");
     // Concurrent first loads, as concurrent first calls make them: the key is read once, and
     // nobody waits for the load on one of the engine's workers (the load's parallel decoding
@@ -86,7 +94,11 @@ fn preload_status_evict() {
                 result.expect("preload after evict").0
             })
             .collect();
-        assert_eq!(loads.iter().filter(|&&ns| ns > 0).count(), 1, "an evicted key is read again, once: {loads:?}");
+        assert_eq!(
+            loads.iter().filter(|&&ns| ns > 0).count(),
+            1,
+            "an evicted key is read again, once: {loads:?}"
+        );
     });
 }
 

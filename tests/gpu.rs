@@ -20,14 +20,21 @@ use cuzk::r1cs::{synthesize_witness, CircuitShape};
 use cuzk::synthesis::synthesize;
 use cuzk::testing::{synthetic_key, worker_pool, RandomCircuit};
 use cuzk::timings::{KeyResidency, Timings};
-use filecoin_proofs_api::RegisteredSealProof;
 use ff::Field;
+use filecoin_proofs_api::RegisteredSealProof;
 use rand::SeedableRng;
 
 fn gpu_engine() -> Arc<Engine> {
-    let config = EngineConfig { param_cache_dir: Some(fixture().params_dir.clone()), ..Default::default() };
+    let config = EngineConfig {
+        param_cache_dir: Some(fixture().params_dir.clone()),
+        ..Default::default()
+    };
     let engine = Engine::acquire(config).expect("engine");
-    assert_eq!(engine.backend().kind(), BackendKind::Gpu, "CUZK_GPU_TESTS=1 but no usable CUDA device (see RUST_LOG=cuzk=info)");
+    assert_eq!(
+        engine.backend().kind(),
+        BackendKind::Gpu,
+        "CUZK_GPU_TESTS=1 but no usable CUDA device (see RUST_LOG=cuzk=info)"
+    );
     engine
 }
 
@@ -39,8 +46,13 @@ fn require_gpu() {
 /// memory on every call (a budget of one byte).
 fn backend(policy: SplitPolicy, residency: KeyResidency) -> GpuBackend {
     let key_memory_budget = if residency == KeyResidency::Streamed { 1 } else { 0 };
-    GpuBackend::new(&GpuConfig { devices: vec![0], key_memory_budget, split: policy, ..GpuConfig::default() })
-        .expect("CUZK_GPU_TESTS=1 but no usable CUDA device")
+    GpuBackend::new(&GpuConfig {
+        devices: vec![0],
+        key_memory_budget,
+        split: policy,
+        ..GpuConfig::default()
+    })
+    .expect("CUZK_GPU_TESTS=1 but no usable CUDA device")
 }
 
 fn proof_bytes(p: &bellperson::groth16::Proof<Bls12>) -> Vec<u8> {
@@ -104,7 +116,10 @@ fn check_gpu_equals_bellperson(constraints: usize, bit_heavy: bool, key_kind: Ke
             "{what}, split {policy:?}, key {residency:?}, a, b, c on the device {products_on_device}: the GPU proof differs from bellperson's"
         );
         if key_kind == Key::Setup {
-            assert!(verify_proof(&prepare_verifying_key(&params.vk), &ours, &circuit.inputs).unwrap(), "{what}: GPU proof does not verify");
+            assert!(
+                verify_proof(&prepare_verifying_key(&params.vk), &ours, &circuit.inputs).unwrap(),
+                "{what}: GPU proof does not verify"
+            );
         }
         let s = |ns: u64| ns as f64 / 1e9;
         eprintln!(
@@ -116,7 +131,10 @@ fn check_gpu_equals_bellperson(constraints: usize, bit_heavy: bool, key_kind: Ke
 }
 
 #[test]
-#[cfg_attr(not(cuzk_gpu_tests), ignore = "GPU test: build with CUZK_GPU_TESTS=1 and run where a CUDA device is present")]
+#[cfg_attr(
+    not(cuzk_gpu_tests),
+    ignore = "GPU test: build with CUZK_GPU_TESTS=1 and run where a CUDA device is present"
+)]
 fn gpu_matches_bellperson_2_pow_10_and_16() {
     require_gpu();
     for bit_heavy in [true, false] {
@@ -126,7 +144,10 @@ fn gpu_matches_bellperson_2_pow_10_and_16() {
 }
 
 #[test]
-#[cfg_attr(not(cuzk_gpu_tests), ignore = "GPU test: build with CUZK_GPU_TESTS=1 and run where a CUDA device is present")]
+#[cfg_attr(
+    not(cuzk_gpu_tests),
+    ignore = "GPU test: build with CUZK_GPU_TESTS=1 and run where a CUDA device is present"
+)]
 fn gpu_matches_bellperson_2_pow_20_and_22() {
     require_gpu();
     // A random setup at 2^20 takes 110 s on the H200 machine's 16 cores (set CUZK_GPU_TESTS_SETUP_2_20=1
@@ -139,14 +160,22 @@ fn gpu_matches_bellperson_2_pow_20_and_22() {
 }
 
 #[test]
-#[cfg_attr(not(cuzk_gpu_tests), ignore = "GPU test: build with CUZK_GPU_TESTS=1 and run where a CUDA device is present")]
+#[cfg_attr(
+    not(cuzk_gpu_tests),
+    ignore = "GPU test: build with CUZK_GPU_TESTS=1 and run where a CUDA device is present"
+)]
 fn porep_2k_gpu_proof_equals_bellperson_and_verifies() {
     let f = fixture();
     let engine = gpu_engine();
     let mut rng = rand::thread_rng();
     let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
-    let options = ProveOptions { randomness: Some(vec![(r, s)]), ..Default::default() };
-    let SectorProof { proof: ours, timings: t, .. } = engine.seal_commit_phase2(&f.c1_json, f.sector.sector_id, f.sector.prover_id, &options).expect("GPU C2");
+    let options = ProveOptions {
+        randomness: Some(vec![(r, s)]),
+        ..Default::default()
+    };
+    let SectorProof { proof: ours, timings: t, .. } = engine
+        .seal_commit_phase2(&f.c1_json, f.sector.sector_id, f.sector.prover_id, &options)
+        .expect("GPU C2");
     assert_eq!(t.backend, BackendKind::Gpu as u32);
     assert_eq!(t.device_index, 0);
     assert!(common::filecoin_verify(&f.sector, &ours), "filecoin-proofs rejects the GPU proof");
@@ -163,31 +192,59 @@ fn porep_2k_gpu_proof_equals_bellperson_and_verifies() {
     // A second, random-r,s proof: its phases account for the total within 2 % or 15 ms (6–10 ms
     // at 2KiB on the H200 were in no phase: thread hand-offs between the pipeline's stages and
     // freeing large vectors between timed phases).
-    let SectorProof { timings: t, .. } = engine.seal_commit_phase2(&f.c1_json, f.sector.sector_id, f.sector.prover_id, &ProveOptions::default()).unwrap();
+    let SectorProof { timings: t, .. } = engine
+        .seal_commit_phase2(&f.c1_json, f.sector.sector_id, f.sector.prover_id, &ProveOptions::default())
+        .unwrap();
     let parts: u64 = t.phases().iter().filter(|(n, _)| *n != "total").map(|(_, ns)| ns).sum();
     for (name, ns) in t.phases() {
         eprintln!("porep-2k GPU {name:<12} {:>9.3} ms", ns as f64 / 1e6);
     }
-    assert!(t.srs_load_ns == 0 && t.srs_upload_ns == 0 && t.pin_ns == 0, "the key stays resident: no load, upload or pinning on the second call");
+    assert!(
+        t.srs_load_ns == 0 && t.srs_upload_ns == 0 && t.pin_ns == 0,
+        "the key stays resident: no load, upload or pinning on the second call"
+    );
     assert_eq!(t.key_residency, KeyResidency::Resident as u32);
     let unaccounted = t.total_ns.saturating_sub(parts);
-    assert!(parts <= t.total_ns && (unaccounted * 50 <= t.total_ns || unaccounted <= 15_000_000), "phases {parts} ns vs total {} ns", t.total_ns);
+    assert!(
+        parts <= t.total_ns && (unaccounted * 50 <= t.total_ns || unaccounted <= 15_000_000),
+        "phases {parts} ns vs total {} ns",
+        t.total_ns
+    );
     // a, b, c computed on the device from its resident copy of the circuit's matrices.
     assert_eq!(t.spmv_on_device, 1, "{t:?}");
-    assert_eq!((t.shape_upload_ns, t.pin_h2d_ns), (0, 0), "matrices resident since the first call; a, b, c never sent");
-    for (name, ns) in [("witness_upload", t.witness_upload_ns), ("spmv", t.spmv_ns), ("ntt", t.ntt_ns), ("msm_h", t.msm_h_ns), ("batch_add", t.batch_add_ns), ("msm_l", t.msm_l_ns), ("msm_b_g2", t.msm_b_g2_ns)] {
+    assert_eq!(
+        (t.shape_upload_ns, t.pin_h2d_ns),
+        (0, 0),
+        "matrices resident since the first call; a, b, c never sent"
+    );
+    for (name, ns) in [
+        ("witness_upload", t.witness_upload_ns),
+        ("spmv", t.spmv_ns),
+        ("ntt", t.ntt_ns),
+        ("msm_h", t.msm_h_ns),
+        ("batch_add", t.batch_add_ns),
+        ("msm_l", t.msm_l_ns),
+        ("msm_b_g2", t.msm_b_g2_ns),
+    ] {
         assert!(ns > 0, "{name} not measured on the GPU path");
     }
 }
 
 #[test]
-#[cfg_attr(not(cuzk_gpu_tests), ignore = "GPU test: build with CUZK_GPU_TESTS=1 and run where a CUDA device is present")]
+#[cfg_attr(
+    not(cuzk_gpu_tests),
+    ignore = "GPU test: build with CUZK_GPU_TESTS=1 and run where a CUDA device is present"
+)]
 fn porep_2k_key_cold_warm_evicted_preloaded() {
     let f = fixture();
     let engine = gpu_engine();
     let proof = RegisteredSealProof::StackedDrg2KiBV1_1;
     let prove = || {
-        let SectorProof { proof: bytes, timings: t, .. } = engine.seal_commit_phase2(&f.c1_json, f.sector.sector_id, f.sector.prover_id, &ProveOptions::default()).expect("GPU C2");
+        let SectorProof {
+            proof: bytes, timings: t, ..
+        } = engine
+            .seal_commit_phase2(&f.c1_json, f.sector.sector_id, f.sector.prover_id, &ProveOptions::default())
+            .expect("GPU C2");
         assert!(common::filecoin_verify(&f.sector, &bytes), "filecoin-proofs rejects the proof");
         assert_eq!(t.key_residency, KeyResidency::Resident as u32);
         eprintln!(
@@ -204,12 +261,19 @@ fn porep_2k_key_cold_warm_evicted_preloaded() {
     };
     engine.evict_key(proof).unwrap();
     let status = engine.status();
-    assert!(status.host_keys.is_empty() && status.devices.iter().all(|d| d.resident_keys.is_empty()), "{status:?}");
+    assert!(
+        status.host_keys.is_empty() && status.devices.iter().all(|d| d.resident_keys.is_empty()),
+        "{status:?}"
+    );
 
     let cold = prove();
     assert!(cold.srs_load_ns > 0 && cold.srs_upload_ns > 0, "the cold call loads and uploads the key");
     let warm = prove();
-    assert_eq!((warm.srs_load_ns, warm.srs_upload_ns, warm.pin_ns), (0, 0, 0), "the warm call loads, uploads and pins nothing");
+    assert_eq!(
+        (warm.srs_load_ns, warm.srs_upload_ns, warm.pin_ns),
+        (0, 0, 0),
+        "the warm call loads, uploads and pins nothing"
+    );
 
     let status = engine.status();
     eprintln!("status: {}", serde_json::to_string(&status).unwrap());
@@ -221,7 +285,11 @@ fn porep_2k_key_cold_warm_evicted_preloaded() {
         assert!(device.resident_keys[0].loaded);
         assert_eq!(device.resident_shapes.len(), 1, "the 2KiB circuit's matrices are resident: {device:?}");
         assert!(device.witness_buffer_bytes > 0 && device.memory_used_by_cuzk >= key_bytes + device.resident_shapes[0].bytes);
-        assert!(device.pinned_pool.allocated_bytes > 0 && device.pinned_pool.in_use_bytes == 0, "{:?}", device.pinned_pool);
+        assert!(
+            device.pinned_pool.allocated_bytes > 0 && device.pinned_pool.in_use_bytes == 0,
+            "{:?}",
+            device.pinned_pool
+        );
         assert_eq!(device.proofs_in_flight, 0);
     }
     let uses: u64 = status.devices.iter().map(|d| d.resident_keys[0].uses).sum();
@@ -231,10 +299,18 @@ fn porep_2k_key_cold_warm_evicted_preloaded() {
     let evicted = engine.status();
     assert!(evicted.host_keys.is_empty() && evicted.devices.iter().all(|d| d.resident_keys.is_empty()));
     for (before, after) in status.devices.iter().zip(&evicted.devices) {
-        assert!(after.memory_free >= before.memory_free + key_bytes * 9 / 10, "eviction frees the device memory: {} -> {}", before.memory_free, after.memory_free);
+        assert!(
+            after.memory_free >= before.memory_free + key_bytes * 9 / 10,
+            "eviction frees the device memory: {} -> {}",
+            before.memory_free,
+            after.memory_free
+        );
     }
     let reloaded = prove();
-    assert!(reloaded.srs_load_ns > 0 && reloaded.srs_upload_ns > 0, "after eviction the key is loaded again");
+    assert!(
+        reloaded.srs_load_ns > 0 && reloaded.srs_upload_ns > 0,
+        "after eviction the key is loaded again"
+    );
     let reloaded_status = engine.status();
     assert!(
         reloaded_status.devices.iter().all(|d| d.resident_shapes.len() == 1),
@@ -245,14 +321,21 @@ fn porep_2k_key_cold_warm_evicted_preloaded() {
     let report = engine.preload_key(proof).unwrap();
     assert!(report.srs_load_ns > 0 && report.srs_upload_ns > 0);
     let after_preload = prove();
-    assert_eq!((after_preload.srs_load_ns, after_preload.srs_upload_ns), (0, 0), "a preloaded key is ready for the first call");
+    assert_eq!(
+        (after_preload.srs_load_ns, after_preload.srs_upload_ns),
+        (0, 0),
+        "a preloaded key is ready for the first call"
+    );
 }
 
 /// Device memory after warm-up stays flat over many proofs (the reference leaked device memory
 /// until the GPU ran out), a, b, c computed on the device from the resident matrices. Every
 /// proof is compared with bellperson's.
 #[test]
-#[cfg_attr(not(cuzk_gpu_tests), ignore = "GPU test: build with CUZK_GPU_TESTS=1 and run where a CUDA device is present")]
+#[cfg_attr(
+    not(cuzk_gpu_tests),
+    ignore = "GPU test: build with CUZK_GPU_TESTS=1 and run where a CUDA device is present"
+)]
 fn device_memory_flat_over_60_proofs() {
     require_gpu();
     let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(rand::random());
@@ -273,13 +356,26 @@ fn device_memory_flat_over_60_proofs() {
     }
     let warm = &free[3..];
     let (lo, hi) = (*warm.iter().min().unwrap(), *warm.iter().max().unwrap());
-    eprintln!("device memory free over 60 proofs: first {} MiB, after warm-up {}..{} MiB", free[0] >> 20, lo >> 20, hi >> 20);
+    eprintln!(
+        "device memory free over 60 proofs: first {} MiB, after warm-up {}..{} MiB",
+        free[0] >> 20,
+        lo >> 20,
+        hi >> 20
+    );
     assert!(hi - lo <= 64 << 20, "device memory moves by {} MiB after warm-up", (hi - lo) >> 20);
-    assert!(free[59] + (16 << 20) >= free[3], "device memory shrinks: {} -> {} MiB", free[3] >> 20, free[59] >> 20);
+    assert!(
+        free[59] + (16 << 20) >= free[3],
+        "device memory shrinks: {} -> {} MiB",
+        free[3] >> 20,
+        free[59] >> 20
+    );
 }
 
 #[test]
-#[cfg_attr(not(cuzk_gpu_tests), ignore = "GPU test: build with CUZK_GPU_TESTS=1 and run where a CUDA device is present")]
+#[cfg_attr(
+    not(cuzk_gpu_tests),
+    ignore = "GPU test: build with CUZK_GPU_TESTS=1 and run where a CUDA device is present"
+)]
 fn cuda_errors_become_statuses_and_the_next_call_works() {
     let engine = gpu_engine();
     let err = GpuBackend::on_device(1 << 20, SplitPolicy::CostModel).err().expect("no such device");

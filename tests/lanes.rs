@@ -14,15 +14,28 @@ use filecoin_proofs_api::RegisteredSealProof;
 
 #[test]
 fn two_lanes_prove_partitions_at_once_and_keep_their_order() {
-    let engine = Engine::acquire(EngineConfig { cpu_only: true, proving_lanes: 2, ..Default::default() }).unwrap();
+    let engine = Engine::acquire(EngineConfig {
+        cpu_only: true,
+        proving_lanes: 2,
+        ..Default::default()
+    })
+    .unwrap();
     let proof = RegisteredSealProof::StackedDrg2KiBV1_1;
     let config = cuzk::porep::porep_config(proof).unwrap();
     let circuit = |seed| cuzk::porep::synthetic_partition_circuit::<SectorShape2KiB>(&config, seed).unwrap();
     let key = Arc::new(cuzk::testing::synthetic_key(&cuzk::synthesis::synthesize(circuit(0), None).unwrap(), 3));
     let randomness: Vec<(Scalar, Scalar)> = (0..2u64).map(|k| (Scalar::from(11 + k), Scalar::from(23 + k))).collect();
-    let options = ProveOptions { randomness: Some(randomness.clone()), ..Default::default() };
+    let options = ProveOptions {
+        randomness: Some(randomness.clone()),
+        ..Default::default()
+    };
     let seed = 5;
-    let sector = SectorInput::MadeUp(MadeUpSector { proof, partitions: 2, seed, key: key.clone() });
+    let sector = SectorInput::MadeUp(MadeUpSector {
+        proof,
+        partitions: 2,
+        seed,
+        key: key.clone(),
+    });
 
     // The most partitions in the proving stage at once, sampled while the call runs.
     let (most_proving, done) = (AtomicU64::new(0), AtomicBool::new(false));
@@ -42,7 +55,9 @@ fn two_lanes_prove_partitions_at_once_and_keep_their_order() {
     // Each partition alone (classic synthesis, the values MadeUpSector documents), same r, s.
     let mut expected = Vec::new();
     for (k, &rs) in randomness.iter().enumerate() {
-        let alone = engine.prove_circuit(&key, circuit((seed << 8) + k as u64 + 1), rs, None, &mut Timings::new()).unwrap();
+        let alone = engine
+            .prove_circuit(&key, circuit((seed << 8) + k as u64 + 1), rs, None, &mut Timings::new())
+            .unwrap();
         alone.write(&mut expected).unwrap();
     }
     assert!(proven.proof == expected, "the sector's proof is not its partitions' proofs in order");

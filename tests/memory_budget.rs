@@ -12,13 +12,20 @@ use filecoin_proofs_api::RegisteredSealProof;
 /// A `kB` line of /proc/self/status, in bytes.
 fn proc_status_bytes(field: &str) -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    let line = status.lines().find_map(|l| l.strip_prefix(field)?.strip_prefix(':')).unwrap_or_else(|| panic!("no {field}"));
+    let line = status
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .unwrap_or_else(|| panic!("no {field}"));
     line.trim().trim_end_matches("kB").trim().parse::<u64>().unwrap() * 1024
 }
 
 #[test]
 fn a_one_byte_budget_keeps_one_partition_in_memory() {
-    let engine = Engine::acquire(EngineConfig { host_memory_budget: 1, ..Default::default() }).unwrap();
+    let engine = Engine::acquire(EngineConfig {
+        host_memory_budget: 1,
+        ..Default::default()
+    })
+    .unwrap();
     assert_eq!(engine.status().pipeline_memory_budget, 1);
     // Two made-up 2KiB partitions with a synthetic key (no parameters needed).
     let proof = RegisteredSealProof::StackedDrg2KiBV1_1;
@@ -32,7 +39,12 @@ fn a_one_byte_budget_keeps_one_partition_in_memory() {
 
     std::fs::write("/proc/self/clear_refs", "5").expect("resetting the peak RSS (clear_refs 5)");
     let baseline = proc_status_bytes("VmRSS");
-    let sector = SectorInput::MadeUp(MadeUpSector { proof, partitions: 2, seed: 9, key });
+    let sector = SectorInput::MadeUp(MadeUpSector {
+        proof,
+        partitions: 2,
+        seed: 9,
+        key,
+    });
     let results = engine.prove_sectors(&[sector], &ProveOptions::default()).unwrap();
     let peak_rise = proc_status_bytes("VmHWM") - baseline;
     let proven = results.into_iter().next().unwrap().expect("the made-up sector proves");
@@ -42,9 +54,17 @@ fn a_one_byte_budget_keeps_one_partition_in_memory() {
     assert_eq!(status.pipeline_memory_in_use, 0);
     // Partition 1 was synthesized only once partition 0 was proven: their spans do not overlap.
     let spans: u64 = proven.partitions.iter().map(|p| p.total_ns).sum();
-    assert!(spans <= proven.timings.total_ns, "partitions overlapped: {:?} in {} ns", proven.partitions, proven.timings.total_ns);
+    assert!(
+        spans <= proven.timings.total_ns,
+        "partitions overlapped: {:?} in {} ns",
+        proven.partitions,
+        proven.timings.total_ns
+    );
     // One partition and the CPU prover's scratch (measured 826 MiB for a 465 MiB partition on
     // 2 cores); a second partition held at once would add another 465 MiB.
     eprintln!("peak RSS rise {} MiB, one partition {} MiB", peak_rise >> 20, partition_bytes >> 20);
-    assert!(peak_rise < partition_bytes * 5 / 2, "peak RSS rose {peak_rise} bytes; one partition is {partition_bytes}");
+    assert!(
+        peak_rise < partition_bytes * 5 / 2,
+        "peak RSS rose {peak_rise} bytes; one partition is {partition_bytes}"
+    );
 }

@@ -60,10 +60,16 @@ fn proof_is_rejected_for_another_seed_or_comm_r() {
     assert_eq!(verify(&engine(), &other_seed, &p.proof), Ok(false));
     let mut other_comm_r = f.sector.clone();
     other_comm_r.comm_r[3] ^= 1;
-    assert!(matches!(verify(&engine(), &other_comm_r, &p.proof), Ok(false) | Err((Status::InvalidArgument, _))));
+    assert!(matches!(
+        verify(&engine(), &other_comm_r, &p.proof),
+        Ok(false) | Err((Status::InvalidArgument, _))
+    ));
     let mut flipped = p.proof.clone();
     flipped[100] ^= 1;
-    assert!(matches!(verify(&engine(), &f.sector, &flipped), Ok(false) | Err((Status::InvalidArgument, _))));
+    assert!(matches!(
+        verify(&engine(), &f.sector, &flipped),
+        Ok(false) | Err((Status::InvalidArgument, _))
+    ));
 }
 
 #[test]
@@ -74,10 +80,14 @@ fn tampered_c1_is_refused_before_proving() {
     let seed = c1["seed"].as_array_mut().unwrap();
     seed[0] = serde_json::json!((seed[0].as_u64().unwrap() + 1) % 256);
     let tampered = serde_json::to_vec(&c1).unwrap();
-    let err = prove(&engine(), &tampered, f.sector.sector_id, &f.sector.prover_id, None).err().expect("tampered C1 must fail");
+    let err = prove(&engine(), &tampered, f.sector.sector_id, &f.sector.prover_id, None)
+        .err()
+        .expect("tampered C1 must fail");
     assert_eq!(err.0, Status::InvalidArgument, "{}", err.1);
     assert!(err.1.contains("vanilla proofs"), "{}", err.1);
-    let err = prove(&engine(), &f.c1_json, f.sector.sector_id + 1, &f.sector.prover_id, None).err().expect("wrong sector id must fail");
+    let err = prove(&engine(), &f.c1_json, f.sector.sector_id + 1, &f.sector.prover_id, None)
+        .err()
+        .expect("wrong sector id must fail");
     assert_eq!(err.0, Status::InvalidArgument, "{}", err.1);
 }
 
@@ -117,7 +127,11 @@ fn timings_are_filled_and_consistent() {
     assert_eq!(t.pin_h2d_ns, 0, "the CPU path has no host-to-device copies");
     let parts: u64 = t.phases().iter().filter(|(name, _)| *name != "total").map(|(_, ns)| ns).sum();
     assert!(parts <= t.total_ns, "phases {parts} ns exceed the total {} ns", t.total_ns);
-    assert!(parts * 100 >= t.total_ns * 98, "phases {parts} ns cover less than 98 % of the total {} ns", t.total_ns);
+    assert!(
+        parts * 100 >= t.total_ns * 98,
+        "phases {parts} ns cover less than 98 % of the total {} ns",
+        t.total_ns
+    );
 }
 
 #[test]
@@ -126,9 +140,18 @@ fn fixed_randomness_proof_equals_bellperson_bit_for_bit() {
     let f = fixture();
     let mut rng = rand::thread_rng();
     let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
-    let engine = RustEngine::acquire(EngineConfig { param_cache_dir: Some(f.params_dir.clone()), ..Default::default() }).unwrap();
-    let options = ProveOptions { randomness: Some(vec![(r, s)]), ..Default::default() };
-    let SectorProof { proof: ours, timings: t, .. } = engine.seal_commit_phase2(&f.c1_json, f.sector.sector_id, f.sector.prover_id, &options).expect("cuzk proof");
+    let engine = RustEngine::acquire(EngineConfig {
+        param_cache_dir: Some(f.params_dir.clone()),
+        ..Default::default()
+    })
+    .unwrap();
+    let options = ProveOptions {
+        randomness: Some(vec![(r, s)]),
+        ..Default::default()
+    };
+    let SectorProof { proof: ours, timings: t, .. } = engine
+        .seal_commit_phase2(&f.c1_json, f.sector.sector_id, f.sector.prover_id, &options)
+        .expect("cuzk proof");
     assert_eq!(t.r1cs_synthesis, 1, "the default synthesis is the R1CS path");
 
     let c1 = porep::parse_c1(&f.c1_json).unwrap();
@@ -139,7 +162,9 @@ fn fixed_randomness_proof_equals_bellperson_bit_for_bit() {
         false,
     )
     .unwrap();
-    let theirs = create_proof_batch(vec![circuit], &key, vec![r], vec![s]).expect("bellperson proof").remove(0);
+    let theirs = create_proof_batch(vec![circuit], &key, vec![r], vec![s])
+        .expect("bellperson proof")
+        .remove(0);
     let mut expected = Vec::new();
     theirs.write(&mut expected).unwrap();
     assert_eq!(ours, expected, "cuzk and bellperson proofs differ for the same r, s");
@@ -173,11 +198,15 @@ fn cancelled_call_stops_early_and_engine_keeps_working() {
     let f = fixture();
     let engine = engine();
     let token = cuzk_cancel_token_new();
-    let options =
-        cuzk_prove_options { cancel: token, ..Default::default() };
+    let options = cuzk_prove_options {
+        cancel: token,
+        ..Default::default()
+    };
     cuzk_cancel_token_cancel(token);
     let start = std::time::Instant::now();
-    let err = prove(&engine, &f.c1_json, f.sector.sector_id, &f.sector.prover_id, Some(&options)).err().expect("cancelled");
+    let err = prove(&engine, &f.c1_json, f.sector.sector_id, &f.sector.prover_id, Some(&options))
+        .err()
+        .expect("cancelled");
     assert_eq!(err.0, Status::Cancelled, "{}", err.1);
     assert!(start.elapsed().as_secs() < 10, "a cancelled call must stop at the first phase boundary");
     cuzk_cancel_token_free(token);
@@ -187,16 +216,32 @@ fn cancelled_call_stops_early_and_engine_keeps_working() {
     proved();
     let _machine = alone();
     let token = CancelToken::new();
-    let options = ProveOptions { cancel: Some(token.clone()), ..Default::default() };
-    let rust_engine = RustEngine::acquire(EngineConfig { param_cache_dir: Some(f.params_dir.clone()), ..Default::default() }).unwrap();
+    let options = ProveOptions {
+        cancel: Some(token.clone()),
+        ..Default::default()
+    };
+    let rust_engine = RustEngine::acquire(EngineConfig {
+        param_cache_dir: Some(f.params_dir.clone()),
+        ..Default::default()
+    })
+    .unwrap();
     let canceller = std::thread::spawn(move || {
         std::thread::sleep(std::time::Duration::from_millis(1500));
         token.cancel();
         std::time::Instant::now()
     });
-    let err = rust_engine.seal_commit_phase2(&f.c1_json, f.sector.sector_id, f.sector.prover_id, &options).unwrap_err();
+    let err = rust_engine
+        .seal_commit_phase2(&f.c1_json, f.sector.sector_id, f.sector.prover_id, &options)
+        .unwrap_err();
     let cancelled_at = canceller.join().unwrap();
     assert_eq!(err.status, Status::Cancelled, "{err}");
-    assert!(cancelled_at.elapsed().as_secs() < 5, "stopped {:?} after the cancel", cancelled_at.elapsed());
-    assert!(prove(&engine, &f.c1_json, f.sector.sector_id, &f.sector.prover_id, None).is_ok(), "next proof after a cancel");
+    assert!(
+        cancelled_at.elapsed().as_secs() < 5,
+        "stopped {:?} after the cancel",
+        cancelled_at.elapsed()
+    );
+    assert!(
+        prove(&engine, &f.c1_json, f.sector.sector_id, &f.sector.prover_id, None).is_ok(),
+        "next proof after a cancel"
+    );
 }

@@ -35,10 +35,7 @@ fn high_priority_call_overtakes_waiting_normal_calls_at_the_partition_boundary()
     let proof = RegisteredSealProof::StackedDrg2KiBV1_1;
     let config = cuzk::porep::porep_config(proof).unwrap();
     let circuit = cuzk::porep::synthetic_partition_circuit::<SectorShape2KiB>(&config, 0).unwrap();
-    let key = Arc::new(cuzk::testing::synthetic_key(
-        &cuzk::synthesis::synthesize(circuit, None).unwrap(),
-        3,
-    ));
+    let key = Arc::new(cuzk::testing::synthetic_key(&cuzk::synthesis::synthesize(circuit, None).unwrap(), 3));
     let sector = |seed| {
         [SectorInput::MadeUp(MadeUpSector {
             proof,
@@ -72,11 +69,7 @@ fn high_priority_call_overtakes_waiting_normal_calls_at_the_partition_boundary()
         // The high-priority call arrives last; its partition is synthesized while the first
         // call still proves (a 2KiB partition's MSMs take ~40 s on 2 cores, its synthesis ~2 s).
         let urgent = scope.spawn(|| prove(3, &high));
-        (
-            first.join().unwrap(),
-            second.join().unwrap(),
-            urgent.join().unwrap(),
-        )
+        (first.join().unwrap(), second.join().unwrap(), urgent.join().unwrap())
     });
     let report = format!(
         "done at: first {:.1?}, second {:.1?}, high {:.1?}; turn waits: second {:.1} s, high {:.1} s",
@@ -93,8 +86,5 @@ fn high_priority_call_overtakes_waiting_normal_calls_at_the_partition_boundary()
         "the high-priority call did not overtake: {report}"
     );
     // The second call waited for the first partition and all of the high-priority one.
-    assert!(
-        second.1.timings.proving_wait_ns > urgent.1.timings.proving_wait_ns,
-        "{report}"
-    );
+    assert!(second.1.timings.proving_wait_ns > urgent.1.timings.proving_wait_ns, "{report}");
 }

@@ -42,7 +42,11 @@ fn assert_same(ours: &SynthesizedCircuit, theirs: &SynthesizedCircuit, what: &st
     ];
     for (name, x, y) in vectors {
         assert_eq!(x.len(), y.len(), "{what}: length of {name}");
-        assert_eq!(x.iter().zip(y.iter()).position(|(p, q)| p != q), None, "{what}: first difference in {name}");
+        assert_eq!(
+            x.iter().zip(y.iter()).position(|(p, q)| p != q),
+            None,
+            "{what}: first difference in {name}"
+        );
     }
     let densities = [
         ("a_aux_density", &ours.a_aux_density, &theirs.a_aux_density),
@@ -50,7 +54,14 @@ fn assert_same(ours: &SynthesizedCircuit, theirs: &SynthesizedCircuit, what: &st
         ("b_aux_density", &ours.b_aux_density, &theirs.b_aux_density),
     ];
     for (name, x, y) in densities {
-        assert!(x == y, "{what}: {name}: {} of {} set, synthesis {} of {}", x.count_ones(), x.len(), y.count_ones(), y.len());
+        assert!(
+            x == y,
+            "{what}: {name}: {} of {} set, synthesis {} of {}",
+            x.count_ones(),
+            x.len(),
+            y.count_ones(),
+            y.len()
+        );
     }
     assert!(ours == theirs, "{what}: synthesized circuits differ");
 }
@@ -58,7 +69,9 @@ fn assert_same(ours: &SynthesizedCircuit, theirs: &SynthesizedCircuit, what: &st
 /// The split path on `circuit`, the shape extracted from a clone of it.
 fn split_path<C: Circuit<Scalar> + Clone>(circuit: &C) -> SynthesizedCircuit {
     let shape = CircuitShape::extract(circuit.clone()).expect("shape");
-    shape.synthesized(synthesize_witness(circuit.clone(), None).expect("witness")).expect("witness fits its shape")
+    shape
+        .synthesized(synthesize_witness(circuit.clone(), None).expect("witness"))
+        .expect("witness fits its shape")
 }
 
 fn check_split_path<C: Circuit<Scalar> + Clone>(circuit: &C, what: &str) -> SynthesizedCircuit {
@@ -101,7 +114,11 @@ fn sha_chains_match_synthesis_and_share_one_shape() {
         assert_same(&ours, &theirs, &format!("ShaChain(2, 100, seed {seed}) on the shape of seed 1"));
     }
     let stats = shape.coefficient_stats();
-    eprintln!("ShaChain(2, 100): {} constraints, {} non-zeros, {stats:?}", shape.num_constraints(), shape.num_nonzeros());
+    eprintln!(
+        "ShaChain(2, 100): {} constraints, {} non-zeros, {stats:?}",
+        shape.num_constraints(),
+        shape.num_nonzeros()
+    );
     assert!(stats.plus_one + stats.minus_one > stats.nonzeros / 2);
 }
 
@@ -126,7 +143,12 @@ impl Circuit<Scalar> for EdgeTerms {
             |lc| lc + input + (Scalar::ZERO, u),
             |lc| lc - input - x + (two, u) - (two, u),
         );
-        cs.enforce(|| "general", |lc| lc + (-seven, x), |lc| lc + (seven, input) + CS::one(), |lc| lc + (seven, u));
+        cs.enforce(
+            || "general",
+            |lc| lc + (-seven, x),
+            |lc| lc + (seven, input) + CS::one(),
+            |lc| lc + (seven, u),
+        );
         cs.enforce(|| "empty", |lc| lc, |lc| lc, |lc| lc);
         let late = cs.alloc_input(|| "late input", || Ok(Scalar::from(13)))?;
         cs.enforce(|| "late", |lc| lc + late, |lc| lc + u + late, |lc| lc + late - CS::one());
@@ -209,7 +231,16 @@ fn split_path_proof_equals_bellperson() {
         let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
         let theirs = create_proof_batch(vec![circuit.clone()], &*params, vec![r], vec![s]).unwrap().remove(0);
         let synthesized = split_path(&circuit);
-        let ours = cuzk::engine::prove_synthesized(&CpuBackend::new(0).unwrap(), &worker_pool(), &params, synthesized, (r, s), None, &mut Timings::new()).unwrap();
+        let ours = cuzk::engine::prove_synthesized(
+            &CpuBackend::new(0).unwrap(),
+            &worker_pool(),
+            &params,
+            synthesized,
+            (r, s),
+            None,
+            &mut Timings::new(),
+        )
+        .unwrap();
         assert!(ours == theirs, "{constraints} constraints, bit_heavy {bit_heavy}: proofs differ");
         assert!(verify_proof(&prepare_verifying_key(&params.vk), &ours, &circuit.inputs).unwrap());
 
@@ -220,7 +251,10 @@ fn split_path_proof_equals_bellperson() {
         assert!(deferred.evaluated().is_none());
         let mut t = Timings::new();
         let ours = cuzk::engine::prove_synthesized(&CpuBackend::new(0).unwrap(), &worker_pool(), &params, deferred, (r, s), None, &mut t).unwrap();
-        assert!(ours == theirs, "{constraints} constraints, bit_heavy {bit_heavy}: deferred products, proofs differ");
+        assert!(
+            ours == theirs,
+            "{constraints} constraints, bit_heavy {bit_heavy}: deferred products, proofs differ"
+        );
         assert!(t.spmv_ns > 0 && t.spmv_on_device == 0, "{t:?}");
     }
 }
@@ -237,15 +271,24 @@ fn porep_2k_split_path_matches_synthesis() {
     // The shape recorded sequentially, recorded challenge by challenge in parallel, and the
     // shape of filecoin-proofs' blank circuit (what its parameters are generated from).
     let shape = CircuitShape::extract(circuit()).unwrap();
-    assert!(CircuitShape::extract_parallel(&circuit()).unwrap() == shape, "parallel shape extraction differs");
+    assert!(
+        CircuitShape::extract_parallel(&circuit()).unwrap() == shape,
+        "parallel shape extraction differs"
+    );
     let public_params = filecoin_proofs::parameters::public_params::<SectorShape2KiB>(&inputs.config).unwrap();
     let blank = <StackedCompound<SectorShape2KiB, DefaultPieceHasher> as CompoundProof<_, _>>::blank_circuit(&public_params);
-    assert!(CircuitShape::extract(blank).unwrap() == shape, "the blank circuit's shape differs from the sector's");
+    assert!(
+        CircuitShape::extract(blank).unwrap() == shape,
+        "the blank circuit's shape differs from the sector's"
+    );
 
     // The witness of parallel synthesis (by challenge, and finer: the engine's) is the
     // sequential one.
     let sequential = synthesize_witness(circuit(), None).unwrap();
-    assert!(synthesize_witness_parallel(&circuit(), None).unwrap() == sequential, "witness by challenge differs");
+    assert!(
+        synthesize_witness_parallel(&circuit(), None).unwrap() == sequential,
+        "witness by challenge differs"
+    );
     assert!(circuit().witness(None).unwrap() == sequential, "witness by challenge parts differs");
     // Our PartitionCircuit synthesizes what filecoin-proofs' StackedCompound::circuit does.
     let params = filecoin_proofs::parameters::public_params::<SectorShape2KiB>(&inputs.config).unwrap();
@@ -257,7 +300,10 @@ fn porep_2k_split_path_matches_synthesis() {
         Some(0),
     )
     .unwrap();
-    assert!(synthesize_witness(theirs, None).unwrap() == sequential, "PartitionCircuit's witness differs from StackedCircuit's");
+    assert!(
+        synthesize_witness(theirs, None).unwrap() == sequential,
+        "PartitionCircuit's witness differs from StackedCircuit's"
+    );
 
     let ours = shape.synthesized(synthesize_witness_parallel(&circuit(), None).unwrap()).unwrap();
     let theirs = synthesize(circuit(), None).unwrap();
@@ -277,11 +323,19 @@ fn synthetic_partitions_have_the_blank_circuits_shape() {
         let blank = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<_, _>>::blank_circuit(&public_params);
         let theirs = CircuitShape::extract(blank).unwrap();
         let ours = CircuitShape::extract_parallel(&porep::synthetic_partition_circuit::<Tree>(&config, 1).unwrap()).unwrap();
-        assert!(ours == theirs, "{proof:?}: {} vs {} constraints", ours.num_constraints(), theirs.num_constraints());
+        assert!(
+            ours == theirs,
+            "{proof:?}: {} vs {} constraints",
+            ours.num_constraints(),
+            theirs.num_constraints()
+        );
         // Its witness fits the shape, and parallel generation gives the sequential witness.
         let circuit = porep::synthetic_partition_circuit::<Tree>(&config, 2).unwrap();
         let witness = circuit.witness(None).unwrap();
-        assert!(synthesize_witness(porep::synthetic_partition_circuit::<Tree>(&config, 2).unwrap(), None).unwrap() == witness, "{proof:?}: witness");
+        assert!(
+            synthesize_witness(porep::synthetic_partition_circuit::<Tree>(&config, 2).unwrap(), None).unwrap() == witness,
+            "{proof:?}: witness"
+        );
         // And the split path's a, b, c, assignments and densities are classic synthesis'.
         let theirs = synthesize(porep::synthetic_partition_circuit::<Tree>(&config, 2).unwrap(), None).unwrap();
         assert_same(&ours.synthesized(witness).unwrap(), &theirs, &format!("{proof:?}, made-up partition"));
@@ -321,11 +375,21 @@ fn measure<C: Circuit<Scalar>>(name: &str, circuit: impl Fn() -> C) {
         .unwrap();
     let stats = shape.coefficient_stats();
     let nnz = shape.num_nonzeros();
-    eprintln!("{name}: {} constraints, {} inputs, {} aux; rayon threads {}", shape.num_constraints(), shape.num_inputs(), shape.num_aux(), rayon::current_num_threads());
+    eprintln!(
+        "{name}: {} constraints, {} inputs, {} aux; rayon threads {}",
+        shape.num_constraints(),
+        shape.num_inputs(),
+        shape.num_aux(),
+        rayon::current_num_threads()
+    );
     eprintln!("  classic synthesize      {:>9.1} ms", ms(classic));
     eprintln!("  witness-only synthesis  {:>9.1} ms", ms(witness_only));
     eprintln!("  evaluate (A·z, B·z, C·z){:>9.1} ms", ms(evaluate));
-    eprintln!("  split path total        {:>9.1} ms ({:.1}x faster)", ms(witness_only + evaluate), classic.as_secs_f64() / (witness_only + evaluate).as_secs_f64());
+    eprintln!(
+        "  split path total        {:>9.1} ms ({:.1}x faster)",
+        ms(witness_only + evaluate),
+        classic.as_secs_f64() / (witness_only + evaluate).as_secs_f64()
+    );
     eprintln!("  shape extraction        {:>9.1} ms", ms(extract));
     eprintln!(
         "  non-zeros {nnz} (A {}, B {}, C {}); shape {} bytes = {:.2} bytes/non-zero (36 with a scalar and a u32 column each)",
@@ -358,7 +422,11 @@ fn measure_split_path() {
         })
         .min()
         .unwrap();
-    eprintln!("  witness, challenges in parallel {:>9.1} ms ({} challenges)", parallel.as_secs_f64() * 1e3, circuit.num_segments());
+    eprintln!(
+        "  witness, challenges in parallel {:>9.1} ms ({} challenges)",
+        parallel.as_secs_f64() * 1e3,
+        circuit.num_segments()
+    );
     let parts = (0..3)
         .map(|_| {
             let start = Instant::now();

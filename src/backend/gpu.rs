@@ -33,8 +33,8 @@ use crate::cancel::CancelToken;
 use crate::error::{Error, Result, Status};
 use crate::groth16::{check_key_fits, MsmResults, ProvingKey};
 use crate::pinned::{BufferPool, PinnedMemory, PooledBuffer};
-use crate::resident::{KeyRef, Residency, ResidentCache};
 use crate::r1cs::{Assignment, CircuitShape, CompactWitness, SparseMatrix};
+use crate::resident::{KeyRef, Residency, ResidentCache};
 use crate::synthesis::{Products, SynthesizedCircuit};
 use crate::timings::{nanos, timed, KeyResidency, Timings};
 
@@ -151,7 +151,13 @@ mod sys {
         pub fn cuzk_gpu_memory_info(ctx: *mut Context, out: *mut Memory, msg: *mut Message) -> c_int;
         pub fn cuzk_gpu_pinned_alloc(bytes: usize, out: *mut *mut c_void, msg: *mut Message) -> c_int;
         pub fn cuzk_gpu_pinned_free(ptr: *mut c_void);
-        pub fn cuzk_gpu_key_upload(ctx: *mut Context, points: *const KeyPoints, staging: *const Staging, out: *mut *mut Key, msg: *mut Message) -> c_int;
+        pub fn cuzk_gpu_key_upload(
+            ctx: *mut Context,
+            points: *const KeyPoints,
+            staging: *const Staging,
+            out: *mut *mut Key,
+            msg: *mut Message,
+        ) -> c_int;
         pub fn cuzk_gpu_key_free(key: *mut Key);
         pub fn cuzk_gpu_quotient_msm(
             ctx: *mut Context,
@@ -166,7 +172,14 @@ mod sys {
             times: *mut HTimes,
             msg: *mut Message,
         ) -> c_int;
-        pub fn cuzk_gpu_shape_upload(ctx: *mut Context, shape: *const ShapeHost, staging: *const Staging, out: *mut *mut Shape, bytes: *mut u64, msg: *mut Message) -> c_int;
+        pub fn cuzk_gpu_shape_upload(
+            ctx: *mut Context,
+            shape: *const ShapeHost,
+            staging: *const Staging,
+            out: *mut *mut Shape,
+            bytes: *mut u64,
+            msg: *mut Message,
+        ) -> c_int;
         pub fn cuzk_gpu_shape_free(shape: *mut Shape);
         pub fn cuzk_gpu_quotient_msm_r1cs(
             ctx: *mut Context,
@@ -179,10 +192,40 @@ mod sys {
             times: *mut HTimes,
             msg: *mut Message,
         ) -> c_int;
-        pub fn cuzk_gpu_batch_add(ctx: *mut Context, points: *const Points, bitmap: *const u32, staging: *const Staging, out: *mut G1, msg: *mut Message) -> c_int;
-        pub fn cuzk_gpu_msm(ctx: *mut Context, points: *const Points, indices: *const u32, scalars: *const c_void, n: usize, out: *mut G1, msg: *mut Message) -> c_int;
-        pub fn cuzk_gpu_batch_add_g2(ctx: *mut Context, points: *const Points, bitmap: *const u32, staging: *const Staging, out: *mut G2, msg: *mut Message) -> c_int;
-        pub fn cuzk_gpu_msm_g2(ctx: *mut Context, points: *const Points, indices: *const u32, scalars: *const c_void, n: usize, out: *mut G2, msg: *mut Message) -> c_int;
+        pub fn cuzk_gpu_batch_add(
+            ctx: *mut Context,
+            points: *const Points,
+            bitmap: *const u32,
+            staging: *const Staging,
+            out: *mut G1,
+            msg: *mut Message,
+        ) -> c_int;
+        pub fn cuzk_gpu_msm(
+            ctx: *mut Context,
+            points: *const Points,
+            indices: *const u32,
+            scalars: *const c_void,
+            n: usize,
+            out: *mut G1,
+            msg: *mut Message,
+        ) -> c_int;
+        pub fn cuzk_gpu_batch_add_g2(
+            ctx: *mut Context,
+            points: *const Points,
+            bitmap: *const u32,
+            staging: *const Staging,
+            out: *mut G2,
+            msg: *mut Message,
+        ) -> c_int;
+        pub fn cuzk_gpu_msm_g2(
+            ctx: *mut Context,
+            points: *const Points,
+            indices: *const u32,
+            scalars: *const c_void,
+            n: usize,
+            out: *mut G2,
+            msg: *mut Message,
+        ) -> c_int;
     }
 }
 
@@ -195,7 +238,11 @@ fn call(what: &str, f: impl FnOnce(*mut sys::Message) -> i32) -> Result<()> {
     }
     // SAFETY: the C side always NUL-terminates the message buffer.
     let text = unsafe { CStr::from_ptr(msg.text.as_ptr()) }.to_string_lossy().into_owned();
-    let status = if code == sys::OUT_OF_MEMORY { Status::OutOfMemory } else { Status::GpuError };
+    let status = if code == sys::OUT_OF_MEMORY {
+        Status::OutOfMemory
+    } else {
+        Status::GpuError
+    };
     Err(Error::new(status, format!("{what}: {text}")))
 }
 
@@ -230,7 +277,9 @@ impl PinnedMemory for CudaPinned {
     fn alloc(&self, bytes: usize) -> Result<NonNull<u8>> {
         let mut ptr = std::ptr::null_mut();
         // SAFETY: out-pointer to a local.
-        call("allocating pinned host memory", |msg| unsafe { sys::cuzk_gpu_pinned_alloc(bytes, &mut ptr, msg) })?;
+        call("allocating pinned host memory", |msg| unsafe {
+            sys::cuzk_gpu_pinned_alloc(bytes, &mut ptr, msg)
+        })?;
         NonNull::new(ptr.cast()).ok_or_else(|| Error::new(Status::OutOfMemory, "cudaHostAlloc returned NULL"))
     }
 
@@ -244,7 +293,10 @@ fn staging(buffer: &PooledBuffer<'_, CudaPinned>) -> sys::Staging {
     let half = buffer.len() / 2;
     // SAFETY: both halves lie inside the buffer.
     let second = unsafe { buffer.as_ptr().add(half) };
-    sys::Staging { buffers: [buffer.as_ptr().cast(), second.cast()], bytes: half }
+    sys::Staging {
+        buffers: [buffer.as_ptr().cast(), second.cast()],
+        bytes: half,
+    }
 }
 
 /// A device context (cuda/context.cuh).
@@ -258,7 +310,9 @@ impl Context {
     fn new(device: i32) -> Result<Self> {
         let mut ctx = std::ptr::null_mut();
         // SAFETY: out-pointer to a local.
-        call("creating the device context", |msg| unsafe { sys::cuzk_gpu_context_new(device, &mut ctx, msg) })?;
+        call("creating the device context", |msg| unsafe {
+            sys::cuzk_gpu_context_new(device, &mut ctx, msg)
+        })?;
         NonNull::new(ctx).map(Context).ok_or_else(|| Error::internal("device context is NULL"))
     }
 
@@ -269,7 +323,9 @@ impl Context {
     fn memory(&self) -> Result<sys::Memory> {
         let mut memory = sys::Memory::default();
         // SAFETY: live context, out-pointer to a local.
-        call("querying device memory", |msg| unsafe { sys::cuzk_gpu_memory_info(self.ptr(), &mut memory, msg) })?;
+        call("querying device memory", |msg| unsafe {
+            sys::cuzk_gpu_memory_info(self.ptr(), &mut memory, msg)
+        })?;
         Ok(memory)
     }
 }
@@ -297,11 +353,16 @@ impl DeviceKey {
             (key.b_g1.as_ptr().cast(), key.b_g1.len()),
             (key.b_g2.as_ptr().cast(), key.b_g2.len()),
         ];
-        let points = sys::KeyPoints { host: queries.map(|q| q.0), n: queries.map(|q| q.1) };
+        let points = sys::KeyPoints {
+            host: queries.map(|q| q.0),
+            n: queries.map(|q| q.1),
+        };
         let mut out = std::ptr::null_mut();
         // SAFETY: the key's vectors hold the given numbers of blst affine points and outlive
         // the synchronous call; the staging halves belong to this call.
-        call("uploading the proving key", |msg| unsafe { sys::cuzk_gpu_key_upload(ctx.ptr(), &points, staging, &mut out, msg) })?;
+        call("uploading the proving key", |msg| unsafe {
+            sys::cuzk_gpu_key_upload(ctx.ptr(), &points, staging, &mut out, msg)
+        })?;
         NonNull::new(out).map(DeviceKey).ok_or_else(|| Error::internal("device key is NULL"))
     }
 }
@@ -340,7 +401,9 @@ impl DeviceShape {
         };
         let (mut out, mut bytes) = (std::ptr::null_mut(), 0u64);
         // SAFETY: the shape's vectors hold the lengths given and outlive the synchronous call.
-        call("uploading the circuit's R1CS matrices", |msg| unsafe { sys::cuzk_gpu_shape_upload(ctx.ptr(), &host, staging, &mut out, &mut bytes, msg) })?;
+        call("uploading the circuit's R1CS matrices", |msg| unsafe {
+            sys::cuzk_gpu_shape_upload(ctx.ptr(), &host, staging, &mut out, &mut bytes, msg)
+        })?;
         let ptr = NonNull::new(out).ok_or_else(|| Error::internal("device shape is NULL"))?;
         Ok(DeviceShape { ptr, bytes })
     }
@@ -381,7 +444,13 @@ pub struct GpuConfig {
 
 impl Default for GpuConfig {
     fn default() -> Self {
-        GpuConfig { devices: Vec::new(), key_memory_budget: 0, pinned_pool_bytes: 0, split: SplitPolicy::CostModel, products_on_device: true }
+        GpuConfig {
+            devices: Vec::new(),
+            key_memory_budget: 0,
+            pinned_pool_bytes: 0,
+            split: SplitPolicy::CostModel,
+            products_on_device: true,
+        }
     }
 }
 
@@ -419,11 +488,21 @@ impl Device {
         let mut name = [0 as c_char; 256];
         let mut memory = 0u64;
         // SAFETY: out-pointers to locals of the sizes the C side writes.
-        call("querying the CUDA device", |msg| unsafe { sys::cuzk_gpu_device_info(ordinal, name.as_mut_ptr(), &mut memory, msg) })?;
+        call("querying the CUDA device", |msg| unsafe {
+            sys::cuzk_gpu_device_info(ordinal, name.as_mut_ptr(), &mut memory, msg)
+        })?;
         // SAFETY: NUL-terminated by the C side.
         let name = unsafe { CStr::from_ptr(name.as_ptr()) }.to_string_lossy().into_owned();
-        let budget = if config.key_memory_budget > 0 { config.key_memory_budget } else { memory / 4 * 3 };
-        let pool = if config.pinned_pool_bytes > 0 { config.pinned_pool_bytes } else { DEFAULT_PINNED_POOL_BYTES };
+        let budget = if config.key_memory_budget > 0 {
+            config.key_memory_budget
+        } else {
+            memory / 4 * 3
+        };
+        let pool = if config.pinned_pool_bytes > 0 {
+            config.pinned_pool_bytes
+        } else {
+            DEFAULT_PINNED_POOL_BYTES
+        };
         log::info!(
             "cuzk GPU device {ordinal}: {name}, {} GiB, key budget {} GiB, pinned pool {} MiB, 0/1 split: {:?}",
             memory >> 30,
@@ -447,12 +526,22 @@ impl Device {
     /// The key's copy in this device's memory, uploaded now if it is not there (timed into
     /// `srs_upload_ns`); `None` when it is larger than the budget. Call inside the turn.
     fn resident_key(&self, key: &ProvingKey, staging: &sys::Staging, t: &mut Timings) -> Result<Option<Arc<DeviceKey>>> {
-        let key_ref = KeyRef { id: key.id(), label: key.label().to_string(), bytes: key.points_bytes(), alive: key.liveness() };
+        let key_ref = KeyRef {
+            id: key.id(),
+            label: key.label().to_string(),
+            bytes: key.points_bytes(),
+            alive: key.liveness(),
+        };
         let start = Instant::now();
         let residency = match self.keys.get(&key_ref, || DeviceKey::upload(&self.ctx, key, staging)) {
             // The budget is a plan; the device may hold less (other processes use it too).
             Err(e) if e.status == Status::OutOfMemory => {
-                log::warn!("{} does not fit on device {} after all ({}): streamed", key.label(), self.ordinal, e.message);
+                log::warn!(
+                    "{} does not fit on device {} after all ({}): streamed",
+                    key.label(),
+                    self.ordinal,
+                    e.message
+                );
                 Residency::TooLarge
             }
             other => other?,
@@ -461,13 +550,24 @@ impl Device {
             Residency::Resident { copy, loaded } => {
                 if loaded {
                     t.srs_upload_ns += nanos(start.elapsed());
-                    log::info!("{} resident on device {} ({} MiB) in {:.2?}", key.label(), self.ordinal, key_ref.bytes >> 20, start.elapsed());
+                    log::info!(
+                        "{} resident on device {} ({} MiB) in {:.2?}",
+                        key.label(),
+                        self.ordinal,
+                        key_ref.bytes >> 20,
+                        start.elapsed()
+                    );
                 }
                 t.key_residency = KeyResidency::Resident as u32;
                 Ok(Some(copy))
             }
             Residency::TooLarge => {
-                log::debug!("{} ({} MiB) exceeds device {}'s key budget: streamed", key.label(), key_ref.bytes >> 20, self.ordinal);
+                log::debug!(
+                    "{} ({} MiB) exceeds device {}'s key budget: streamed",
+                    key.label(),
+                    key_ref.bytes >> 20,
+                    self.ordinal
+                );
                 t.key_residency = KeyResidency::Streamed as u32;
                 Ok(None)
             }
@@ -524,7 +624,10 @@ impl Device {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .iter()
-            .map(|(shape, device)| ResidentShape { constraints: shape.num_constraints() as u64, bytes: device.bytes })
+            .map(|(shape, device)| ResidentShape {
+                constraints: shape.num_constraints() as u64,
+                bytes: device.bytes,
+            })
             .collect();
         DeviceStatus {
             ordinal: self.ordinal,
@@ -556,8 +659,18 @@ struct PointSource<'a> {
 impl PointSource<'_> {
     fn points<P>(&self, query: u32, host: &[P]) -> sys::Points {
         match self.resident {
-            Some(key) => sys::Points { key: key.0.as_ptr(), query, host: std::ptr::null(), n: host.len() },
-            None => sys::Points { key: std::ptr::null(), query, host: host.as_ptr().cast(), n: host.len() },
+            Some(key) => sys::Points {
+                key: key.0.as_ptr(),
+                query,
+                host: std::ptr::null(),
+                n: host.len(),
+            },
+            None => sys::Points {
+                key: std::ptr::null(),
+                query,
+                host: host.as_ptr().cast(),
+                n: host.len(),
+            },
         }
     }
 
@@ -607,7 +720,14 @@ impl Backend for GpuCall<'_> {
         self.gpu.products_on_device
     }
 
-    fn compute_msms(&self, key: &ProvingKey, circuit: SynthesizedCircuit, pool: &ThreadPool, cancel: &CancelToken, t: &mut Timings) -> Result<MsmResults> {
+    fn compute_msms(
+        &self,
+        key: &ProvingKey,
+        circuit: SynthesizedCircuit,
+        pool: &ThreadPool,
+        cancel: &CancelToken,
+        t: &mut Timings,
+    ) -> Result<MsmResults> {
         let device = self.device.map_or_else(|| self.gpu.least_busy_device(), InFlight::new);
         self.gpu.compute_on(device, self.priority, key, circuit, pool, cancel, t)
     }
@@ -618,7 +738,11 @@ impl Backend for GpuCall<'_> {
 
     /// [`LANES_PER_DEVICE`] per device the call may use.
     fn proving_lanes(&self) -> usize {
-        if self.device.is_some() { LANES_PER_DEVICE } else { self.gpu.proving_lanes() }
+        if self.device.is_some() {
+            LANES_PER_DEVICE
+        } else {
+            self.gpu.proving_lanes()
+        }
     }
 }
 
@@ -631,17 +755,30 @@ impl Drop for InFlight<'_> {
 impl GpuBackend {
     /// The backend of every device (or those `config.devices` names).
     pub fn new(config: &GpuConfig) -> Result<Self> {
-        let ordinals: Vec<i32> = if config.devices.is_empty() { (0..device_count()? as i32).collect() } else { config.devices.clone() };
+        let ordinals: Vec<i32> = if config.devices.is_empty() {
+            (0..device_count()? as i32).collect()
+        } else {
+            config.devices.clone()
+        };
         if ordinals.is_empty() {
             return Err(Error::new(Status::GpuError, "no CUDA device"));
         }
         let devices = ordinals.into_iter().map(|d| Device::open(d, config)).collect::<Result<_>>()?;
-        Ok(GpuBackend { devices, split: config.split, products_on_device: config.products_on_device, next: AtomicUsize::new(0) })
+        Ok(GpuBackend {
+            devices,
+            split: config.split,
+            products_on_device: config.products_on_device,
+            next: AtomicUsize::new(0),
+        })
     }
 
     /// The backend of one device with the given split policy (tests and benchmarks).
     pub fn on_device(device: i32, split: SplitPolicy) -> Result<Self> {
-        Self::new(&GpuConfig { devices: vec![device], split, ..GpuConfig::default() })
+        Self::new(&GpuConfig {
+            devices: vec![device],
+            split,
+            ..GpuConfig::default()
+        })
     }
 
     /// `CUZK_GPU_SPLIT` as a policy (auto when unset).
@@ -680,8 +817,15 @@ impl GpuBackend {
         let domain = Domain::for_len(circuit.num_constraints())
             .ok_or_else(|| Error::invalid("circuit has more constraints than the field's 2^32 FFT domain"))?;
         let layout = check_key_fits(key, &circuit, domain.size())?;
-        let SynthesizedCircuit { products, input_assignment, aux_assignment, a_aux_density, b_input_density, b_aux_density, .. } =
-            circuit;
+        let SynthesizedCircuit {
+            products,
+            input_assignment,
+            aux_assignment,
+            a_aux_density,
+            b_input_density,
+            b_aux_density,
+            ..
+        } = circuit;
         let device = in_flight.0;
         t.device_index = device.ordinal;
         // Whether the key will be resident decides where the tails are gathered; a key that
@@ -690,7 +834,16 @@ impl GpuBackend {
         let policy = self.split;
 
         let p = timed(&mut t.prep_msm_ns, || {
-            pool.install(|| PreparedMsms::new(&layout, &input_assignment, &aux_assignment, &a_aux_density, &b_input_density, &b_aux_density))
+            pool.install(|| {
+                PreparedMsms::new(
+                    &layout,
+                    &input_assignment,
+                    &aux_assignment,
+                    &a_aux_density,
+                    &b_input_density,
+                    &b_aux_density,
+                )
+            })
         });
         let ([l, a_q, b_q], b_g2_bitmap) = timed(&mut t.prep_msm_ns, || {
             pool.install(|| {
@@ -701,15 +854,24 @@ impl GpuBackend {
                 ];
                 // B_G2 always splits (below): B_G1's bitmap unless its ones went to the tail.
                 let same_as_b_g1 = matches!(g1[2].classes, Cow::Borrowed(_)) && key.b_g1.len() == key.b_g2.len();
-                let b_g2_bitmap = if same_as_b_g1 || p.b.ones.is_empty() { Vec::new() } else { p.b.ones_bitmap(key.b_g2.len()) };
+                let b_g2_bitmap = if same_as_b_g1 || p.b.ones.is_empty() {
+                    Vec::new()
+                } else {
+                    p.b.ones_bitmap(key.b_g2.len())
+                };
                 (g1, b_g2_bitmap)
             })
         });
-        let z = Assignment { inputs: &input_assignment, aux: &aux_assignment };
+        let z = Assignment {
+            inputs: &input_assignment,
+            aux: &aux_assignment,
+        };
         let mut h_input = match products {
             Products::Deferred(shape) => {
                 // L's classes are every aux value's kind.
-                let witness = timed(&mut t.witness_upload_ns, || pool.install(|| CompactWitness::encode(z, &p.l.ones, &p.l.tail_indices)))?;
+                let witness = timed(&mut t.witness_upload_ns, || {
+                    pool.install(|| CompactWitness::encode(z, &p.l.ones, &p.l.tail_indices))
+                })?;
                 HInput::Witness { witness, shape }
             }
             Products::Evaluated { a, b, c } => HInput::Products(a, b, c),
@@ -759,7 +921,9 @@ impl GpuBackend {
         let mut out = sys::G1::default();
         // SAFETY: `points` describes live host or device points, `bitmap` has ⌈n/32⌉ words;
         // all outlive the synchronous call.
-        call("batch addition", |msg| unsafe { sys::cuzk_gpu_batch_add(device.ctx.ptr(), points, bitmap.as_ptr(), staging, &mut out, msg) })?;
+        call("batch addition", |msg| unsafe {
+            sys::cuzk_gpu_batch_add(device.ctx.ptr(), points, bitmap.as_ptr(), staging, &mut out, msg)
+        })?;
         Ok(to_projective(&out))
     }
 
@@ -781,12 +945,22 @@ impl GpuBackend {
         let start = Instant::now();
         if !classes.ones.is_empty() {
             // SAFETY: as in batch_add.
-            call("G2 batch addition", |msg| unsafe { sys::cuzk_gpu_batch_add_g2(device.ctx.ptr(), &query, ones_bitmap.as_ptr(), staging, &mut ones, msg) })?;
+            call("G2 batch addition", |msg| unsafe {
+                sys::cuzk_gpu_batch_add_g2(device.ctx.ptr(), &query, ones_bitmap.as_ptr(), staging, &mut ones, msg)
+            })?;
         }
         t.batch_add_ns += nanos(start.elapsed());
         let start = Instant::now();
-        let gathered = if src.is_resident() { Vec::new() } else { pool.install(|| gather_tail(points, classes)) };
-        let tail_points = if src.is_resident() { query } else { src.points(sys::QUERY_B_G2, &gathered) };
+        let gathered = if src.is_resident() {
+            Vec::new()
+        } else {
+            pool.install(|| gather_tail(points, classes))
+        };
+        let tail_points = if src.is_resident() {
+            query
+        } else {
+            src.points(sys::QUERY_B_G2, &gathered)
+        };
         let mut tail = sys::G2::default();
         // SAFETY: as many scalars (and indices, or gathered host points) as n; all alive for
         // the synchronous call.
@@ -807,7 +981,15 @@ impl GpuBackend {
 
     /// H on the device from a, b, c (freed as soon as they are on it), or from the compact
     /// witness and the device's resident copy of the shape's matrices.
-    fn quotient_msm(device: &Device, src: &PointSource, key: &ProvingKey, input: HInput, lg_domain: u32, staging: &sys::Staging, t: &mut Timings) -> Result<G1Projective> {
+    fn quotient_msm(
+        device: &Device,
+        src: &PointSource,
+        key: &ProvingKey,
+        input: HInput,
+        lg_domain: u32,
+        staging: &sys::Staging,
+        t: &mut Timings,
+    ) -> Result<G1Projective> {
         let h_points = src.points(sys::QUERY_H, &key.h);
         let mut h = sys::G1::default();
         let mut times = sys::HTimes::default();
@@ -903,8 +1085,14 @@ struct SplitCosts {
     one_in_tail: f64,
 }
 
-const STREAMED_COSTS: SplitCosts = SplitCosts { batch_add_per_query_point: 12.0, one_in_tail: 42.0 };
-const RESIDENT_COSTS: SplitCosts = SplitCosts { batch_add_per_query_point: 1.6, one_in_tail: 28.0 };
+const STREAMED_COSTS: SplitCosts = SplitCosts {
+    batch_add_per_query_point: 12.0,
+    one_in_tail: 42.0,
+};
+const RESIDENT_COSTS: SplitCosts = SplitCosts {
+    batch_add_per_query_point: 1.6,
+    one_in_tail: 28.0,
+};
 
 /// How the backend decides the 0/1 split per MSM: by the cost model, or forced
 /// (`CUZK_GPU_SPLIT=always|never`, for measuring the model).
@@ -941,7 +1129,10 @@ impl SplitPolicy {
     fn apply<'a>(self, name: &str, npoints: usize, classes: &'a ClassifiedScalars, resident: bool) -> Cow<'a, ClassifiedScalars> {
         let mut classes = Cow::Borrowed(classes);
         if !self.split_pays(npoints, classes.ones.len(), resident) {
-            log::debug!("{name}: batch addition of {} 1-scalars does not pay over {npoints} points", classes.ones.len());
+            log::debug!(
+                "{name}: batch addition of {} 1-scalars does not pay over {npoints} points",
+                classes.ones.len()
+            );
             classes.to_mut().fold_ones_into_tail();
         }
         classes
@@ -963,13 +1154,30 @@ impl<'a> G1Msm<'a> {
     /// Decides the split and makes the bitmap (before the device turn, on all cores).
     fn plan(name: &str, query: u32, points: &'a [G1Affine], classes: &'a ClassifiedScalars, policy: SplitPolicy, resident: bool) -> Self {
         let classes = policy.apply(name, points.len(), classes, resident);
-        let ones_bitmap = if classes.ones.is_empty() { Vec::new() } else { classes.ones_bitmap(points.len()) };
-        G1Msm { query, points, classes, ones_bitmap }
+        let ones_bitmap = if classes.ones.is_empty() {
+            Vec::new()
+        } else {
+            classes.ones_bitmap(points.len())
+        };
+        G1Msm {
+            query,
+            points,
+            classes,
+            ones_bitmap,
+        }
     }
 
     /// Σ sᵢ·Pᵢ on the device, the batch addition timed into `batch_ns` and the tail into
     /// `tail_ns`.
-    fn run(&self, device: &Device, src: &PointSource, staging: &sys::Staging, pool: &ThreadPool, batch_ns: &mut u64, tail_ns: &mut u64) -> Result<G1Projective> {
+    fn run(
+        &self,
+        device: &Device,
+        src: &PointSource,
+        staging: &sys::Staging,
+        pool: &ThreadPool,
+        batch_ns: &mut u64,
+        tail_ns: &mut u64,
+    ) -> Result<G1Projective> {
         let query = src.points(self.query, self.points);
         let ones = if self.classes.ones.is_empty() {
             G1Projective::identity()
@@ -977,7 +1185,11 @@ impl<'a> G1Msm<'a> {
             timed(batch_ns, || GpuBackend::batch_add(device, &query, &self.ones_bitmap, staging))?
         };
         let tail = timed(tail_ns, || {
-            let host_tail = if src.is_resident() { Vec::new() } else { pool.install(|| gather_tail(self.points, &self.classes)) };
+            let host_tail = if src.is_resident() {
+                Vec::new()
+            } else {
+                pool.install(|| gather_tail(self.points, &self.classes))
+            };
             let tail_points = if src.is_resident() { query } else { src.points(self.query, &host_tail) };
             GpuBackend::tail_msm(device, &tail_points, &self.classes)
         })?;
@@ -994,7 +1206,14 @@ impl Backend for GpuBackend {
         self.products_on_device
     }
 
-    fn compute_msms(&self, key: &ProvingKey, circuit: SynthesizedCircuit, pool: &ThreadPool, cancel: &CancelToken, t: &mut Timings) -> Result<MsmResults> {
+    fn compute_msms(
+        &self,
+        key: &ProvingKey,
+        circuit: SynthesizedCircuit,
+        pool: &ThreadPool,
+        cancel: &CancelToken,
+        t: &mut Timings,
+    ) -> Result<MsmResults> {
         self.compute_on(self.least_busy_device(), Priority::Normal, key, circuit, pool, cancel, t)
     }
 

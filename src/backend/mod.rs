@@ -23,7 +23,9 @@ pub use turn::Priority;
 /// Refuses to wait for a turn on one of `pool`'s workers (see [`turn`]).
 pub(crate) fn check_not_a_worker(pool: &ThreadPool) -> Result<()> {
     match pool.current_thread_index() {
-        Some(_) => Err(Error::internal("a proof's MSMs were started on one of the engine's workers (they may wait for a turn the worker's own jobs hold up)")),
+        Some(_) => Err(Error::internal(
+            "a proof's MSMs were started on one of the engine's workers (they may wait for a turn the worker's own jobs hold up)",
+        )),
         None => Ok(()),
     }
 }

@@ -67,7 +67,12 @@ impl ClassifiedScalars {
         let tail_scalars: Vec<&[[u8; 32]]> = parts.iter().map(|p| p.tail_scalars.as_slice()).collect();
         rayon::join(
             || extend_parallel(&mut head.ones, &ones),
-            || rayon::join(|| extend_parallel(&mut head.tail_indices, &tail_indices), || extend_parallel(&mut head.tail_scalars, &tail_scalars)),
+            || {
+                rayon::join(
+                    || extend_parallel(&mut head.tail_indices, &tail_indices),
+                    || extend_parallel(&mut head.tail_scalars, &tail_scalars),
+                )
+            },
         );
         head
     }
@@ -125,7 +130,10 @@ impl PreparedMsms {
             .into_par_iter()
             .map(|k| {
                 let range = k * CHUNK..aux.len().min((k + 1) * CHUNK);
-                (a_aux_density.count_ones_in(range.clone()) as u32, b_aux_density.count_ones_in(range) as u32)
+                (
+                    a_aux_density.count_ones_in(range.clone()) as u32,
+                    b_aux_density.count_ones_in(range) as u32,
+                )
             })
             .collect();
         let firsts: Vec<(u32, u32)> = kept
@@ -161,7 +169,12 @@ impl PreparedMsms {
         let query = |q: usize| parts.iter().map(|p| &p[q]).collect::<Vec<_>>();
         let (l, (a, b)) = rayon::join(
             || ClassifiedScalars::concat(ClassifiedScalars::default(), &query(0)),
-            || rayon::join(|| ClassifiedScalars::concat(a_inputs, &query(1)), || ClassifiedScalars::concat(b_inputs, &query(2))),
+            || {
+                rayon::join(
+                    || ClassifiedScalars::concat(a_inputs, &query(1)),
+                    || ClassifiedScalars::concat(b_inputs, &query(2)),
+                )
+            },
         );
         PreparedMsms { l, a, b }
     }
@@ -218,6 +231,9 @@ mod tests {
         classes.fold_ones_into_tail();
         assert!(classes.ones.is_empty());
         assert_eq!(classes.tail_indices, vec![13, 10, 11]);
-        assert_eq!(classes.tail_scalars, vec![Scalar::from(9u64).to_repr(), Scalar::ONE.to_repr(), Scalar::ONE.to_repr()]);
+        assert_eq!(
+            classes.tail_scalars,
+            vec![Scalar::from(9u64).to_repr(), Scalar::ONE.to_repr(), Scalar::ONE.to_repr()]
+        );
     }
 }

@@ -193,6 +193,9 @@ mod tests {
         }
         std::thread::sleep(Duration::from_millis(30));
         let (held, inside) = (turn.held_ns(), nanos(inside));
-        assert!(held >= inside && held < inside + 30_000_000, "held {held} ns: the three turns took {inside} ns, and the 30 ms after them is not held");
+        assert!(
+            held >= inside && held < inside + 30_000_000,
+            "held {held} ns: the three turns took {inside} ns, and the 30 ms after them is not held"
+        );
     }
 }

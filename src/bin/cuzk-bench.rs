@@ -41,29 +41,29 @@ use std::time::Instant;
 use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
-use blstrs::Scalar;
-use cuzk::backend::BackendKind;
-use cuzk::engine::{synthesize_with_shape, Engine, EngineConfig, MadeUpSector, ProveOptions, SectorInput};
-use cuzk::with_porep_shape;
-use cuzk::porep;
-use cuzk::r1cs::{CircuitShape, Whole};
-use filecoin_proofs::constants::DefaultPieceHasher;
-use filecoin_proofs::types::MerkleTreeTrait;
-use filecoin_proofs_api::RegisteredSealProof;
-use storage_proofs_core::compound_proof::CompoundProof;
-use storage_proofs_porep::stacked::StackedCompound;
-use cuzk::synthesis::{synthesize, SynthesizedCircuit};
-use cuzk::fixtures::SealedSector;
-use cuzk::testing::{synthetic_key, RandomCircuit};
-use cuzk::workloads::sha_chain::ShaChain;
 use bellperson::groth16::{generate_random_parameters, prepare_verifying_key, verify_proof, Proof};
 use bellperson::Circuit;
 use blstrs::Bls12;
+use blstrs::Scalar;
+use cuzk::backend::BackendKind;
+use cuzk::engine::{synthesize_with_shape, Engine, EngineConfig, MadeUpSector, ProveOptions, SectorInput};
+use cuzk::fixtures::SealedSector;
 use cuzk::groth16::ProvingKey;
-use std::io::Write;
+use cuzk::porep;
+use cuzk::r1cs::{CircuitShape, Whole};
+use cuzk::synthesis::{synthesize, SynthesizedCircuit};
+use cuzk::testing::{synthetic_key, RandomCircuit};
 use cuzk::timings::Timings;
+use cuzk::with_porep_shape;
+use cuzk::workloads::sha_chain::ShaChain;
 use ff::Field;
+use filecoin_proofs::constants::DefaultPieceHasher;
+use filecoin_proofs::types::MerkleTreeTrait;
+use filecoin_proofs_api::RegisteredSealProof;
 use rand::SeedableRng;
+use std::io::Write;
+use storage_proofs_core::compound_proof::CompoundProof;
+use storage_proofs_porep::stacked::StackedCompound;
 
 struct Args {
     workload: String,
@@ -139,7 +139,9 @@ fn parse_args() -> Result<Args> {
     if args.setup_key && args.log_constraints > 20 {
         bail!("--setup-key: a random setup above 2^20 constraints takes too long; use the synthetic key");
     }
-    if !["cuzk", "cuzk-streamed", "cuzk-cpu", "bellperson"].contains(&args.system.as_str()) || (args.workload.starts_with("porep-") && args.system == "bellperson") {
+    if !["cuzk", "cuzk-streamed", "cuzk-cpu", "bellperson"].contains(&args.system.as_str())
+        || (args.workload.starts_with("porep-") && args.system == "bellperson")
+    {
         bail!("unknown --system {:?}\n{USAGE}", args.system);
     }
     Ok(args)
@@ -164,7 +166,9 @@ struct RunMemory {
 impl RunMemory {
     fn start() -> Self {
         let reset = std::fs::write("/proc/self/clear_refs", "5").is_ok();
-        RunMemory { baseline_mib: if reset { proc_status_mib("VmRSS") } else { None } }
+        RunMemory {
+            baseline_mib: if reset { proc_status_mib("VmRSS") } else { None },
+        }
     }
 
     /// `"run_baseline_rss_mib"` (resident at the start) and `"run_peak_rss_mib"` (the peak
@@ -222,10 +226,15 @@ fn timing_fields(t: &Timings) -> String {
 /// cuzk (keys, NTT buffers), from the engine status: of the first device, with the number of
 /// devices the engine uses.
 fn machine_fields(engine: Option<&Engine>) -> String {
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_string()).unwrap_or_default();
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_default();
     let host_memory_gib = std::fs::read_to_string("/proc/meminfo")
         .ok()
-        .and_then(|m| m.lines().find_map(|l| l.strip_prefix("MemTotal:").map(|v| v.trim().trim_end_matches(" kB").parse::<u64>().ok())))
+        .and_then(|m| {
+            m.lines()
+                .find_map(|l| l.strip_prefix("MemTotal:").map(|v| v.trim().trim_end_matches(" kB").parse::<u64>().ok()))
+        })
         .flatten()
         .map_or(0, |kib| kib >> 20);
     let mut fields = serde_json::json!({
@@ -339,7 +348,11 @@ fn run_circuit(args: &Args) -> Result<()> {
     let constraints = (1usize << args.log_constraints) - 64; // room for the input constraints
     let start = Instant::now();
     let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(u64::from(args.log_constraints));
-    let key = if args.setup_key { "random-setup key, proofs verified" } else { "synthetic key, performance only" };
+    let key = if args.setup_key {
+        "random-setup key, proofs verified"
+    } else {
+        "synthetic key, performance only"
+    };
     match args.witness.as_str() {
         "porep" | "uniform" => {
             let label = format!("circuit-2^{}-{} ({key})", args.log_constraints, args.witness);
@@ -360,7 +373,13 @@ fn run_circuit(args: &Args) -> Result<()> {
 
 /// `inputs`: the circuit's public inputs (without ONE), against which proofs made with a
 /// random-setup key are verified.
-fn bench_circuit<C: Circuit<Scalar> + Clone + Send + Sync>(args: &Args, label: &str, circuit: C, inputs: &[Scalar], made_since: Instant) -> Result<()> {
+fn bench_circuit<C: Circuit<Scalar> + Clone + Send + Sync>(
+    args: &Args,
+    label: &str,
+    circuit: C,
+    inputs: &[Scalar],
+    made_since: Instant,
+) -> Result<()> {
     let made = made_since.elapsed().as_secs_f64();
     // The first run's (classic) synthesis also gives the key its shape: at 2^26 a synthesis is
     // a minute.
@@ -371,7 +390,10 @@ fn bench_circuit<C: Circuit<Scalar> + Clone + Send + Sync>(args: &Args, label: &
     let key = match args.setup_key {
         true => {
             let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(7);
-            ProvingKey::new(generate_random_parameters::<Bls12, _, _>(circuit.clone(), &mut rng)?, "random setup (seed 7)")
+            ProvingKey::new(
+                generate_random_parameters::<Bls12, _, _>(circuit.clone(), &mut rng)?,
+                "random setup (seed 7)",
+            )
         }
         false => synthetic_key(&synthesized, 7),
     };
@@ -389,11 +411,16 @@ fn bench_circuit<C: Circuit<Scalar> + Clone + Send + Sync>(args: &Args, label: &
             None => "\"verified\":null".into(),
         })
     };
-    eprintln!("{label}: circuit made in {made:.1} s, key in {:.1} s", start.elapsed().as_secs_f64() - synthesis_ns as f64 / 1e9);
+    eprintln!(
+        "{label}: circuit made in {made:.1} s, key in {:.1} s",
+        start.elapsed().as_secs_f64() - synthesis_ns as f64 / 1e9
+    );
     if let Some(path) = &args.write_key {
         let start = Instant::now();
         let mut file = std::io::BufWriter::new(std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?);
-        key.write(&mut file).and_then(|()| file.flush()).with_context(|| format!("writing {}", path.display()))?;
+        key.write(&mut file)
+            .and_then(|()| file.flush())
+            .with_context(|| format!("writing {}", path.display()))?;
         eprintln!("{label}: key written to {} in {:.1} s", path.display(), start.elapsed().as_secs_f64());
     }
     if args.system == "bellperson" {
@@ -414,7 +441,11 @@ fn bench_circuit<C: Circuit<Scalar> + Clone + Send + Sync>(args: &Args, label: &
         _ => {
             let start = Instant::now();
             let shape = Arc::new(engine.install(|| CircuitShape::extract(circuit.clone()))?);
-            eprintln!("{label}: shape {} MiB extracted in {:.2} s (not timed)", shape.size_bytes() >> 20, start.elapsed().as_secs_f64());
+            eprintln!(
+                "{label}: shape {} MiB extracted in {:.2} s (not timed)",
+                shape.size_bytes() >> 20,
+                start.elapsed().as_secs_f64()
+            );
             Some(shape)
         }
     };
@@ -438,7 +469,14 @@ fn bench_circuit<C: Circuit<Scalar> + Clone + Send + Sync>(args: &Args, label: &
         let proof = engine.prove_synthesized(&key, synthesized, (Scalar::ONE, Scalar::ONE), None, &mut t)?;
         let wall = (start.elapsed() - counting).as_secs_f64() + if run == 0 { synthesis_ns as f64 / 1e9 } else { 0.0 };
         t.total_ns = (wall * 1e9) as u64;
-        report(args, label, run, wall, &format!("{},{scalars},{}", timing_fields(&t), verified(&proof)?), Some(&engine));
+        report(
+            args,
+            label,
+            run,
+            wall,
+            &format!("{},{scalars},{}", timing_fields(&t), verified(&proof)?),
+            Some(&engine),
+        );
     }
     Ok(())
 }
@@ -486,12 +524,24 @@ fn run_porep_sector(args: &Args) -> Result<()> {
     let synthesized = with_porep_shape!(proof, made_up_partition(&engine, &config, &shape))?;
     let key = Arc::new(synthetic_key(&synthesized, 7));
     drop(synthesized);
-    eprintln!("porep-{short}-sector: {} constraints a partition, synthetic key made in {:.1} s (not timed)", shape.num_constraints(), start.elapsed().as_secs_f64());
+    eprintln!(
+        "porep-{short}-sector: {} constraints a partition, synthetic key made in {:.1} s (not timed)",
+        shape.num_constraints(),
+        start.elapsed().as_secs_f64()
+    );
     for &sectors in &args.sectors {
-        let label = format!("porep-{short}-sector x{sectors} ({partitions} partitions each; made-up vanilla proofs, synthetic key, performance only)");
+        let label =
+            format!("porep-{short}-sector x{sectors} ({partitions} partitions each; made-up vanilla proofs, synthetic key, performance only)");
         for run in 0..args.repeat {
             let inputs: Vec<SectorInput> = (0..sectors)
-                .map(|i| SectorInput::MadeUp(MadeUpSector { proof, partitions, seed: (run * 64 + i) as u64 + 1, key: key.clone() }))
+                .map(|i| {
+                    SectorInput::MadeUp(MadeUpSector {
+                        proof,
+                        partitions,
+                        seed: (run * 64 + i) as u64 + 1,
+                        key: key.clone(),
+                    })
+                })
                 .collect();
             let before = engine.status();
             let memory = RunMemory::start();
@@ -513,7 +563,12 @@ fn run_porep_sector(args: &Args) -> Result<()> {
             let busy = |ns: u64| ns as f64 / 1e9 / wall;
             // Per device: the busy fraction and the partitions it proved (how a call spread over
             // the GPUs); gpu_busy_fraction is their mean.
-            let devices: Vec<(f64, u64)> = before.devices.iter().zip(&after.devices).map(|(b, a)| (busy(a.busy_ns - b.busy_ns), a.proofs_done - b.proofs_done)).collect();
+            let devices: Vec<(f64, u64)> = before
+                .devices
+                .iter()
+                .zip(&after.devices)
+                .map(|(b, a)| (busy(a.busy_ns - b.busy_ns), a.proofs_done - b.proofs_done))
+                .collect();
             let device_busy = match devices.len() {
                 0 => "null".into(),
                 n => format!("{:.3}", devices.iter().map(|d| d.0).sum::<f64>() / n as f64),
@@ -539,7 +594,11 @@ fn run_porep_sector(args: &Args) -> Result<()> {
 }
 
 /// One made-up partition of `config`'s circuit, synthesized with a, b, c on the host.
-fn made_up_partition<Tree: 'static + MerkleTreeTrait>(engine: &Engine, config: &filecoin_proofs::types::PoRepConfig, shape: &Arc<CircuitShape>) -> cuzk::error::Result<SynthesizedCircuit> {
+fn made_up_partition<Tree: 'static + MerkleTreeTrait>(
+    engine: &Engine,
+    config: &filecoin_proofs::types::PoRepConfig,
+    shape: &Arc<CircuitShape>,
+) -> cuzk::error::Result<SynthesizedCircuit> {
     let circuit = porep::synthetic_partition_circuit::<Tree>(config, 0)?;
     engine.install(|| synthesize_with_shape(false, shape, &circuit, None, &mut Timings::new()))
 }
@@ -566,9 +625,16 @@ fn bench_partition<Tree: 'static + MerkleTreeTrait>(args: &Args, proof: Register
         let blank = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<_, _>>::blank_circuit(&params);
         let theirs = CircuitShape::extract(blank)?;
         if theirs != *shape {
-            bail!("the made-up partition's shape differs from filecoin-proofs' blank circuit's ({} vs {} constraints)", shape.num_constraints(), theirs.num_constraints());
+            bail!(
+                "the made-up partition's shape differs from filecoin-proofs' blank circuit's ({} vs {} constraints)",
+                shape.num_constraints(),
+                theirs.num_constraints()
+            );
         }
-        eprintln!("{label}: equal to the blank circuit's shape, recorded sequentially in {:.2} s", start.elapsed().as_secs_f64());
+        eprintln!(
+            "{label}: equal to the blank circuit's shape, recorded sequentially in {:.2} s",
+            start.elapsed().as_secs_f64()
+        );
     }
     let mut key = None;
     for run in 0..args.repeat {
@@ -596,7 +662,14 @@ fn bench_partition<Tree: 'static + MerkleTreeTrait>(args: &Args, proof: Register
         let wall = (synthesis_done + start.elapsed()).as_secs_f64();
         t.total_ns = (wall * 1e9) as u64;
         let system = system_name(args) + if host_products { "[spmv=host]" } else { "" };
-        report_as(&system, &label, run, wall, &format!("{},{scalars},{}", timing_fields(&t), memory.fields()), Some(&engine));
+        report_as(
+            &system,
+            &label,
+            run,
+            wall,
+            &format!("{},{scalars},{}", timing_fields(&t), memory.fields()),
+            Some(&engine),
+        );
     }
     Ok(())
 }
@@ -615,13 +688,19 @@ fn run() -> Result<()> {
 static STARTED_UNIX_MS: std::sync::OnceLock<u128> = std::sync::OnceLock::new();
 
 fn unix_ms() -> u128 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis())
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis())
 }
 
 /// The process's lifetime so far: scripts/gpu-run.sh samples the device's memory in use
 /// (nvidia-smi) and gives each record the peak over this window, as peak RSS is for the host.
 fn window_fields() -> String {
-    format!("\"started_unix_ms\":{},\"reported_unix_ms\":{}", STARTED_UNIX_MS.get().copied().unwrap_or(0), unix_ms())
+    format!(
+        "\"started_unix_ms\":{},\"reported_unix_ms\":{}",
+        STARTED_UNIX_MS.get().copied().unwrap_or(0),
+        unix_ms()
+    )
 }
 
 fn main() -> ExitCode {

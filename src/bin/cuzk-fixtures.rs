@@ -26,7 +26,14 @@ struct Args {
 fn parse_args() -> Result<Args> {
     let mut argv = std::env::args().skip(1);
     let command = argv.next().unwrap_or_default();
-    let mut args = Args { command, sector_size: "2KiB".into(), dir: None, out: None, miner: 1000, sector: 1 };
+    let mut args = Args {
+        command,
+        sector_size: "2KiB".into(),
+        dir: None,
+        out: None,
+        miner: 1000,
+        sector: 1,
+    };
     while let Some(flag) = argv.next() {
         let value = argv.next().with_context(|| format!("{flag} needs a value"))?;
         match flag.as_str() {
@@ -51,7 +58,10 @@ fn run() -> Result<()> {
             // filecoin-proofs reads its cache location once, from the environment; set it
             // before its first call (we are still single-threaded here).
             std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &dir);
-            eprintln!("cuzk-fixtures: RANDOM-SETUP parameters for {proof:?}, for tests only, in {}", dir.display());
+            eprintln!(
+                "cuzk-fixtures: RANDOM-SETUP parameters for {proof:?}, for tests only, in {}",
+                dir.display()
+            );
             let start = Instant::now();
             let path = ensure_params(proof, &dir, &mut rng)?;
             println!("{}", path.display());
@@ -65,7 +75,11 @@ fn run() -> Result<()> {
             std::fs::write(out.join("c1.json"), &c1)?;
             std::fs::write(out.join("sector.json"), serde_json::to_vec_pretty(&sector)?)?;
             std::fs::remove_dir_all(out.join("work"))?;
-            eprintln!("cuzk-fixtures: sealed {proof:?} sector {} in {:.1} s", args.sector, start.elapsed().as_secs_f64());
+            eprintln!(
+                "cuzk-fixtures: sealed {proof:?} sector {} in {:.1} s",
+                args.sector,
+                start.elapsed().as_secs_f64()
+            );
             println!("{}", out.join("c1.json").display());
         }
         other => bail!("unknown command {other:?}: use `params` or `seal`"),

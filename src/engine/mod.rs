@@ -9,11 +9,11 @@ use std::time::Instant;
 
 use bellperson::groth16::Proof;
 use bellperson::{Circuit, SynthesisError};
-use once_cell::sync::OnceCell;
 use blstrs::{Bls12, Scalar};
 use ff::Field;
 use filecoin_proofs::types::MerkleTreeTrait;
 use filecoin_proofs_api::RegisteredSealProof;
+use once_cell::sync::OnceCell;
 use storage_proofs_core::parameter_cache::{parameter_id, verifying_key_id};
 
 use crate::backend::cpu::{CpuBackend, Domain};
@@ -30,8 +30,8 @@ use crate::with_porep_shape;
 
 mod pipeline;
 
-use pipeline::{MemoryBudget, Occupancy};
 pub use pipeline::{MadeUpSector, PipelineStatus, SectorInput, SectorProof, SectorRequest};
+use pipeline::{MemoryBudget, Occupancy};
 
 /// Bytes of one Groth16 proof (compressed A, B, C): one per partition.
 pub const GROTH_PROOF_BYTES: usize = 192;
@@ -165,12 +165,23 @@ impl ShapeCache {
     /// The shape of the circuits named `id`, made by `extract` (timed into `shape_extract_ns`)
     /// on first use; concurrent first calls extract it once.
     fn get(&self, id: &str, extract: impl FnOnce() -> Result<CircuitShape>, t: &mut Timings) -> Result<Arc<CircuitShape>> {
-        let slot = self.shapes.lock().unwrap_or_else(|p| p.into_inner()).entry(id.to_string()).or_default().clone();
+        let slot = self
+            .shapes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(id.to_string())
+            .or_default()
+            .clone();
         let shape = slot.get_or_try_init(|| {
             let start = Instant::now();
             let shape = extract()?;
             t.shape_extract_ns += nanos(start.elapsed());
-            log::info!("circuit shape {id}: {} constraints, {} MiB, extracted in {:.2?}", shape.num_constraints(), shape.size_bytes() >> 20, start.elapsed());
+            log::info!(
+                "circuit shape {id}: {} constraints, {} MiB, extracted in {:.2?}",
+                shape.num_constraints(),
+                shape.size_bytes() >> 20,
+                start.elapsed()
+            );
             Ok::<_, Error>(Arc::new(shape))
         })?;
         Ok(shape.clone())
@@ -185,7 +196,11 @@ impl ShapeCache {
         shapes
             .iter()
             .filter_map(|(id, slot)| {
-                slot.get().map(|s| ShapeStatus { id: id.clone(), constraints: s.num_constraints() as u64, bytes: s.size_bytes() as u64 })
+                slot.get().map(|s| ShapeStatus {
+                    id: id.clone(),
+                    constraints: s.num_constraints() as u64,
+                    bytes: s.size_bytes() as u64,
+                })
             })
             .collect()
     }
@@ -287,17 +302,16 @@ impl Engine {
             .build()
             .map_err(|e| Error::internal(format!("starting worker threads: {e}")))?;
         let backend = select_backend(&config)?;
-        let engine =
-            Arc::new(Engine {
-                pipeline_budget: MemoryBudget::new(config.host_memory_budget),
-                occupancy: Occupancy::default(),
-                backend,
-                config,
-                pool,
-                keys: KeyStore::default(),
-                shapes: ShapeCache::default(),
-                in_flight: AtomicU64::new(0),
-            });
+        let engine = Arc::new(Engine {
+            pipeline_budget: MemoryBudget::new(config.host_memory_budget),
+            occupancy: Occupancy::default(),
+            backend,
+            config,
+            pool,
+            keys: KeyStore::default(),
+            shapes: ShapeCache::default(),
+            in_flight: AtomicU64::new(0),
+        });
         *current = Arc::downgrade(&engine);
         log::info!("cuzk engine started: {:?}", engine.config);
         Ok(engine)
@@ -305,7 +319,11 @@ impl Engine {
 
     /// PoRep commit phase 2: what filecoin-ffi's `seal_commit_phase2` does, with timings.
     pub fn seal_commit_phase2(&self, c1_json: &[u8], sector_id: u64, prover_id: [u8; 32], options: &ProveOptions) -> Result<SectorProof> {
-        let sector = SectorRequest { c1_json, sector_id, prover_id };
+        let sector = SectorRequest {
+            c1_json,
+            sector_id,
+            prover_id,
+        };
         self.seal_commit_phase2_batch(&[sector], options)?.pop().expect("one result per sector")
     }
 
@@ -335,7 +353,8 @@ impl Engine {
     /// filecoin-proofs-api's `verify_seal`, with the verifying key from the engine's parameter
     /// directory.
     pub fn verify_seal(&self, statement: &SealStatement, proof: &[u8]) -> Result<bool> {
-        self.pool.install(|| with_porep_shape!(statement.registered_proof, verify_with_vk_file(self, statement, proof)))
+        self.pool
+            .install(|| with_porep_shape!(statement.registered_proof, verify_with_vk_file(self, statement, proof)))
     }
 
     /// Reads the proving key of `proof` into host memory, copies it to every device the
@@ -383,7 +402,10 @@ impl Engine {
                 .keys
                 .resident_proving_keys()
                 .iter()
-                .map(|k| HostKeyStatus { label: k.label().to_string(), bytes: k.points_bytes() })
+                .map(|k| HostKeyStatus {
+                    label: k.label().to_string(),
+                    bytes: k.points_bytes(),
+                })
                 .collect(),
             circuit_shapes: self.shapes.status(),
             pipeline_memory_in_use: self.pipeline_budget.used(),
@@ -518,15 +540,25 @@ pub fn prove_synthesized(
 /// The shape of `config`'s partition circuits, extracted on the engine's workers on first use
 /// (timed into `t`); None when the engine synthesizes the classic way. Never called on a
 /// worker, for the reason `KeyStore::proving_key` gives.
-fn porep_shape<Tree: 'static + MerkleTreeTrait>(engine: &Engine, config: &filecoin_proofs::types::PoRepConfig, t: &mut Timings) -> Result<Option<Arc<CircuitShape>>> {
+fn porep_shape<Tree: 'static + MerkleTreeTrait>(
+    engine: &Engine,
+    config: &filecoin_proofs::types::PoRepConfig,
+    t: &mut Timings,
+) -> Result<Option<Arc<CircuitShape>>> {
     if engine.config.classic_synthesis {
         return Ok(None);
     }
     if engine.pool.current_thread_index().is_some() {
-        return Err(Error::internal("a circuit shape was requested from one of the engine's workers (it may wait for an extraction that needs that worker)"));
+        return Err(Error::internal(
+            "a circuit shape was requested from one of the engine's workers (it may wait for an extraction that needs that worker)",
+        ));
     }
     // Shapes do not depend on values: a made-up partition of the right geometry has the shape.
-    let extract = || engine.pool.install(|| CircuitShape::extract_parallel(&porep::synthetic_partition_circuit::<Tree>(config, 0)?));
+    let extract = || {
+        engine
+            .pool
+            .install(|| CircuitShape::extract_parallel(&porep::synthetic_partition_circuit::<Tree>(config, 0)?))
+    };
     engine.shapes.get(&porep::parameter_cache_id::<Tree>(config)?, extract, t).map(Some)
 }
 
@@ -544,7 +576,10 @@ fn proving_key_path<Tree: 'static + MerkleTreeTrait>(engine: &Engine, proof: Reg
 fn select_backend(config: &EngineConfig) -> Result<Box<dyn Backend>> {
     let no_gpu_env = std::env::var_os("CUZK_NO_GPU").is_some_and(|v| v == "1");
     if config.cpu_only || no_gpu_env {
-        log::info!("CPU backend (GPU switched off by {})", if config.cpu_only { "config" } else { "CUZK_NO_GPU=1" });
+        log::info!(
+            "CPU backend (GPU switched off by {})",
+            if config.cpu_only { "config" } else { "CUZK_NO_GPU=1" }
+        );
         return Ok(Box::new(CpuBackend::new(config.num_threads)?));
     }
     #[cfg(feature = "cuda")]
@@ -571,7 +606,11 @@ fn verify_with_vk_file<Tree: 'static + MerkleTreeTrait>(engine: &Engine, stateme
     let config = porep::porep_config(statement.registered_proof)?;
     let expected = GROTH_PROOF_BYTES * usize::from(config.partitions);
     if proof.len() != expected {
-        return Err(Error::invalid(format!("proof is {} bytes, {:?} proofs are {expected}", proof.len(), statement.registered_proof)));
+        return Err(Error::invalid(format!(
+            "proof is {} bytes, {:?} proofs are {expected}",
+            proof.len(),
+            statement.registered_proof
+        )));
     }
     let vk = engine.keys.verifying_key(&engine.key_path::<Tree>(&config, true)?)?;
     porep::verify_seal::<Tree>(statement, &vk, proof)

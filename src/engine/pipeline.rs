@@ -82,10 +82,24 @@ pub struct SectorProof {
 enum Job<'e> {
     /// Sector `index`'s `partitions` partitions follow, to be proven with `key` (and verified
     /// against `statement` when there is one).
-    Sector { index: usize, statement: Option<SealStatement>, key: Arc<ProvingKey>, partitions: usize, timings: Timings },
+    Sector {
+        index: usize,
+        statement: Option<SealStatement>,
+        key: Arc<ProvingKey>,
+        partitions: usize,
+        timings: Timings,
+    },
     /// Partition `k` of sector `index`, holding `share` of the memory budget, counted as
     /// `waiting` for proving since `synthesized_at`; `timings` are its synthesis's.
-    Partition { index: usize, k: usize, synthesized: SynthesizedCircuit, share: BudgetShare, waiting: Counted<'e>, synthesized_at: Instant, timings: Timings },
+    Partition {
+        index: usize,
+        k: usize,
+        synthesized: SynthesizedCircuit,
+        share: BudgetShare,
+        waiting: Counted<'e>,
+        synthesized_at: Instant,
+        timings: Timings,
+    },
     /// Sector `index` failed before its last partition was synthesized.
     Failed { index: usize, error: Error },
 }
@@ -152,7 +166,12 @@ struct BudgetShare {
 
 impl MemoryBudget {
     pub(super) fn new(limit: u64) -> Arc<Self> {
-        Arc::new(MemoryBudget { limit, used: Mutex::new(0), peak: AtomicU64::new(0), returned: Condvar::new() })
+        Arc::new(MemoryBudget {
+            limit,
+            used: Mutex::new(0),
+            peak: AtomicU64::new(0),
+            returned: Condvar::new(),
+        })
     }
 
     /// Waits until `bytes` fit beside what is taken (or nothing is taken) and takes them; a
@@ -198,7 +217,13 @@ fn partition_bytes(key: &ProvingKey, backend: &dyn Backend) -> u64 {
 }
 
 /// Proves `sectors` (results in their order), the call having started at `start`.
-pub(super) fn run(engine: &Engine, backend: &dyn Backend, sectors: &[SectorInput], options: &ProveOptions, start: Instant) -> Vec<Result<SectorProof>> {
+pub(super) fn run(
+    engine: &Engine,
+    backend: &dyn Backend,
+    sectors: &[SectorInput],
+    options: &ProveOptions,
+    start: Instant,
+) -> Vec<Result<SectorProof>> {
     let mut results: Vec<Option<Result<SectorProof>>> = sectors.iter().map(|_| None).collect();
     let (sender, receiver) = mpsc::channel();
     std::thread::scope(|scope| {
@@ -217,16 +242,30 @@ pub(super) fn run(engine: &Engine, backend: &dyn Backend, sectors: &[SectorInput
         });
         prove_jobs(engine, backend, options, receiver, start, engine.proving_lanes(backend), &mut results);
     });
-    results.into_iter().map(|r| r.unwrap_or_else(|| Err(Error::internal("a sector of the call got no result")))).collect()
+    results
+        .into_iter()
+        .map(|r| r.unwrap_or_else(|| Err(Error::internal("a sector of the call got no result"))))
+        .collect()
 }
 
 /// Stage 1 for one sector: everything up to its synthesized partitions, sent in order.
-fn synthesize_sector<'e>(engine: &'e Engine, backend: &dyn Backend, index: usize, input: &SectorInput, options: &ProveOptions, sender: &mpsc::Sender<Job<'e>>, t: &mut Timings) -> Result<()> {
+fn synthesize_sector<'e>(
+    engine: &'e Engine,
+    backend: &dyn Backend,
+    index: usize,
+    input: &SectorInput,
+    options: &ProveOptions,
+    sender: &mpsc::Sender<Job<'e>>,
+    t: &mut Timings,
+) -> Result<()> {
     options.check_cancel()?;
     match input {
         SectorInput::Sealed(request) => {
             let c1 = timed(&mut t.input_check_ns, || porep::parse_c1(request.c1_json))?;
-            with_porep_shape!(c1.registered_proof, synthesize_sealed(engine, backend, index, request, c1, options, sender, t))
+            with_porep_shape!(
+                c1.registered_proof,
+                synthesize_sealed(engine, backend, index, request, c1, options, sender, t)
+            )
         }
         SectorInput::MadeUp(sector) => with_porep_shape!(sector.proof, synthesize_made_up(engine, backend, index, sector, options, sender, t)),
     }
@@ -252,12 +291,32 @@ fn synthesize_sealed<'e, Tree: 'static + MerkleTreeTrait>(
         ticket: c1.ticket,
         seed: c1.seed,
     };
-    let inputs = engine.pool.install(|| timed(&mut t.input_check_ns, || porep::check_c1::<Tree>(c1, request.prover_id, request.sector_id)))?;
+    let inputs = engine.pool.install(|| {
+        timed(&mut t.input_check_ns, || {
+            porep::check_c1::<Tree>(c1, request.prover_id, request.sector_id)
+        })
+    })?;
     options.check_cancel()?;
     // Key and shape are waited for on this thread, not on a worker (see `KeyStore::proving_key`).
-    let key = engine.keys.proving_key(&engine.key_path::<Tree>(&inputs.config, false)?, &engine.pool, &mut t.srs_load_ns)?;
-    let sector = SectorPlan { index, statement: Some(statement), key, partitions: inputs.vanilla_proofs.len() };
-    synthesize_partitions(engine, backend, sector, &inputs.config, |k| porep::partition_circuit(&inputs, k), options, sender, t)
+    let key = engine
+        .keys
+        .proving_key(&engine.key_path::<Tree>(&inputs.config, false)?, &engine.pool, &mut t.srs_load_ns)?;
+    let sector = SectorPlan {
+        index,
+        statement: Some(statement),
+        key,
+        partitions: inputs.vanilla_proofs.len(),
+    };
+    synthesize_partitions(
+        engine,
+        backend,
+        sector,
+        &inputs.config,
+        |k| porep::partition_circuit(&inputs, k),
+        options,
+        sender,
+        t,
+    )
 }
 
 fn synthesize_made_up<'e, Tree: 'static + MerkleTreeTrait>(
@@ -270,7 +329,12 @@ fn synthesize_made_up<'e, Tree: 'static + MerkleTreeTrait>(
     t: &mut Timings,
 ) -> Result<()> {
     let config = porep::porep_config(sector.proof)?;
-    let plan = SectorPlan { index, statement: None, key: sector.key.clone(), partitions: sector.partitions };
+    let plan = SectorPlan {
+        index,
+        statement: None,
+        key: sector.key.clone(),
+        partitions: sector.partitions,
+    };
     // Distinct values per sector and partition, as real sectors have.
     let circuit = |k: usize| porep::synthetic_partition_circuit::<Tree>(&config, (sector.seed << 8) + k as u64 + 1);
     synthesize_partitions(engine, backend, plan, &config, circuit, options, sender, t)
@@ -295,13 +359,24 @@ fn synthesize_partitions<'e, Tree: 'static + MerkleTreeTrait>(
     sender: &mpsc::Sender<Job<'e>>,
     t: &mut Timings,
 ) -> Result<()> {
-    let SectorPlan { index, statement, key, partitions } = sector;
+    let SectorPlan {
+        index,
+        statement,
+        key,
+        partitions,
+    } = sector;
     t.partitions = partitions as u32;
     // Every partition circuit of a proof kind has the same shape (the proving key is made for
     // it); a witness that does not fit it is refused by `synthesized`, never proven.
     let shape = super::porep_shape::<Tree>(engine, config, t)?;
     let bytes = partition_bytes(&key, backend);
-    let sector = Job::Sector { index, statement, key, partitions, timings: std::mem::replace(t, Timings::new()) };
+    let sector = Job::Sector {
+        index,
+        statement,
+        key,
+        partitions,
+        timings: std::mem::replace(t, Timings::new()),
+    };
     sender.send(sector).map_err(|_| Error::internal("the proving stage ended early"))?;
     let cancel = options.cancel.as_ref();
     let occupancy = &engine.occupancy;
@@ -323,7 +398,15 @@ fn synthesize_partitions<'e, Tree: 'static + MerkleTreeTrait>(
         // The partition's own total counts from its synthesis; its proving adds to it.
         timings.total_ns = nanos(synthesis_start.elapsed());
         let waiting = Counted::new(&occupancy.waiting);
-        let job = Job::Partition { index, k, synthesized, share, waiting, synthesized_at: Instant::now(), timings };
+        let job = Job::Partition {
+            index,
+            k,
+            synthesized,
+            share,
+            waiting,
+            synthesized_at: Instant::now(),
+            timings,
+        };
         sender.send(job).map_err(|_| Error::internal("the proving stage ended early"))?;
     }
     Ok(())
@@ -377,7 +460,9 @@ fn prove_jobs<'e>(
     std::thread::scope(|scope| {
         for _ in 0..lanes.max(1) {
             scope.spawn(|| loop {
-                let Ok(job) = from_dispatch.lock().unwrap_or_else(|p| p.into_inner()).recv() else { return };
+                let Ok(job) = from_dispatch.lock().unwrap_or_else(|p| p.into_inner()).recv() else {
+                    return;
+                };
                 if let Some((index, result)) = prove_partition(engine, backend, options, start, job) {
                     record(index, result);
                 }
@@ -386,10 +471,24 @@ fn prove_jobs<'e>(
         let mut sectors: Vec<Option<Arc<Mutex<Proving>>>> = Vec::new();
         for job in receiver {
             match job {
-                Job::Sector { index, statement, key, partitions, mut timings } => {
+                Job::Sector {
+                    index,
+                    statement,
+                    key,
+                    partitions,
+                    mut timings,
+                } => {
                     timings.backend = backend.kind() as u32;
                     let proofs = (0..partitions).map(|_| None).collect();
-                    let sector = Proving { index, statement, key, timings, proofs, remaining: partitions, failed: false };
+                    let sector = Proving {
+                        index,
+                        statement,
+                        key,
+                        timings,
+                        proofs,
+                        remaining: partitions,
+                        failed: false,
+                    };
                     sectors.resize(sectors.len().max(index + 1), None);
                     sectors[index] = Some(Arc::new(Mutex::new(sector)));
                 }
@@ -399,9 +498,27 @@ fn prove_jobs<'e>(
                     }
                     record(index, Err(error));
                 }
-                Job::Partition { index, k, synthesized, share, waiting, synthesized_at, timings } => {
-                    let Some(sector) = sectors.get(index).and_then(Option::clone) else { continue };
-                    let job = LaneJob { sector, k, synthesized, share, waiting, synthesized_at, timings };
+                Job::Partition {
+                    index,
+                    k,
+                    synthesized,
+                    share,
+                    waiting,
+                    synthesized_at,
+                    timings,
+                } => {
+                    let Some(sector) = sectors.get(index).and_then(Option::clone) else {
+                        continue;
+                    };
+                    let job = LaneJob {
+                        sector,
+                        k,
+                        synthesized,
+                        share,
+                        waiting,
+                        synthesized_at,
+                        timings,
+                    };
                     if to_lanes.send(job).is_err() {
                         return;
                     }
@@ -414,8 +531,22 @@ fn prove_jobs<'e>(
 
 /// Proves partition `job.k` of its sector on a lane; when it was the sector's last, the
 /// sector's result.
-fn prove_partition(engine: &Engine, backend: &dyn Backend, options: &ProveOptions, start: Instant, job: LaneJob) -> Option<(usize, Result<SectorProof>)> {
-    let LaneJob { sector, k, synthesized, share, waiting, synthesized_at, mut timings } = job;
+fn prove_partition(
+    engine: &Engine,
+    backend: &dyn Backend,
+    options: &ProveOptions,
+    start: Instant,
+    job: LaneJob,
+) -> Option<(usize, Result<SectorProof>)> {
+    let LaneJob {
+        sector,
+        k,
+        synthesized,
+        share,
+        waiting,
+        synthesized_at,
+        mut timings,
+    } = job;
     drop(waiting);
     timings.proving_wait_ns = nanos(synthesized_at.elapsed());
     let key = {
@@ -430,7 +561,15 @@ fn prove_partition(engine: &Engine, backend: &dyn Backend, options: &ProveOption
     let proved = options.randomness_for(k).and_then(|randomness| {
         // On this thread, not on a worker: it may wait for a turn.
         occupancy.stage(&occupancy.proving, &occupancy.proving_busy_ns, || {
-            prove_synthesized(backend, &engine.pool, &key, synthesized, randomness, options.cancel.as_ref(), &mut timings)
+            prove_synthesized(
+                backend,
+                &engine.pool,
+                &key,
+                synthesized,
+                randomness,
+                options.cancel.as_ref(),
+                &mut timings,
+            )
         })
     });
     let mut bytes = Vec::with_capacity(GROTH_PROOF_BYTES);
@@ -461,7 +600,10 @@ fn write_proof(proof: &Proof<Bls12>, bytes: &mut Vec<u8>, t: &mut Timings) -> Re
 /// A sector's result once all its partitions are proven: its proof bytes and timings in
 /// partition order, self-verified when configured and the sector has a statement.
 fn finish_sector(engine: &Engine, options: &ProveOptions, sector: &mut Proving, start: Instant) -> Result<SectorProof> {
-    let (mut bytes, mut partitions) = (Vec::with_capacity(sector.proofs.len() * GROTH_PROOF_BYTES), Vec::with_capacity(sector.proofs.len()));
+    let (mut bytes, mut partitions) = (
+        Vec::with_capacity(sector.proofs.len() * GROTH_PROOF_BYTES),
+        Vec::with_capacity(sector.proofs.len()),
+    );
     for (proof, timings) in sector.proofs.drain(..).flatten() {
         bytes.extend_from_slice(&proof);
         sector.timings.merge(&timings);
@@ -472,17 +614,30 @@ fn finish_sector(engine: &Engine, options: &ProveOptions, sector: &mut Proving, 
     if let (true, Some(statement)) = (engine.config.self_verify, &sector.statement) {
         let verify_start = Instant::now();
         let vk = porep::prepare_vk(&sector.key.vk);
-        let valid = engine.pool.install(|| with_porep_shape!(statement.registered_proof, verify_statement(statement, &vk, &bytes)))?;
+        let valid = engine
+            .pool
+            .install(|| with_porep_shape!(statement.registered_proof, verify_statement(statement, &vk, &bytes)))?;
         timings.verify_ns += nanos(verify_start.elapsed());
         if !valid {
-            return Err(Error::new(Status::VerifyFailed, "the proof failed self-verification (inconsistent proving key?)"));
+            return Err(Error::new(
+                Status::VerifyFailed,
+                "the proof failed self-verification (inconsistent proving key?)",
+            ));
         }
     }
     timings.total_ns = nanos(start.elapsed());
-    Ok(SectorProof { proof: bytes, timings, partitions })
+    Ok(SectorProof {
+        proof: bytes,
+        timings,
+        partitions,
+    })
 }
 
-fn verify_statement<Tree: 'static + MerkleTreeTrait>(statement: &SealStatement, vk: &bellperson::groth16::PreparedVerifyingKey<Bls12>, proof: &[u8]) -> Result<bool> {
+fn verify_statement<Tree: 'static + MerkleTreeTrait>(
+    statement: &SealStatement,
+    vk: &bellperson::groth16::PreparedVerifyingKey<Bls12>,
+    proof: &[u8],
+) -> Result<bool> {
     porep::verify_seal::<Tree>(statement, vk, proof)
 }
 

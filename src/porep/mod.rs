@@ -2,30 +2,30 @@
 //! building the partition circuits, and verifying the result with filecoin-proofs' own
 //! verification path (StackedCompound::verify → bellperson's batch verifier).
 
+use bellperson::groth16::{PreparedVerifyingKey, VerifyingKey};
+use bellperson::{Circuit, ConstraintSystem, SynthesisError};
+use blstrs::Bls12;
+use blstrs::Scalar;
+use ff::Field;
+use filecoin_hashers::Hasher;
+use filecoin_proofs::as_safe_commitment;
 use filecoin_proofs::constants::DefaultPieceHasher;
 use filecoin_proofs::parameters::{public_params, setup_params};
 use filecoin_proofs::types::{MerkleTreeTrait, PoRepConfig};
-use filecoin_proofs::as_safe_commitment;
 use filecoin_proofs_api::seal::{SealCommitPhase1Output, VanillaSealProof};
 use filecoin_proofs_api::{RegisteredSealProof, SectorId};
-use bellperson::groth16::{PreparedVerifyingKey, VerifyingKey};
-use blstrs::Bls12;
+use rand::{Rng, SeedableRng};
+use std::ops::Range;
 use storage_proofs_core::api_version::ApiFeature;
 use storage_proofs_core::compound_proof::{self, CompoundProof};
-use filecoin_hashers::Hasher;
+use storage_proofs_core::drgraph::Graph;
+use storage_proofs_core::merkle::{base_path_length, MerkleProof};
 use storage_proofs_core::multi_proof::MultiProof;
 use storage_proofs_core::proof::ProofScheme;
-use storage_proofs_core::merkle::{base_path_length, MerkleProof};
 use storage_proofs_porep::stacked::{
-    self, generate_replica_id, ChallengeRequirements, Column, ColumnProof, EncodingProof, LabelingProof, StackedCircuit, StackedCompound,
-    StackedDrg, Tau,
+    self, generate_replica_id, ChallengeRequirements, Column, ColumnProof, EncodingProof, LabelingProof, StackedCircuit, StackedCompound, StackedDrg,
+    Tau,
 };
-use std::ops::Range;
-use bellperson::{Circuit, ConstraintSystem, SynthesisError};
-use blstrs::Scalar;
-use ff::Field;
-use rand::{Rng, SeedableRng};
-use storage_proofs_core::drgraph::Graph;
 use typenum::{Unsigned, U0, U2};
 
 use crate::cancel::CancelToken;
@@ -73,7 +73,9 @@ pub fn porep_config(proof: RegisteredSealProof) -> Result<PoRepConfig> {
     }
     let config = proof.as_v1_config();
     if config.feature_enabled(ApiFeature::NonInteractivePoRep) {
-        return Err(Error::invalid(format!("{proof:?}: non-interactive PoRep (aggregated C2) is not supported")));
+        return Err(Error::invalid(format!(
+            "{proof:?}: non-interactive PoRep (aggregated C2) is not supported"
+        )));
     }
     Ok(config)
 }
@@ -81,7 +83,9 @@ pub fn porep_config(proof: RegisteredSealProof) -> Result<PoRepConfig> {
 /// Name of the proving key file in filecoin-proofs' cache naming (`v28-<circuit id>`), without
 /// the extension.
 pub fn parameter_cache_id<Tree: 'static + MerkleTreeTrait>(config: &PoRepConfig) -> Result<String> {
-    config.get_cache_identifier::<Tree>().map_err(|e| Error::from_dependency(Status::Internal, "circuit identifier", e))
+    config
+        .get_cache_identifier::<Tree>()
+        .map_err(|e| Error::from_dependency(Status::Internal, "circuit identifier", e))
 }
 
 /// Everything the partition circuits of one sector are built from.
@@ -130,11 +134,7 @@ fn public_inputs<Tree: 'static + MerkleTreeTrait>(
 /// Checks a C1 output for this prover and sector and returns the inputs of its circuits. The
 /// vanilla proofs are verified here (cheap next to C2): a tampered or mismatched C1 is reported
 /// before any synthesis time is spent on it.
-pub fn check_c1<Tree: 'static + MerkleTreeTrait>(
-    c1: SealCommitPhase1Output,
-    prover_id: [u8; 32],
-    sector_id: u64,
-) -> Result<SealInputs<Tree>> {
+pub fn check_c1<Tree: 'static + MerkleTreeTrait>(c1: SealCommitPhase1Output, prover_id: [u8; 32], sector_id: u64) -> Result<SealInputs<Tree>> {
     let config = porep_config(c1.registered_proof)?;
     let (proof_size, vanilla_size) = (u64::from(c1.registered_proof.sector_size()), vanilla_sector_size(&c1.vanilla_proofs));
     if proof_size != vanilla_size {
@@ -144,10 +144,13 @@ pub fn check_c1<Tree: 'static + MerkleTreeTrait>(
             c1.registered_proof
         )));
     }
-    let vanilla_proofs: VanillaProofs<Tree> = c1
-        .vanilla_proofs
-        .try_into()
-        .map_err(|e| Error::from_dependency(Status::InvalidArgument, "vanilla proofs do not match the registered proof's sector size", e))?;
+    let vanilla_proofs: VanillaProofs<Tree> = c1.vanilla_proofs.try_into().map_err(|e| {
+        Error::from_dependency(
+            Status::InvalidArgument,
+            "vanilla proofs do not match the registered proof's sector size",
+            e,
+        )
+    })?;
     if vanilla_proofs.len() != usize::from(config.partitions) || vanilla_proofs.iter().any(|p| p.is_empty()) {
         return Err(Error::invalid(format!(
             "C1 has {} partitions of vanilla proofs, {:?} needs {}",
@@ -166,9 +169,15 @@ pub fn check_c1<Tree: 'static + MerkleTreeTrait>(
     let valid = StackedDrg::<Tree, DefaultPieceHasher>::verify_all_partitions(&params, &public_inputs, &vanilla_proofs)
         .map_err(dependency("checking the vanilla proofs"))?;
     if !valid {
-        return Err(Error::invalid("the vanilla proofs in C1 do not verify against comm_r, comm_d and the seed"));
+        return Err(Error::invalid(
+            "the vanilla proofs in C1 do not verify against comm_r, comm_d and the seed",
+        ));
     }
-    Ok(SealInputs { config, public_inputs, vanilla_proofs })
+    Ok(SealInputs {
+        config,
+        public_inputs,
+        vanilla_proofs,
+    })
 }
 
 /// The sector size the vanilla proofs of a C1 output were made for.
@@ -225,11 +234,17 @@ impl<Tree: 'static + MerkleTreeTrait> Circuit<Scalar> for PartitionCircuit<Tree>
 
 /// The circuit of partition `k`.
 pub fn partition_circuit<Tree: 'static + MerkleTreeTrait>(inputs: &SealInputs<Tree>, k: usize) -> Result<PartitionCircuit<Tree>> {
-    let proofs = inputs.vanilla_proofs.get(k).filter(|p| !p.is_empty()).ok_or_else(|| Error::invalid(format!("no vanilla proofs for partition {k}")))?;
+    let proofs = inputs
+        .vanilla_proofs
+        .get(k)
+        .filter(|p| !p.is_empty())
+        .ok_or_else(|| Error::invalid(format!("no vanilla proofs for partition {k}")))?;
     // The checks of StackedCompound::circuit.
     let (comm_r_last, comm_c) = (proofs[0].comm_r_last(), proofs[0].comm_c());
     if proofs.iter().any(|p| p.comm_r_last() != comm_r_last || p.comm_c() != comm_c) {
-        return Err(Error::invalid(format!("partition {k}: the vanilla proofs disagree on comm_r_last or comm_c")));
+        return Err(Error::invalid(format!(
+            "partition {k}: the vanilla proofs disagree on comm_r_last or comm_c"
+        )));
     }
     let tau = inputs.public_inputs.tau.as_ref();
     Ok(PartitionCircuit {
@@ -258,13 +273,21 @@ pub fn synthetic_partition_circuit<Tree: 'static + MerkleTreeTrait>(config: &PoR
     let comm_r_last: TreeDomain<Tree> = value().into();
     let comm_c: TreeDomain<Tree> = value().into();
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed ^ 0x5eed);
-    let made_up_path = |root: TreeDomain<Tree>, rng: &mut rand_chacha::ChaCha8Rng| -> MerkleProof<Tree::Hasher, Tree::Arity, Tree::SubTreeArity, Tree::TopTreeArity> {
+    let made_up_path = |root: TreeDomain<Tree>,
+                        rng: &mut rand_chacha::ChaCha8Rng|
+     -> MerkleProof<Tree::Hasher, Tree::Arity, Tree::SubTreeArity, Tree::TopTreeArity> {
         let level = |arity: usize, rng: &mut rand_chacha::ChaCha8Rng| {
-            ((1..arity).map(|_| Scalar::random(&mut *rng).into()).collect::<Vec<_>>(), rng.gen_range(0..arity))
+            (
+                (1..arity).map(|_| Scalar::random(&mut *rng).into()).collect::<Vec<_>>(),
+                rng.gen_range(0..arity),
+            )
         };
         let base = base_path_length::<Tree::Arity, Tree::SubTreeArity, Tree::TopTreeArity>(nodes);
         let mut path: Vec<_> = (0..base).map(|_| level(Tree::Arity::to_usize(), rng)).collect();
-        for arity in [Tree::SubTreeArity::to_usize(), Tree::TopTreeArity::to_usize()].into_iter().filter(|&a| a > 0) {
+        for arity in [Tree::SubTreeArity::to_usize(), Tree::TopTreeArity::to_usize()]
+            .into_iter()
+            .filter(|&a| a > 0)
+        {
             path.push(level(arity, rng));
         }
         MerkleProof::from_parts(Scalar::random(&mut *rng).into(), root, path)
@@ -280,15 +303,27 @@ pub fn synthetic_partition_circuit<Tree: 'static + MerkleTreeTrait>(config: &PoR
                 ColumnProof::from_column(column, made_up_path(comm_c, rng)).expect("a column proof")
             };
             let c_x = column(challenge, rng);
-            let drg_parents = (0..params.graph.base_graph().degree()).map(|_| column(rng.gen_range(0..nodes as u64), rng)).collect();
-            let exp_parents = (0..params.graph.expansion_degree()).map(|_| column(rng.gen_range(0..nodes as u64), rng)).collect();
-            let comm_d_path = (0..base_path_length::<U2, U0, U0>(nodes)).map(|_| (vec![Scalar::random(&mut *rng).into()], rng.gen_range(0..2))).collect();
+            let drg_parents = (0..params.graph.base_graph().degree())
+                .map(|_| column(rng.gen_range(0..nodes as u64), rng))
+                .collect();
+            let exp_parents = (0..params.graph.expansion_degree())
+                .map(|_| column(rng.gen_range(0..nodes as u64), rng))
+                .collect();
+            let comm_d_path = (0..base_path_length::<U2, U0, U0>(nodes))
+                .map(|_| (vec![Scalar::random(&mut *rng).into()], rng.gen_range(0..2)))
+                .collect();
             let data_leaf = Scalar::random(&mut *rng).into();
             stacked::Proof {
                 comm_d_proofs: MerkleProof::from_parts(data_leaf, Scalar::random(&mut *rng).into(), comm_d_path),
                 comm_r_last_proof: made_up_path(comm_r_last, rng),
-                replica_column_proofs: stacked::ReplicaColumnProof { c_x, drg_parents, exp_parents },
-                labeling_proofs: (1..=num_layers as u32).map(|layer| LabelingProof::new(layer, challenge, Vec::new())).collect(),
+                replica_column_proofs: stacked::ReplicaColumnProof {
+                    c_x,
+                    drg_parents,
+                    exp_parents,
+                },
+                labeling_proofs: (1..=num_layers as u32)
+                    .map(|layer| LabelingProof::new(layer, challenge, Vec::new()))
+                    .collect(),
                 encoding_proof: EncodingProof::new(num_layers as u32, challenge, Vec::new()),
             }
         })
@@ -319,11 +354,7 @@ pub struct SealStatement {
 
 /// filecoin-proofs' `verify_seal` with the verifying key supplied by the caller (so that it
 /// comes from the engine's parameter directory, not from a process-wide setting).
-pub fn verify_seal<Tree: 'static + MerkleTreeTrait>(
-    statement: &SealStatement,
-    vk: &PreparedVerifyingKey<Bls12>,
-    proof: &[u8],
-) -> Result<bool> {
+pub fn verify_seal<Tree: 'static + MerkleTreeTrait>(statement: &SealStatement, vk: &PreparedVerifyingKey<Bls12>, proof: &[u8]) -> Result<bool> {
     let config = porep_config(statement.registered_proof)?;
     if proof.is_empty() {
         return Err(Error::invalid("proof is empty"));
@@ -343,7 +374,9 @@ pub fn verify_seal<Tree: 'static + MerkleTreeTrait>(
         &compound,
         &public_inputs,
         &multi_proof,
-        &ChallengeRequirements { minimum_challenges: config.minimum_challenges() },
+        &ChallengeRequirements {
+            minimum_challenges: config.minimum_challenges(),
+        },
     )
     .map_err(|e| Error::from_dependency(Status::Internal, "verifying the seal proof", e))
 }

@@ -80,7 +80,10 @@ pub struct Word {
 
 impl Word {
     pub fn constant(value: u32) -> Word {
-        Word { bits: std::array::from_fn(|i| Bit::Constant((value >> i) & 1 == 1)), value }
+        Word {
+            bits: std::array::from_fn(|i| Bit::Constant((value >> i) & 1 == 1)),
+            value,
+        }
     }
 
     fn from_bits_le(bits: [Bit; 32]) -> Word {
@@ -98,11 +101,17 @@ impl Word {
     }
 
     fn rotr(&self, by: usize) -> Word {
-        Word { bits: std::array::from_fn(|i| self.bits[(i + by) % 32]), value: self.value.rotate_right(by as u32) }
+        Word {
+            bits: std::array::from_fn(|i| self.bits[(i + by) % 32]),
+            value: self.value.rotate_right(by as u32),
+        }
     }
 
     fn shr(&self, by: usize) -> Word {
-        Word { bits: std::array::from_fn(|i| self.bits.get(i + by).copied().unwrap_or(Bit::Constant(false))), value: self.value >> by }
+        Word {
+            bits: std::array::from_fn(|i| self.bits.get(i + by).copied().unwrap_or(Bit::Constant(false))),
+            value: self.value >> by,
+        }
     }
 }
 
@@ -114,14 +123,17 @@ pub fn to_booleans(bits: impl Iterator<Item = Bit>) -> Result<Vec<Boolean>, Synt
 }
 
 /// SHA-256's initial state.
-pub const IV: [u32; 8] = [0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19];
+pub const IV: [u32; 8] = [
+    0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19,
+];
 
 const ROUND_CONSTANTS: [u32; 64] = [
-    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74,
-    0x80deb1fe, 0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d,
-    0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e,
-    0x92722c85, 0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5,
-    0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3, 0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
+    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3,
+    0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13,
+    0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3, 0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208,
+    0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
 ];
 
 /// bellpepper's `sha256`: `input` padded (the padding is constants), its blocks compressed from
@@ -287,11 +299,20 @@ impl Gadget<'_> {
         for (i, bit) in bits.iter_mut().enumerate() {
             *bit = self.xor_bit(a.bits[i], b.bits[i])?;
         }
-        Ok(Word { bits, value: a.value ^ b.value })
+        Ok(Word {
+            bits,
+            value: a.value ^ b.value,
+        })
     }
 
     /// `UInt32::sha256_ch` / `sha256_maj`: `op` bit by bit, bit 0 first.
-    fn word3(&mut self, a: &Word, b: &Word, c: &Word, op: fn(&mut Self, Bit, Bit, Bit) -> Result<Bit, SynthesisError>) -> Result<Word, SynthesisError> {
+    fn word3(
+        &mut self,
+        a: &Word,
+        b: &Word,
+        c: &Word,
+        op: fn(&mut Self, Bit, Bit, Bit) -> Result<Bit, SynthesisError>,
+    ) -> Result<Word, SynthesisError> {
         let mut bits = [Bit::Constant(false); 32];
         for (i, bit) in bits.iter_mut().enumerate() {
             *bit = op(self, a.bits[i], b.bits[i], c.bits[i])?;
@@ -382,13 +403,23 @@ mod tests {
             };
             let (mut theirs, mut ours) = (WitnessCs::whole(None), WitnessCs::whole(None));
             let gadget_block = gadget_bits(block.iter().copied(), &mut theirs, &mut ours);
-            let gadget_state: Vec<UInt32> = state.iter().map(|w| UInt32::from_bits_be(&gadget_bits(w.bits_be(), &mut theirs, &mut ours))).collect();
+            let gadget_state: Vec<UInt32> = state
+                .iter()
+                .map(|w| UInt32::from_bits_be(&gadget_bits(w.bits_be(), &mut theirs, &mut ours)))
+                .collect();
             let their_out = sha256_compression_function(&mut theirs, &gadget_block, &gadget_state).unwrap();
             let our_out = compression(&mut ours, &block, &state).unwrap();
-            let their_bits: Vec<Bit> = their_out.into_iter().flat_map(UInt32::into_bits_be).map(|b| Bit::of(&b).unwrap()).collect();
+            let their_bits: Vec<Bit> = their_out
+                .into_iter()
+                .flat_map(UInt32::into_bits_be)
+                .map(|b| Bit::of(&b).unwrap())
+                .collect();
             let our_bits: Vec<Bit> = our_out.iter().flat_map(Word::bits_be).collect();
             assert_eq!(our_bits, their_bits, "constants {constants}: digest bits and kinds");
-            assert!(ours.into_witness() == theirs.into_witness(), "constants {constants}: variables or constraint count differ");
+            assert!(
+                ours.into_witness() == theirs.into_witness(),
+                "constants {constants}: variables or constraint count differ"
+            );
         }
     }
 
@@ -399,14 +430,27 @@ mod tests {
             let message: Vec<Bit> = (0..bytes * 8).map(|_| random_bit(&mut rng, 0.2)).collect();
             let (mut theirs, mut ours) = (WitnessCs::whole(None), WitnessCs::whole(None));
             let gadget_message = gadget_bits(message.iter().copied(), &mut theirs, &mut ours);
-            let their_bits: Vec<Bit> = gadget_sha256(&mut theirs, &gadget_message).unwrap().iter().map(|b| Bit::of(b).unwrap()).collect();
+            let their_bits: Vec<Bit> = gadget_sha256(&mut theirs, &gadget_message)
+                .unwrap()
+                .iter()
+                .map(|b| Bit::of(b).unwrap())
+                .collect();
             let digest = sha256(&mut ours, &message).unwrap();
             let our_bits: Vec<Bit> = digest.iter().flat_map(Word::bits_be).collect();
             assert_eq!(our_bits, their_bits, "{bytes} bytes");
-            assert!(ours.into_witness() == theirs.into_witness(), "{bytes} bytes: variables or constraint count differ");
+            assert!(
+                ours.into_witness() == theirs.into_witness(),
+                "{bytes} bytes: variables or constraint count differ"
+            );
             // And it is SHA-256.
-            let bytes: Vec<u8> = message.chunks(8).map(|byte| byte.iter().fold(0, |acc, bit| (acc << 1) | u8::from(bit.value()))).collect();
-            let expected: Vec<u32> = sha2::Sha256::digest(&bytes).chunks(4).map(|w| u32::from_be_bytes(w.try_into().unwrap())).collect();
+            let bytes: Vec<u8> = message
+                .chunks(8)
+                .map(|byte| byte.iter().fold(0, |acc, bit| (acc << 1) | u8::from(bit.value())))
+                .collect();
+            let expected: Vec<u32> = sha2::Sha256::digest(&bytes)
+                .chunks(4)
+                .map(|w| u32::from_be_bytes(w.try_into().unwrap()))
+                .collect();
             assert_eq!(digest.map(|w| w.value).to_vec(), expected, "{} bytes", bytes.len());
         }
     }

@@ -20,6 +20,7 @@ use bellperson::gadgets::num::AllocatedNum;
 use bellperson::gadgets::uint32::UInt32;
 use bellperson::SynthesisError;
 use blstrs::Scalar;
+use ff::PrimeField;
 use filecoin_hashers::{HashFunction, Hasher, PoseidonArity, POSEIDON_CONSTANTS_11, POSEIDON_CONSTANTS_2};
 use filecoin_proofs::constants::DefaultPieceHasher;
 use filecoin_proofs::types::MerkleTreeTrait;
@@ -32,7 +33,6 @@ use storage_proofs_core::gadgets::uint64::UInt64;
 use storage_proofs_core::gadgets::variables::Root;
 use storage_proofs_core::merkle::{DiskStore, MerkleProof, MerkleProofTrait, MerkleTreeWrapper};
 use storage_proofs_core::util::reverse_bit_numbering;
-use ff::PrimeField;
 use storage_proofs_porep::stacked::StackedCircuit;
 use typenum::{U11, U2};
 
@@ -65,18 +65,31 @@ fn synthesize_prefix<Tree: 'static + MerkleTreeTrait>(cs: &mut WitnessCs, circui
     let comm_c = AllocatedNum::alloc(&mut *cs, value(circuit.comm_c.map(Into::into)))?;
     let hash = <Tree::Hasher as Hasher>::Function::hash2_circuit(&mut *cs, &comm_c, &comm_r_last)?;
     constraint::equal(cs, || "comm_r = H(comm_c || comm_r_last)", &comm_r, &hash);
-    Ok(Prefix { replica_id_bits, comm_d, comm_c, comm_r_last })
+    Ok(Prefix {
+        replica_id_bits,
+        comm_d,
+        comm_c,
+        comm_r_last,
+    })
 }
 
 /// storage-proofs-porep's `enforce_inclusion` (private there): a PoR of `leaf` under `root`.
-fn enforce_inclusion<H, U, V, W>(cs: &mut WitnessCs, path: AuthPath<H, U, V, W>, root: &AllocatedNum<Scalar>, leaf: &AllocatedNum<Scalar>) -> Result<(), SynthesisError>
+fn enforce_inclusion<H, U, V, W>(
+    cs: &mut WitnessCs,
+    path: AuthPath<H, U, V, W>,
+    root: &AllocatedNum<Scalar>,
+    leaf: &AllocatedNum<Scalar>,
+) -> Result<(), SynthesisError>
 where
     H: 'static + Hasher,
     U: 'static + PoseidonArity,
     V: 'static + PoseidonArity,
     W: 'static + PoseidonArity,
 {
-    let (root, leaf) = (Root::from_allocated::<WitnessCs>(root.clone()), Root::from_allocated::<WitnessCs>(leaf.clone()));
+    let (root, leaf) = (
+        Root::from_allocated::<WitnessCs>(root.clone()),
+        Root::from_allocated::<WitnessCs>(leaf.clone()),
+    );
     PoRCircuit::<MerkleTreeWrapper<H, DiskStore<H::Domain>, U, V, W>>::synthesize(cs, leaf, path, root, true)
 }
 
@@ -123,7 +136,10 @@ enum Part {
 }
 
 /// The witness of `circuit`, equal to `synthesize_witness(circuit)` (tests/r1cs.rs).
-pub fn partition_witness<Tree: 'static + MerkleTreeTrait>(circuit: &PartitionCircuit<Tree>, cancel: Option<&CancelToken>) -> Result<Witness, SynthesisError> {
+pub fn partition_witness<Tree: 'static + MerkleTreeTrait>(
+    circuit: &PartitionCircuit<Tree>,
+    cancel: Option<&CancelToken>,
+) -> Result<Witness, SynthesisError> {
     let mut whole = WitnessCs::whole(cancel);
     let prefix = synthesize_prefix(&mut whole, circuit)?;
     let proofs = as_circuit_proofs::<Tree, _>(
@@ -152,7 +168,11 @@ pub fn partition_witness<Tree: 'static + MerkleTreeTrait>(circuit: &PartitionCir
                 }
                 Part::Parent(j) => {
                     let drg = proof.drg_parents_proofs.len();
-                    let column = if j < drg { &proof.drg_parents_proofs[j] } else { &proof.exp_parents_proofs[j - drg] };
+                    let column = if j < drg {
+                        &proof.drg_parents_proofs[j]
+                    } else {
+                        &proof.exp_parents_proofs[j - drg]
+                    };
                     let (rows, path) = column.clone().alloc(&mut cs)?;
                     let hash = rows.hash(&mut cs)?;
                     enforce_inclusion(&mut cs, path, &prefix.comm_c, &hash)?;
@@ -205,7 +225,10 @@ pub fn partition_witness<Tree: 'static + MerkleTreeTrait>(circuit: &PartitionCir
             Ok(cs)
         })
         .collect::<Result<Vec<_>, SynthesisError>>()?;
-    let in_order = challenges.into_iter().zip(tails).flat_map(|(parts, tail)| parts.into_iter().map(|(part, _)| part).chain([tail]));
+    let in_order = challenges
+        .into_iter()
+        .zip(tails)
+        .flat_map(|(parts, tail)| parts.into_iter().map(|(part, _)| part).chain([tail]));
     whole.append_all(in_order.collect());
     Ok(whole.into_witness())
 }
@@ -228,7 +251,11 @@ fn data_leaf_inclusion(
     for (siblings, index) in &path {
         let node = *nodes.last().expect("the leaf");
         let sibling = siblings.first().copied().ok_or(SynthesisError::AssignmentMissing)?;
-        nodes.push(if index & 1 == 0 { Sha256::hash2(&node, &sibling) } else { Sha256::hash2(&sibling, &node) });
+        nodes.push(if index & 1 == 0 {
+            Sha256::hash2(&node, &sibling)
+        } else {
+            Sha256::hash2(&sibling, &node)
+        });
     }
     let levels = path
         .par_iter()
@@ -261,7 +288,13 @@ fn data_leaf_inclusion(
 /// `create_label_circuit`'s label (storage-proofs-porep): the SHA-256 of the replica id, the
 /// layer and node, and the parents, computed natively ([`super::sha256`]: the gadget's own
 /// witness was most of a partition's), then packed into a number as the gadget does.
-fn label_witness(cs: &mut WitnessCs, replica_id: &[Boolean], parents: Vec<Vec<Boolean>>, layer: u32, node: UInt64) -> Result<AllocatedNum<Scalar>, SynthesisError> {
+fn label_witness(
+    cs: &mut WitnessCs,
+    replica_id: &[Boolean],
+    parents: Vec<Vec<Boolean>>,
+    layer: u32,
+    node: UInt64,
+) -> Result<AllocatedNum<Scalar>, SynthesisError> {
     // create_label_circuit's buffer: replica id | layer, node | 37 parents, each padded to 32
     // bytes.
     let pad_to_multiple = |bits: &mut Vec<Boolean>, n: usize| bits.resize(bits.len().next_multiple_of(n), Boolean::constant(false));
@@ -293,7 +326,12 @@ fn hash_leaves(cs: &mut WitnessCs, leaves: &[AllocatedNum<Scalar>]) -> Result<Al
         }
     }
     let digest: Vec<Bit> = sha256(cs, &input)?.iter().flat_map(Word::bits_be).collect();
-    let bits = to_booleans(digest.chunks(8).flat_map(|byte| byte.iter().rev().copied()).take(Scalar::CAPACITY as usize))?;
+    let bits = to_booleans(
+        digest
+            .chunks(8)
+            .flat_map(|byte| byte.iter().rev().copied())
+            .take(Scalar::CAPACITY as usize),
+    )?;
     multipack::pack_bits(cs, &bits)
 }
 

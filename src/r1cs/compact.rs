@@ -56,7 +56,9 @@ impl CompactWitness {
     pub fn encode(z: Assignment<'_>, aux_ones: &[u32], aux_full: &[u32]) -> Result<Self> {
         let len = z.len();
         if u32::try_from(len).is_err() {
-            return Err(Error::invalid(format!("a witness of {len} values is too long for the GPU's 32-bit offsets")));
+            return Err(Error::invalid(format!(
+                "a witness of {len} values is too long for the GPU's 32-bit offsets"
+            )));
         }
         let inputs = z.inputs.len();
         let mut kinds = vec![0u64; len.div_ceil(PER_WORD)];
@@ -87,7 +89,12 @@ impl CompactWitness {
             .collect();
         let mut full: Vec<Scalar> = z.inputs.iter().filter(|v| kind(v) == Kind::Full).copied().collect();
         full.par_extend(aux_full.par_iter().map(|&i| z.aux[i as usize]));
-        Ok(CompactWitness { kinds, full_offsets, full, len })
+        Ok(CompactWitness {
+            kinds,
+            full_offsets,
+            full,
+            len,
+        })
     }
 
     /// Host bytes of the encoding: what crosses PCIe.
@@ -133,7 +140,15 @@ mod tests {
             let z: Vec<Scalar> = (0..inputs + aux).map(value).collect();
             let (input_part, aux_part) = z.split_at(inputs);
             let aux_of = |k: Kind| (0..aux as u32).filter(|&i| kind(&aux_part[i as usize]) == k).collect::<Vec<_>>();
-            let compact = CompactWitness::encode(Assignment { inputs: input_part, aux: aux_part }, &aux_of(Kind::One), &aux_of(Kind::Full)).unwrap();
+            let compact = CompactWitness::encode(
+                Assignment {
+                    inputs: input_part,
+                    aux: aux_part,
+                },
+                &aux_of(Kind::One),
+                &aux_of(Kind::Full),
+            )
+            .unwrap();
             assert_eq!(compact.decode(), z, "{inputs} inputs, {aux} aux");
             let full = z.iter().filter(|v| kind(v) == Kind::Full).count();
             assert_eq!(compact.full.len(), full);

@@ -54,7 +54,11 @@ pub struct SparseMatrix {
 
 impl Default for SparseMatrix {
     fn default() -> Self {
-        SparseMatrix { row_starts: vec![0], columns: Vec::new(), coefficient_ids: Vec::new() }
+        SparseMatrix {
+            row_starts: vec![0],
+            columns: Vec::new(),
+            coefficient_ids: Vec::new(),
+        }
     }
 }
 

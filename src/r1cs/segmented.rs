@@ -67,7 +67,10 @@ pub struct Segments<'a, C> {
 
 impl<'a, C: SegmentedCircuit> Segments<'a, C> {
     pub fn all(circuit: &'a C) -> Self {
-        Segments { circuit, range: 0..circuit.num_segments() }
+        Segments {
+            circuit,
+            range: 0..circuit.num_segments(),
+        }
     }
 
     pub fn prefix(circuit: &'a C) -> Self {
@@ -75,7 +78,10 @@ impl<'a, C: SegmentedCircuit> Segments<'a, C> {
     }
 
     pub fn one(circuit: &'a C, segment: usize) -> Self {
-        Segments { circuit, range: segment..segment + 1 }
+        Segments {
+            circuit,
+            range: segment..segment + 1,
+        }
     }
 }
 
@@ -105,7 +111,11 @@ pub fn synthesize_witness_parallel<C: SegmentedCircuit>(circuit: &C, cancel: Opt
             return Err(prefix_mismatch(i));
         }
     }
-    let Witness { mut input_assignment, mut aux_assignment, mut num_constraints } = prefix;
+    let Witness {
+        mut input_assignment,
+        mut aux_assignment,
+        mut num_constraints,
+    } = prefix;
     input_assignment.reserve(segments.iter().map(|s| s.input_assignment.len() - p_inputs).sum());
     aux_assignment.reserve(segments.iter().map(|s| s.aux_assignment.len() - p_aux).sum());
     // Each segment's count includes the prefix's constraints (its input constraints too).
@@ -115,7 +125,11 @@ pub fn synthesize_witness_parallel<C: SegmentedCircuit>(circuit: &C, cancel: Opt
         aux_assignment.extend_from_slice(&segment.aux_assignment[p_aux..]);
         num_constraints += segment.num_constraints - prefix_constraints;
     }
-    Ok(Witness { input_assignment, aux_assignment, num_constraints })
+    Ok(Witness {
+        input_assignment,
+        aux_assignment,
+        num_constraints,
+    })
 }
 
 #[cfg(test)]
@@ -155,7 +169,12 @@ mod tests {
                 let a = cs.alloc(|| "a", || Ok(a_value))?;
                 cs.enforce(|| "a = y + k", |lc| lc + y + (k, CS::one()), |lc| lc + CS::one(), |lc| lc + a);
                 let b = cs.alloc_input(|| "b", || Ok(a_value * x_value))?;
-                cs.enforce(|| "b = a·x", |lc| lc + a, |lc| lc + x, |lc: LinearCombination<Scalar>| lc + (Scalar::ONE, b));
+                cs.enforce(
+                    || "b = a·x",
+                    |lc| lc + a,
+                    |lc| lc + x,
+                    |lc: LinearCombination<Scalar>| lc + (Scalar::ONE, b),
+                );
                 let bit = cs.alloc(|| "bit", || Ok(Scalar::from(i as u64 % 2)))?;
                 cs.enforce(|| "bit", |lc| lc + bit, |lc| lc + CS::one() - bit, |lc| lc);
             }
@@ -166,9 +185,16 @@ mod tests {
     #[test]
     fn parallel_synthesis_equals_sequential() {
         for segments in [0, 1, 2, 7] {
-            let toy = Toy { segments, prefix_varies: false };
+            let toy = Toy {
+                segments,
+                prefix_varies: false,
+            };
             let sequential = synthesize_witness(Segments::all(&toy), None).unwrap();
-            assert_eq!(synthesize_witness_parallel(&toy, None).unwrap(), sequential, "{segments} segments: witness");
+            assert_eq!(
+                synthesize_witness_parallel(&toy, None).unwrap(),
+                sequential,
+                "{segments} segments: witness"
+            );
             let shape = CircuitShape::extract(Segments::all(&toy)).unwrap();
             assert_eq!(CircuitShape::extract_parallel(&toy).unwrap(), shape, "{segments} segments: shape");
             assert_eq!(shape.num_inputs(), 2 + segments);
@@ -179,7 +205,10 @@ mod tests {
 
     #[test]
     fn a_prefix_that_depends_on_its_segments_is_refused() {
-        let toy = Toy { segments: 3, prefix_varies: true };
+        let toy = Toy {
+            segments: 3,
+            prefix_varies: true,
+        };
         assert!(synthesize_witness_parallel(&toy, None).unwrap_err().to_string().contains("prefix"));
         assert!(CircuitShape::extract_parallel(&toy).unwrap_err().to_string().contains("prefix"));
     }

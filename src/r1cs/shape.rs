@@ -155,7 +155,11 @@ impl CircuitShape {
         );
         let z = Assignment { inputs, aux };
         let product = |m: &SparseMatrix| -> Vec<Scalar> {
-            (0..m.num_rows()).into_par_iter().with_min_len(ROWS_PER_TASK).map(|row| m.row_dot(row, &self.coefficients, z)).collect()
+            (0..m.num_rows())
+                .into_par_iter()
+                .with_min_len(ROWS_PER_TASK)
+                .map(|row| m.row_dot(row, &self.coefficients, z))
+                .collect()
         };
         let (a, (b, c)) = rayon::join(|| product(&self.a), || rayon::join(|| product(&self.b), || product(&self.c)));
         (a, b, c)
@@ -235,7 +239,11 @@ impl ShapeRecorder {
     }
 
     fn size(&self) -> RecordedSize {
-        RecordedSize { inputs: self.num_inputs, aux: self.num_aux, rows: self.matrices[0].num_rows() }
+        RecordedSize {
+            inputs: self.num_inputs,
+            aux: self.num_aux,
+            rows: self.matrices[0].num_rows(),
+        }
     }
 
     /// Appends what `segment` recorded after its copy of the prefix (of size `prefix`, and
@@ -254,7 +262,11 @@ impl ShapeRecorder {
             }
             for (&column, &id) in src.columns[skip..].iter().zip(&src.coefficient_ids[skip..]) {
                 let (index, flag) = (column & !INPUT_FLAG, column & INPUT_FLAG);
-                let (own, base) = if flag != 0 { (prefix.inputs, input_base) } else { (prefix.aux, aux_base) };
+                let (own, base) = if flag != 0 {
+                    (prefix.inputs, input_base)
+                } else {
+                    (prefix.aux, aux_base)
+                };
                 let index = index as usize;
                 let placed = if index < own { index } else { base + index - own };
                 match u32::try_from(placed).ok().filter(|&p| p < INPUT_FLAG) {
@@ -336,10 +348,15 @@ impl ShapeRecorder {
         for matrix in [&mut a, &mut b, &mut c] {
             matrix.columns.par_iter_mut().try_for_each(|column| {
                 let index = (*column & !INPUT_FLAG) as usize;
-                let (kind, placed, allocated) =
-                    if *column & INPUT_FLAG != 0 { ("input", index, num_inputs) } else { ("aux", num_inputs + index, num_aux) };
+                let (kind, placed, allocated) = if *column & INPUT_FLAG != 0 {
+                    ("input", index, num_inputs)
+                } else {
+                    ("aux", num_inputs + index, num_aux)
+                };
                 if index >= allocated {
-                    return Err(Error::invalid(format!("a constraint uses {kind} variable {index}, but only {allocated} exist")));
+                    return Err(Error::invalid(format!(
+                        "a constraint uses {kind} variable {index}, but only {allocated} exist"
+                    )));
                 }
                 *column = placed as u32;
                 Ok(())

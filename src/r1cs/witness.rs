@@ -41,7 +41,12 @@ impl ConstraintSystem<Scalar> for WitnessCs {
     type Root = Self;
 
     fn new() -> Self {
-        WitnessCs { input_assignment: Vec::new(), aux_assignment: Vec::new(), num_constraints: 0, cancel: None }
+        WitnessCs {
+            input_assignment: Vec::new(),
+            aux_assignment: Vec::new(),
+            num_constraints: 0,
+            cancel: None,
+        }
     }
 
     fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
@@ -106,7 +111,10 @@ impl WitnessCs {
     /// An empty system (no ONE input) whose allocations stop with an `Interrupted` error once
     /// `cancel` is cancelled: for synthesizing a part of a circuit, to be `append`ed.
     pub fn part(cancel: Option<&CancelToken>) -> Self {
-        WitnessCs { cancel: cancel.cloned(), ..WitnessCs::new() }
+        WitnessCs {
+            cancel: cancel.cloned(),
+            ..WitnessCs::new()
+        }
     }
 
     /// Allocates an aux variable of value 0 or 1 and counts the one constraint that comes with
@@ -147,7 +155,11 @@ impl WitnessCs {
     pub fn into_witness(mut self) -> Witness {
         // The prover's input constraints (one per input, see `synthesize`) live in the shape.
         self.num_constraints += self.input_assignment.len();
-        Witness { input_assignment: self.input_assignment, aux_assignment: self.aux_assignment, num_constraints: self.num_constraints }
+        Witness {
+            input_assignment: self.input_assignment,
+            aux_assignment: self.aux_assignment,
+            num_constraints: self.num_constraints,
+        }
     }
 
     /// A system for a whole circuit: ONE allocated as input 0.

@@ -97,10 +97,7 @@ impl ShaChain {
             (0, target - FIXED_CONSTRAINTS)
         } else {
             let rest = target - FIXED_CONSTRAINTS - FIRST_LINK_CONSTRAINTS;
-            (
-                1 + rest / NEXT_LINK_CONSTRAINTS,
-                rest % NEXT_LINK_CONSTRAINTS,
-            )
+            (1 + rest / NEXT_LINK_CONSTRAINTS, rest % NEXT_LINK_CONSTRAINTS)
         };
         Self::new(links, filler, seed)
     }
@@ -170,10 +167,7 @@ where
     let mut bits = Vec::with_capacity(bytes.len() * 8);
     for (i, byte) in bytes.iter().enumerate() {
         for j in (0..8).rev() {
-            let bit = AllocatedBit::alloc(
-                cs.namespace(|| format!("preimage bit {}", i * 8 + 7 - j)),
-                Some((byte >> j) & 1 == 1),
-            )?;
+            let bit = AllocatedBit::alloc(cs.namespace(|| format!("preimage bit {}", i * 8 + 7 - j)), Some((byte >> j) & 1 == 1))?;
             bits.push(Boolean::from(bit));
         }
     }
@@ -210,20 +204,15 @@ impl<F: PrimeField> Circuit<F> for ShaChain {
 /// dependency into the crates that include this file.
 mod native {
     const K: [u32; 64] = [
-        0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4,
-        0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe,
-        0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f,
-        0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7,
-        0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc,
-        0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b,
-        0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116,
-        0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
-        0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7,
-        0xc67178f2,
+        0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be,
+        0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa,
+        0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85,
+        0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3,
+        0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f,
+        0x682e6ff3, 0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
     ];
     const H0: [u32; 8] = [
-        0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab,
-        0x5be0cd19,
+        0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19,
     ];
 
     fn compress(h: &mut [u32; 8], block: &[u8]) {
@@ -234,20 +223,13 @@ mod native {
         for i in 16..64 {
             let s0 = w[i - 15].rotate_right(7) ^ w[i - 15].rotate_right(18) ^ (w[i - 15] >> 3);
             let s1 = w[i - 2].rotate_right(17) ^ w[i - 2].rotate_right(19) ^ (w[i - 2] >> 10);
-            w[i] = w[i - 16]
-                .wrapping_add(s0)
-                .wrapping_add(w[i - 7])
-                .wrapping_add(s1);
+            w[i] = w[i - 16].wrapping_add(s0).wrapping_add(w[i - 7]).wrapping_add(s1);
         }
         let [mut a, mut b, mut c, mut d, mut e, mut f, mut g, mut hh] = *h;
         for i in 0..64 {
             let s1 = e.rotate_right(6) ^ e.rotate_right(11) ^ e.rotate_right(25);
             let ch = (e & f) ^ (!e & g);
-            let t1 = hh
-                .wrapping_add(s1)
-                .wrapping_add(ch)
-                .wrapping_add(K[i])
-                .wrapping_add(w[i]);
+            let t1 = hh.wrapping_add(s1).wrapping_add(ch).wrapping_add(K[i]).wrapping_add(w[i]);
             let s0 = a.rotate_right(2) ^ a.rotate_right(13) ^ a.rotate_right(22);
             let maj = (a & b) ^ (a & c) ^ (b & c);
             let t2 = s0.wrapping_add(maj);
@@ -314,9 +296,7 @@ mod tests {
             "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
         );
         assert_eq!(
-            hex(&native::sha256(
-                b"abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"
-            )),
+            hex(&native::sha256(b"abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq")),
             "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"
         );
     }
@@ -341,18 +321,11 @@ mod tests {
             let c = ShaChain::new(links, filler, seed);
             let mut cs = TestConstraintSystem::<Scalar>::new();
             c.clone().synthesize(&mut cs).unwrap();
-            assert!(
-                cs.is_satisfied(),
-                "unsatisfied: {:?}",
-                cs.which_is_unsatisfied()
-            );
+            assert!(cs.is_satisfied(), "unsatisfied: {:?}", cs.which_is_unsatisfied());
             assert_eq!(cs.num_constraints(), c.num_constraints());
             let inputs = c.public_inputs();
             assert_eq!(inputs.len(), 2);
-            assert!(
-                cs.verify(&inputs),
-                "circuit digest differs from native SHA-256 chain"
-            );
+            assert!(cs.verify(&inputs), "circuit digest differs from native SHA-256 chain");
             let mut wrong = inputs.clone();
             wrong[0] += Scalar::from(1u64);
             assert!(!cs.verify(&wrong));
@@ -361,44 +334,26 @@ mod tests {
 
     #[test]
     fn with_constraints_hits_target() {
-        for target in [
-            (1usize << 16) - 64,
-            (1 << 18) - 64,
-            (1 << 20) - 64,
-            100_000,
-            47_000,
-        ] {
+        for target in [(1usize << 16) - 64, (1 << 18) - 64, (1 << 20) - 64, 100_000, 47_000] {
             let c = ShaChain::with_constraints(target, 1);
             let n = counted(&c);
             assert_eq!(n, c.num_constraints());
-            assert!(
-                n <= target && n * 100 >= target * 97,
-                "target {target}: {n} constraints"
-            );
+            assert!(n <= target && n * 100 >= target * 97, "target {target}: {n} constraints");
             // Mostly hashes, not filler, once a target holds a few links.
             if target >= 1 << 18 {
                 assert!(c.filler_bits() < NEXT_LINK_CONSTRAINTS && c.links() >= 9);
             }
         }
         // Too small a target saturates at the fixed part.
-        assert_eq!(
-            ShaChain::with_constraints(10, 1).num_constraints(),
-            FIXED_CONSTRAINTS
-        );
+        assert_eq!(ShaChain::with_constraints(10, 1).num_constraints(), FIXED_CONSTRAINTS);
     }
 
     #[test]
     fn deterministic_in_target_and_seed() {
         let a = ShaChain::with_constraints(200_000, 9);
         assert_eq!(a, ShaChain::with_constraints(200_000, 9));
-        assert_ne!(
-            a.public_inputs(),
-            ShaChain::with_constraints(200_000, 10).public_inputs()
-        );
+        assert_ne!(a.public_inputs(), ShaChain::with_constraints(200_000, 10).public_inputs());
         // The filler length does not change the digest.
-        assert_eq!(
-            ShaChain::new(2, 0, 9).public_inputs(),
-            ShaChain::new(2, 999, 9).public_inputs()
-        );
+        assert_eq!(ShaChain::new(2, 0, 9).public_inputs(), ShaChain::new(2, 999, 9).public_inputs());
     }
 }

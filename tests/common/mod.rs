@@ -116,7 +116,10 @@ pub fn prove(
     options: Option<&cuzk_prove_options>,
 ) -> Result<Proved, (Status, String)> {
     let mut proof = std::ptr::null_mut();
-    let mut timings = Timings { struct_size: std::mem::size_of::<Timings>() as u32, ..Default::default() };
+    let mut timings = Timings {
+        struct_size: std::mem::size_of::<Timings>() as u32,
+        ..Default::default()
+    };
     let mut err = std::ptr::null_mut();
     let status = cuzk_seal_commit_phase2(
         engine.0,

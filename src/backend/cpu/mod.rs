@@ -46,7 +46,14 @@ impl Backend for CpuBackend {
         }
     }
 
-    fn compute_msms(&self, key: &ProvingKey, circuit: SynthesizedCircuit, pool: &ThreadPool, cancel: &CancelToken, t: &mut Timings) -> Result<MsmResults> {
+    fn compute_msms(
+        &self,
+        key: &ProvingKey,
+        circuit: SynthesizedCircuit,
+        pool: &ThreadPool,
+        cancel: &CancelToken,
+        t: &mut Timings,
+    ) -> Result<MsmResults> {
         self.compute_in_turn(Priority::Normal, key, circuit, pool, cancel, t)
     }
 }
@@ -60,7 +67,14 @@ impl Backend for CpuCall<'_> {
         self.cpu.for_call(device, priority)
     }
 
-    fn compute_msms(&self, key: &ProvingKey, circuit: SynthesizedCircuit, pool: &ThreadPool, cancel: &CancelToken, t: &mut Timings) -> Result<MsmResults> {
+    fn compute_msms(
+        &self,
+        key: &ProvingKey,
+        circuit: SynthesizedCircuit,
+        pool: &ThreadPool,
+        cancel: &CancelToken,
+        t: &mut Timings,
+    ) -> Result<MsmResults> {
         self.cpu.compute_in_turn(self.priority, key, circuit, pool, cancel, t)
     }
 }
@@ -76,7 +90,15 @@ impl CpuBackend {
         Ok(CpuBackend { turn: Turn::default(), pool })
     }
 
-    fn compute_in_turn(&self, priority: Priority, key: &ProvingKey, circuit: SynthesizedCircuit, pool: &ThreadPool, cancel: &CancelToken, t: &mut Timings) -> Result<MsmResults> {
+    fn compute_in_turn(
+        &self,
+        priority: Priority,
+        key: &ProvingKey,
+        circuit: SynthesizedCircuit,
+        pool: &ThreadPool,
+        cancel: &CancelToken,
+        t: &mut Timings,
+    ) -> Result<MsmResults> {
         check_not_a_worker(pool)?;
         let _turn = timed(&mut t.proving_wait_ns, || self.turn.take(priority));
         cancel.check()?;
@@ -87,8 +109,15 @@ impl CpuBackend {
         let domain = Domain::for_len(circuit.num_constraints())
             .ok_or_else(|| Error::invalid("circuit has more constraints than the field's 2^32 FFT domain"))?;
         let layout = check_key_fits(key, &circuit, domain.size())?;
-        let SynthesizedCircuit { products, input_assignment, aux_assignment, a_aux_density, b_input_density, b_aux_density, .. } =
-            circuit;
+        let SynthesizedCircuit {
+            products,
+            input_assignment,
+            aux_assignment,
+            a_aux_density,
+            b_input_density,
+            b_aux_density,
+            ..
+        } = circuit;
         let (a, b, c) = match products {
             deferred @ Products::Deferred(_) => timed(&mut t.spmv_ns, || deferred.evaluate(&input_assignment, &aux_assignment)),
             evaluated => evaluated.evaluate(&input_assignment, &aux_assignment),
@@ -97,17 +126,29 @@ impl CpuBackend {
         let h_coeffs = timed(&mut t.ntt_ns, || quotient_coefficients(a, b, c, cancel)).expect("domain checked above");
         cancel.check()?;
         let (h_scalars, p) = timed(&mut t.prep_msm_ns, || {
-            let prepared =
-                PreparedMsms::new(&layout, &input_assignment, &aux_assignment, &a_aux_density, &b_input_density, &b_aux_density);
+            let prepared = PreparedMsms::new(
+                &layout,
+                &input_assignment,
+                &aux_assignment,
+                &a_aux_density,
+                &b_input_density,
+                &b_aux_density,
+            );
             (ClassifiedScalars::all(&h_coeffs), prepared)
         });
         drop((h_coeffs, aux_assignment, input_assignment));
 
         cancel.check()?;
-        let h = timed(&mut t.msm_h_ns, || sum_points(&key.h, &h_scalars.ones) + tail_msm(&key.h, &h_scalars, cancel));
+        let h = timed(&mut t.msm_h_ns, || {
+            sum_points(&key.h, &h_scalars.ones) + tail_msm(&key.h, &h_scalars, cancel)
+        });
         cancel.check()?;
         let (l_ones, a_ones, b_g1_ones) = timed(&mut t.batch_add_ns, || {
-            (sum_points(&key.l, &p.l.ones), sum_points(&key.a, &p.a.ones), sum_points(&key.b_g1, &p.b.ones))
+            (
+                sum_points(&key.l, &p.l.ones),
+                sum_points(&key.a, &p.a.ones),
+                sum_points(&key.b_g1, &p.b.ones),
+            )
         });
         let l = l_ones + timed(&mut t.msm_l_ns, || tail_msm(&key.l, &p.l, cancel));
         let a = a_ones + timed(&mut t.msm_a_ns, || tail_msm(&key.a, &p.a, cancel));

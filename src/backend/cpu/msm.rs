@@ -73,8 +73,7 @@ const POINTS_PER_CANCEL_CHECK: usize = 1 << 14;
 /// One chunk's Pippenger: for every window, scatter points into buckets by digit, then sum the
 /// buckets with the running-sum trick; combine windows by doubling. Once `cancel` is set it
 /// stops early with a meaningless sum (the caller checks the token after the phase).
-fn pippenger_chunk<G: MixedAdd>(points: &[G], indices: &[u32], scalars: &[[u8; 32]], width: usize, cancel: &CancelToken) -> G::Curve
-{
+fn pippenger_chunk<G: MixedAdd>(points: &[G], indices: &[u32], scalars: &[[u8; 32]], width: usize, cancel: &CancelToken) -> G::Curve {
     let num_bits = Scalar::NUM_BITS as usize;
     let windows = num_bits.div_ceil(width);
     let mut buckets = vec![G::Curve::identity(); (1 << width) - 1];
@@ -106,8 +105,7 @@ fn pippenger_chunk<G: MixedAdd>(points: &[G], indices: &[u32], scalars: &[[u8; 3
 
 /// Σ sᵢ·P[indexᵢ] for the tail scalars, split into one chunk per worker thread; abandoned
 /// (a meaningless sum) once `cancel` is set.
-pub fn pippenger<G: MixedAdd>(points: &[G], indices: &[u32], scalars: &[[u8; 32]], cancel: &CancelToken) -> G::Curve
-{
+pub fn pippenger<G: MixedAdd>(points: &[G], indices: &[u32], scalars: &[[u8; 32]], cancel: &CancelToken) -> G::Curve {
     if indices.is_empty() {
         return G::Curve::identity();
     }
@@ -130,7 +128,11 @@ mod tests {
     use rand::{Rng, SeedableRng};
 
     fn naive<G: PrimeCurveAffine<Scalar = Scalar>>(points: &[G], scalars: &[Scalar]) -> G::Curve {
-        points.iter().zip(scalars).map(|(p, s)| p.to_curve() * *s).fold(G::Curve::identity(), |a, b| a + b)
+        points
+            .iter()
+            .zip(scalars)
+            .map(|(p, s)| p.to_curve() * *s)
+            .fold(G::Curve::identity(), |a, b| a + b)
     }
 
     fn porep_like_scalars(rng: &mut impl Rng, n: usize) -> Vec<Scalar> {

@@ -31,7 +31,12 @@ impl Domain {
             omega = omega.square();
         }
         let size_inv = Scalar::from(1u64 << log_size).invert().unwrap();
-        Some(Domain { log_size, omega, omega_inv: omega.invert().unwrap(), size_inv })
+        Some(Domain {
+            log_size,
+            omega,
+            omega_inv: omega.invert().unwrap(),
+            size_inv,
+        })
     }
 
     pub fn size(&self) -> usize {
@@ -66,7 +71,9 @@ impl Domain {
 }
 
 fn scale(values: &mut [Scalar], factor: Scalar) {
-    values.par_chunks_mut(MIN_PARALLEL_CHUNK).for_each(|chunk| chunk.iter_mut().for_each(|v| *v *= factor));
+    values
+        .par_chunks_mut(MIN_PARALLEL_CHUNK)
+        .for_each(|chunk| chunk.iter_mut().for_each(|v| *v *= factor));
 }
 
 /// values[i] *= g^i.
@@ -145,12 +152,7 @@ fn transform(values: &mut [Scalar], omega: Scalar, log_size: u32) {
 /// Coefficients of H = (A·B - C) / Z for the evaluations a, b, c (one per constraint; padded
 /// with zeros to the domain size). Returns the domain size - 1 coefficients that the H query
 /// has points for; `None` when the circuit is too large for the field's 2-adic domain.
-pub fn quotient_coefficients(
-    mut a: Vec<Scalar>,
-    mut b: Vec<Scalar>,
-    mut c: Vec<Scalar>,
-    cancel: &CancelToken,
-) -> Option<Vec<Scalar>> {
+pub fn quotient_coefficients(mut a: Vec<Scalar>, mut b: Vec<Scalar>, mut c: Vec<Scalar>, cancel: &CancelToken) -> Option<Vec<Scalar>> {
     let domain = Domain::for_len(a.len())?;
     // Abandoned between transforms once cancelled (the caller checks the token next).
     for v in [&mut a, &mut b, &mut c] {

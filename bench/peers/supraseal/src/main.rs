@@ -73,9 +73,7 @@ struct Args {
 struct UsageError(String);
 
 fn parse_args(mut argv: impl Iterator<Item = String>) -> Result<Args, UsageError> {
-    let command = argv
-        .next()
-        .ok_or_else(|| UsageError("missing command".into()))?;
+    let command = argv.next().ok_or_else(|| UsageError("missing command".into()))?;
     if command != "c2" && command != "circuit" {
         return Err(UsageError(format!("unknown command {command:?}")));
     }
@@ -85,9 +83,7 @@ fn parse_args(mut argv: impl Iterator<Item = String>) -> Result<Args, UsageError
         ..Args::default()
     };
     while let Some(flag) = argv.next() {
-        let value = argv
-            .next()
-            .ok_or_else(|| UsageError(format!("{flag} needs a value")))?;
+        let value = argv.next().ok_or_else(|| UsageError(format!("{flag} needs a value")))?;
         let bad = |what: &str| UsageError(format!("{flag}: {what}, got {value:?}"));
         match flag.as_str() {
             "--fixture" => args.fixture = Some(value.into()),
@@ -102,9 +98,7 @@ fn parse_args(mut argv: impl Iterator<Item = String>) -> Result<Args, UsageError
                 args.log_constraints = Some(k);
             }
             "--repeat" => {
-                args.repeat = value
-                    .parse()
-                    .map_err(|_| bad("expected a positive integer"))?;
+                args.repeat = value.parse().map_err(|_| bad("expected a positive integer"))?;
                 if args.repeat == 0 {
                     return Err(bad("expected a positive integer"));
                 }
@@ -124,9 +118,7 @@ fn parse_args(mut argv: impl Iterator<Item = String>) -> Result<Args, UsageError
         "c2" => {
             need(args.fixture.is_some(), "--fixture")?;
             if args.workload.is_some() || args.log_constraints.is_some() {
-                return Err(UsageError(
-                    "c2 takes no --workload/--log-constraints".into(),
-                ));
+                return Err(UsageError("c2 takes no --workload/--log-constraints".into()));
             }
         }
         _ => {
@@ -169,7 +161,9 @@ fn peak_rss_mib() -> u64 {
 static STARTED_UNIX_MS: std::sync::OnceLock<u128> = std::sync::OnceLock::new();
 
 fn unix_ms() -> u128 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis())
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis())
 }
 
 /// One result line on stdout (the machine-readable record) and a human line on stderr.
@@ -211,14 +205,10 @@ fn guarded<T>(what: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
 fn run_c2(fixture: &Path, params: &Path, repeat: usize) -> Result<bool> {
     let c1_path = fixture.join("c1.json");
     let sector_path = fixture.join("sector.json");
-    let sector: Sector = serde_json::from_slice(
-        &fs::read(&sector_path).with_context(|| format!("reading {}", sector_path.display()))?,
-    )
-    .with_context(|| format!("parsing {}", sector_path.display()))?;
-    let c1: seal::SealCommitPhase1Output = serde_json::from_slice(
-        &fs::read(&c1_path).with_context(|| format!("reading {}", c1_path.display()))?,
-    )
-    .with_context(|| format!("parsing {} as SealCommitPhase1Output", c1_path.display()))?;
+    let sector: Sector = serde_json::from_slice(&fs::read(&sector_path).with_context(|| format!("reading {}", sector_path.display()))?)
+        .with_context(|| format!("parsing {}", sector_path.display()))?;
+    let c1: seal::SealCommitPhase1Output = serde_json::from_slice(&fs::read(&c1_path).with_context(|| format!("reading {}", c1_path.display()))?)
+        .with_context(|| format!("parsing {} as SealCommitPhase1Output", c1_path.display()))?;
     if c1.registered_proof != sector.registered_proof {
         bail!(
             "{} is for {:?} but {} says {:?}",
@@ -241,8 +231,7 @@ fn run_c2(fixture: &Path, params: &Path, repeat: usize) -> Result<bool> {
         let input = c1.clone();
         let start = Instant::now();
         let out = guarded("seal_commit_phase2", || {
-            seal::seal_commit_phase2(input, sector.prover_id, SectorId::from(sector.sector_id))
-                .context("seal_commit_phase2")
+            seal::seal_commit_phase2(input, sector.prover_id, SectorId::from(sector.sector_id)).context("seal_commit_phase2")
         })?;
         let wall = start.elapsed().as_secs_f64();
         let verified = seal::verify_seal(
@@ -285,8 +274,7 @@ fn run_circuit(k: u32, key: &Path, repeat: usize) -> Result<bool> {
     shape::check_key(key, &probe)?;
     let start = Instant::now();
     let params = guarded("loading the key", || {
-        SuprasealParameters::<Bls12>::new(key.to_path_buf())
-            .with_context(|| format!("loading {} with supraseal-c2", key.display()))
+        SuprasealParameters::<Bls12>::new(key.to_path_buf()).with_context(|| format!("loading {} with supraseal-c2", key.display()))
     })?;
     eprintln!(
         "supraseal-bench: key opened in {:.3} s (points are read on in the background)",
@@ -298,8 +286,7 @@ fn run_circuit(k: u32, key: &Path, repeat: usize) -> Result<bool> {
         let start = Instant::now();
         let circuit = sha_chain::ShaChain::with_constraints(target, 1);
         let proofs = guarded("proving", || {
-            create_random_proof_batch(vec![circuit], &params, &mut rng)
-                .context("create_random_proof_batch")
+            create_random_proof_batch(vec![circuit], &params, &mut rng).context("create_random_proof_batch")
         })?;
         let wall = start.elapsed().as_secs_f64();
         if proofs.len() != 1 {
@@ -324,10 +311,7 @@ fn main() -> ExitCode {
         // filecoin-proofs reads its settings (the parameter directory among them) once, on
         // first use: set the variable before any of its code runs.
         if !params.is_dir() {
-            eprintln!(
-                "supraseal-bench: --params {}: not a directory",
-                params.display()
-            );
+            eprintln!("supraseal-bench: --params {}: not a directory", params.display());
             return ExitCode::from(2);
         }
         std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &params);
@@ -339,11 +323,7 @@ fn main() -> ExitCode {
     panic::set_hook(Box::new(|info| eprintln!("supraseal-bench: panic: {info}")));
 
     let result = match args.command.as_str() {
-        "c2" => run_c2(
-            args.fixture.as_deref().expect("checked"),
-            &params,
-            args.repeat,
-        ),
+        "c2" => run_c2(args.fixture.as_deref().expect("checked"), &params, args.repeat),
         _ => run_circuit(args.log_constraints.expect("checked"), &params, args.repeat),
     };
     match result {
@@ -400,13 +380,7 @@ mod tests {
             "seed":"4e6f9e9ab0f0f51dae64d6f39eaa7a0c4c8bfe43de00124220ac1b28ed23b611"}"#,
         )
         .unwrap();
-        assert_eq!(
-            format!("porep-c2 {:?}", s.registered_proof),
-            "porep-c2 StackedDrg2KiBV1_1"
-        );
-        assert_eq!(
-            (s.sector_id, s.prover_id[0], s.prover_id[1]),
-            (7, 0xe8, 0x07)
-        );
+        assert_eq!(format!("porep-c2 {:?}", s.registered_proof), "porep-c2 StackedDrg2KiBV1_1");
+        assert_eq!((s.sector_id, s.prover_id[0], s.prover_id[1]), (7, 0xe8, 0x07));
     }
 }

@@ -10,9 +10,7 @@ use std::{
 };
 
 use anyhow::{bail, Context, Result};
-use bellpepper_core::{
-    Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable,
-};
+use bellpepper_core::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
 use blstrs::Scalar;
 use ff::Field;
 
@@ -53,24 +51,14 @@ impl KeyShape {
             *len = u64::from(u32::from_be_bytes(prefix));
             pos += 4 + *len * size;
             if pos > file_len {
-                bail!(
-                    "{}: a section runs past the end ({pos} > {file_len} bytes)",
-                    not_a_key()
-                );
+                bail!("{}: a section runs past the end ({pos} > {file_len} bytes)", not_a_key());
             }
         }
         if pos != file_len {
             bail!("{}: {} trailing bytes", not_a_key(), file_len - pos);
         }
         let [ic, h, l, a, b_g1, b_g2] = lens;
-        Ok(KeyShape {
-            ic,
-            h,
-            l,
-            a,
-            b_g1,
-            b_g2,
-        })
+        Ok(KeyShape { ic, h, l, a, b_g1, b_g2 })
     }
 }
 
@@ -161,11 +149,7 @@ impl ConstraintSystem<Scalar> for DensityCs {
         // Inputs are fully dense in A (the prover adds `input * 0 = 0` for each), so only
         // aux variables are tracked there.
         Self::mark(&a(LinearCombination::zero()), None, &mut self.a_aux);
-        Self::mark(
-            &b(LinearCombination::zero()),
-            Some(&mut self.b_inp),
-            &mut self.b_aux,
-        );
+        Self::mark(&b(LinearCombination::zero()), Some(&mut self.b_inp), &mut self.b_aux);
     }
 
     fn push_namespace<NR, N>(&mut self, _: N)
@@ -184,8 +168,7 @@ impl ConstraintSystem<Scalar> for DensityCs {
 
 fn measure(c: ShaChain) -> Counts {
     let mut cs = DensityCs::default();
-    cs.alloc_input(|| "ONE", || Ok(Scalar::ONE))
-        .expect("counting never fails");
+    cs.alloc_input(|| "ONE", || Ok(Scalar::ONE)).expect("counting never fails");
     c.synthesize(&mut cs).expect("counting never fails");
     cs.counts()
 }
@@ -254,11 +237,7 @@ pub fn check_key(path: &Path, chain: &ShaChain) -> Result<()> {
         .filter(|(_, g, w)| g != w)
         .map(|(name, g, w)| format!("{name}: key has {g} points, circuit needs {w}"))
         .collect();
-    bail!(
-        "{} does not fit this circuit ({})",
-        path.display(),
-        diffs.join("; ")
-    )
+    bail!("{} does not fit this circuit ({})", path.display(), diffs.join("; "))
 }
 
 #[cfg(test)]
@@ -270,11 +249,7 @@ mod tests {
     fn affine_counts_match_full_synthesis() {
         for (links, filler) in [(0, 0), (0, 9), (1, 3), (3, 0), (5, 37)] {
             let c = ShaChain::new(links, filler, 7);
-            assert_eq!(
-                counts_of(&c),
-                measure(c.clone()),
-                "links {links}, filler {filler}"
-            );
+            assert_eq!(counts_of(&c), measure(c.clone()), "links {links}, filler {filler}");
         }
     }
 
@@ -285,13 +260,9 @@ mod tests {
     fn bellperson_generated_key_fits() {
         use rand_chacha::{rand_core::SeedableRng, ChaCha20Rng};
         let chain = ShaChain::new(1, 5, 3);
-        let params = bellperson::groth16::generate_random_parameters::<blstrs::Bls12, _, _>(
-            chain.clone(),
-            &mut ChaCha20Rng::seed_from_u64(0),
-        )
-        .unwrap();
-        let path =
-            std::env::temp_dir().join(format!("supraseal-bench-real-key-{}", std::process::id()));
+        let params =
+            bellperson::groth16::generate_random_parameters::<blstrs::Bls12, _, _>(chain.clone(), &mut ChaCha20Rng::seed_from_u64(0)).unwrap();
+        let path = std::env::temp_dir().join(format!("supraseal-bench-real-key-{}", std::process::id()));
         params.write(File::create(&path).unwrap()).unwrap();
         let result = check_key(&path, &chain);
         let other = check_key(&path, &ShaChain::new(2, 5, 3));
@@ -322,11 +293,7 @@ mod tests {
                 bytes.resize(bytes.len() + (n * size) as usize, 0);
             }
             bytes.resize(bytes.len() + extra, 0);
-            let path = std::env::temp_dir().join(format!(
-                "supraseal-bench-key-{}-{extra}-{}",
-                std::process::id(),
-                shape.h
-            ));
+            let path = std::env::temp_dir().join(format!("supraseal-bench-key-{}-{extra}-{}", std::process::id(), shape.h));
             File::create(&path).unwrap().write_all(&bytes).unwrap();
             path
         };
@@ -339,14 +306,8 @@ mod tests {
         assert!(err.contains("l: key has"), "{err}");
 
         let trailing = write(&want, 5);
-        assert!(KeyShape::read(&trailing)
-            .unwrap_err()
-            .to_string()
-            .contains("trailing"));
-        let short = KeyShape {
-            h: want.h + 1,
-            ..want
-        };
+        assert!(KeyShape::read(&trailing).unwrap_err().to_string().contains("trailing"));
+        let short = KeyShape { h: want.h + 1, ..want };
         let p = write(&short, 0);
         let truncated = std::fs::read(&p).unwrap();
         std::fs::write(&p, &truncated[..truncated.len() - 100]).unwrap();
