@@ -9,8 +9,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$root/scripts/nvcc-env.sh"
 cd "$root"
 export CUZK_GPU_TESTS=1
-cargo build --release --locked --bins
-tests_bin=$(cargo test --release --locked --test gpu --no-run --message-format=json 2>/dev/null |
+cargo build --release --locked -p cuzk-tools --bins
+tests_bin=$(cargo test --release --locked -p cuzk --test gpu --no-run --message-format=json 2>/dev/null |
     python3 -c 'import json,sys
 for line in sys.stdin:
     m = json.loads(line)

@@ -22,7 +22,10 @@ die() {
 
 lib_src="$root/target/release/libcuzk.so"
 header_src="$root/include/cuzk.h"
-[[ -f "$lib_src" ]] || die "$lib_src does not exist; build it first with: (cd $root && cargo build --release --lib)"
+# Built here, on its own: a build of the tools or the tests unifies cuzk's private `internals`
+# feature into the library they use, which must not be what ships.
+(cd "$root" && cargo build --release --locked -p cuzk --lib) || die "cargo build of the library failed"
+[[ -f "$lib_src" ]] || die "$lib_src was not built"
 [[ -f "$header_src" ]] || die "$header_src does not exist"
 
 # The crate version: the first `version = "..."` of the [package] table of Cargo.toml.

@@ -18,10 +18,16 @@ cuda_toolchain() {
     source "$root/scripts/nvcc-env.sh"
 }
 
+# The tools (cuzk-fixtures, cuzk-bench: they turn on cuzk's private `internals` feature), then
+# the shipped library on its own, so that target/release/libcuzk.* is built without it.
 build_release() {
     cuda_toolchain
-    step "cargo build --release (library with the CUDA backend, tools)"
-    (cd "$root" && cargo build --release --locked)
+    step "cargo build --release: tools (cuzk-tools), then the library (with the CUDA backend)"
+    (cd "$root" && cargo build --release --locked -p cuzk-tools --bins && build_library)
+}
+
+build_library() {
+    (cd "$root" && cargo build --release --locked -p cuzk --lib)
 }
 
 # Random-setup parameters for a sector size, generated once (2KiB: ~12 min on 2 cores).

@@ -9,8 +9,21 @@ ensure_params 2KiB
 # filecoin-proofs' own verifier (the tests' independent check) reads its keys from here.
 export FIL_PROOFS_PARAMETER_CACHE="$CUZK_TEST_PARAMS"
 
+step "style: cargo fmt --check, cargo clippy -D warnings (library alone, and every target with the tools)"
+(cd "$root" && cargo fmt --all --check)
+(cd "$root" && cargo clippy --release --locked -p cuzk --lib -- -D warnings)
+(cd "$root" && cargo clippy --release --locked --workspace --all-targets -- -D warnings)
+
+step "the shipped library's features: never cuzk's private \`internals\`"
+shipped_features=$(cd "$root" && cargo tree --locked -p cuzk --edges features,no-dev --invert cuzk --prefix none)
+if grep -q 'cuzk feature "internals"' <<<"$shipped_features"; then
+    echo "the shipped library is built with cuzk's internals feature:" >&2
+    echo "$shipped_features" >&2
+    exit 1
+fi
+
 step "cargo test --release (CPU tests; the GPU target tests/gpu.rs is reported as ignored without CUZK_GPU_TESTS=1)"
-(cd "$root" && cargo test --release --locked -- --test-threads=2)
+(cd "$root" && cargo test --release --locked --workspace -- --test-threads=2)
 
 fixture="$root/target/fixtures/test-2k"
 seal_fixture 2KiB "$fixture"

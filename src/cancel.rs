@@ -4,6 +4,8 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use bellperson::SynthesisError;
+
 use crate::error::{Error, Result, Status};
 
 #[derive(Clone, Debug, Default)]
@@ -30,4 +32,16 @@ impl CancelToken {
             Ok(())
         }
     }
+}
+
+/// Synthesis looks at the cancel token once per this many allocations.
+const CANCEL_CHECK_INTERVAL: usize = 1 << 14;
+
+/// Synthesis stops with an `Interrupted` I/O error once `cancel` is set, looking at it before
+/// every [`CANCEL_CHECK_INTERVAL`]-th allocation (`allocated` so far).
+pub(crate) fn check_cancel(allocated: usize, cancel: Option<&CancelToken>) -> std::result::Result<(), SynthesisError> {
+    if allocated % CANCEL_CHECK_INTERVAL == 0 && cancel.is_some_and(|c| c.is_cancelled()) {
+        return Err(SynthesisError::IoError(std::io::Error::new(std::io::ErrorKind::Interrupted, "cancelled")));
+    }
+    Ok(())
 }

@@ -18,7 +18,7 @@ use crate::backend::Priority;
 use crate::cancel::CancelToken;
 use crate::engine::{Engine, EngineConfig, ProveOptions, SectorProof, SectorRequest};
 use crate::error::{panic_message, Error, Result, Status};
-use crate::porep::{self, SealStatement};
+use crate::kinds::porep::{self, SealStatement};
 use crate::timings::Timings;
 
 /// Version of the C ABI in include/cuzk.h. Bumped only for incompatible changes.
@@ -394,9 +394,8 @@ fn engine_config(config: *const cuzk_config) -> Result<EngineConfig> {
         self_verify: config.self_verify,
         gpu_key_memory_budget: config.gpu_key_memory_budget,
         pinned_pool_bytes: config.pinned_pool_bytes,
-        classic_synthesis: false,
         host_memory_budget: config.host_memory_budget,
-        proving_lanes: 0,
+        ..EngineConfig::default()
     })
 }
 

@@ -5,7 +5,7 @@ mod common;
 
 use common::*;
 use cuzk::error::Status;
-use cuzk::porep;
+use cuzk::internals::porep;
 use filecoin_proofs::constants::SectorShape2KiB;
 use storage_proofs_core::parameter_cache::parameter_id;
 

@@ -207,9 +207,9 @@ fn made_up_sector_partitions_flow_through_the_pipeline() {
     })
     .unwrap();
     let proof = RegisteredSealProof::StackedDrg2KiBV1_1;
-    let config = cuzk::porep::porep_config(proof).unwrap();
-    let shape = cuzk::porep::synthetic_partition_circuit::<filecoin_proofs::constants::SectorShape2KiB>(&config, 0).unwrap();
-    let key = std::sync::Arc::new(cuzk::testing::synthetic_key(&cuzk::synthesis::synthesize(shape, None).unwrap(), 3));
+    let config = cuzk::internals::porep::porep_config(proof).unwrap();
+    let shape = cuzk::internals::porep::synthetic_partition_circuit::<filecoin_proofs::constants::SectorShape2KiB>(&config, 0).unwrap();
+    let key = std::sync::Arc::new(cuzk_tools::circuits::synthetic_key(&cuzk::internals::synthesize(shape, None).unwrap(), 3));
     let sector = MadeUpSector {
         proof,
         partitions: 2,

@@ -11,15 +11,16 @@ use std::time::Instant;
 use bellperson::groth16::{create_proof_batch, generate_random_parameters, prepare_verifying_key, verify_proof};
 use blstrs::{Bls12, Scalar};
 use common::fixture;
-use cuzk::backend::gpu::{device_count, GpuBackend, GpuConfig, SplitPolicy};
-use cuzk::backend::{Backend, BackendKind};
-use cuzk::engine::{prove_synthesized, prove_with, Engine, EngineConfig, ProveOptions, SectorProof};
+use cuzk::engine::{Engine, EngineConfig, ProveOptions, SectorProof, SplitPolicy};
 use cuzk::error::Status;
-use cuzk::groth16::ProvingKey;
-use cuzk::r1cs::{synthesize_witness, CircuitShape};
-use cuzk::synthesis::synthesize;
-use cuzk::testing::{synthetic_key, worker_pool, RandomCircuit};
+use cuzk::internals::device_count;
+use cuzk::internals::r1cs::CircuitShape;
+use cuzk::internals::synthesize;
+use cuzk::timings::BackendKind;
 use cuzk::timings::{KeyResidency, Timings};
+use cuzk::ProvingKey;
+use cuzk::{BackendChoice, CircuitOptions, Prover, Whole};
+use cuzk_tools::circuits::{synthetic_key, RandomCircuit};
 use ff::Field;
 use filecoin_proofs_api::RegisteredSealProof;
 use rand::SeedableRng;
@@ -31,7 +32,7 @@ fn gpu_engine() -> Arc<Engine> {
     };
     let engine = Engine::acquire(config).expect("engine");
     assert_eq!(
-        engine.backend().kind(),
+        engine.prover().backend_kind(),
         BackendKind::Gpu,
         "CUZK_GPU_TESTS=1 but no usable CUDA device (see RUST_LOG=cuzk=info)"
     );
@@ -42,17 +43,17 @@ fn require_gpu() {
     assert!(device_count().unwrap_or(0) > 0, "CUZK_GPU_TESTS=1 but no usable CUDA device");
 }
 
-/// A backend on device 0 whose keys are resident (the default budget) or streamed from host
-/// memory on every call (a budget of one byte).
-fn backend(policy: SplitPolicy, residency: KeyResidency) -> GpuBackend {
-    let key_memory_budget = if residency == KeyResidency::Streamed { 1 } else { 0 };
-    GpuBackend::new(&GpuConfig {
-        devices: vec![0],
-        key_memory_budget,
-        split: policy,
-        ..GpuConfig::default()
-    })
-    .expect("CUZK_GPU_TESTS=1 but no usable CUDA device")
+/// A prover on device 0 whose keys are resident (the default budget) or streamed from host
+/// memory on every call (a budget of one byte), with a, b, c of the R1CS path computed on the
+/// device or on the host.
+fn gpu_prover(policy: SplitPolicy, residency: KeyResidency, products_on_gpu: bool) -> Prover {
+    let config = EngineConfig {
+        gpu_key_memory_budget: if residency == KeyResidency::Streamed { 1 } else { 0 },
+        gpu_split: policy,
+        products_on_gpu,
+        ..EngineConfig::default()
+    };
+    Prover::new(BackendChoice::Gpu { device: 0 }, &config).expect("CUZK_GPU_TESTS=1 but no usable CUDA device")
 }
 
 fn proof_bytes(p: &bellperson::groth16::Proof<Bls12>) -> Vec<u8> {
@@ -98,14 +99,15 @@ fn check_gpu_equals_bellperson(constraints: usize, bit_heavy: bool, key_kind: Ke
         (SplitPolicy::Always, KeyResidency::Resident, true),
         (SplitPolicy::Never, KeyResidency::Streamed, true),
     ] {
-        let gpu = backend(policy, residency);
+        let gpu = gpu_prover(policy, residency, products_on_device);
+        let options = CircuitOptions {
+            randomness: Some((r, s)),
+            cancel: None,
+        };
         let mut t = Timings::new();
         let ours = match products_on_device {
-            false => prove_with(&gpu, &worker_pool(), &params, circuit.clone(), (r, s), None, &mut t),
-            true => {
-                let synthesized = shape.deferred(synthesize_witness(circuit.clone(), None).unwrap()).unwrap();
-                prove_synthesized(&gpu, &worker_pool(), &params, synthesized, (r, s), None, &mut t)
-            }
+            false => gpu.prove(&params, circuit.clone(), &options, &mut t),
+            true => gpu.prove_with_shape(&params, &shape, &Whole(circuit.clone()), &options, &mut t),
         }
         .expect("GPU proof");
         assert_eq!(t.key_residency, residency as u32);
@@ -180,12 +182,12 @@ fn porep_2k_gpu_proof_equals_bellperson_and_verifies() {
     assert_eq!(t.device_index, 0);
     assert!(common::filecoin_verify(&f.sector, &ours), "filecoin-proofs rejects the GPU proof");
 
-    let c1 = cuzk::porep::parse_c1(&f.c1_json).unwrap();
-    let inputs = cuzk::porep::check_c1::<filecoin_proofs::constants::SectorShape2KiB>(c1, f.sector.prover_id, f.sector.sector_id).unwrap();
-    let id = cuzk::porep::parameter_cache_id::<filecoin_proofs::constants::SectorShape2KiB>(&inputs.config).unwrap();
+    let c1 = cuzk::internals::porep::parse_c1(&f.c1_json).unwrap();
+    let inputs = cuzk::internals::porep::check_c1::<filecoin_proofs::constants::SectorShape2KiB>(c1, f.sector.prover_id, f.sector.sector_id).unwrap();
+    let id = cuzk::internals::porep::parameter_cache_id::<filecoin_proofs::constants::SectorShape2KiB>(&inputs.config).unwrap();
     let path = f.params_dir.join(storage_proofs_core::parameter_cache::parameter_id(&id));
     let key = bellperson::groth16::Parameters::<Bls12>::read(std::io::BufReader::new(std::fs::File::open(path).unwrap()), false).unwrap();
-    let circuit = cuzk::porep::partition_circuit(&inputs, 0).unwrap();
+    let circuit = cuzk::internals::porep::partition_circuit(&inputs, 0).unwrap();
     let theirs = create_proof_batch(vec![circuit], &key, vec![r], vec![s]).unwrap().remove(0);
     assert_eq!(ours, proof_bytes(&theirs), "GPU and bellperson proofs differ for the same r, s");
 
@@ -343,13 +345,18 @@ fn device_memory_flat_over_60_proofs() {
     let key = synthetic_key(&synthesize(circuit.clone(), None).unwrap(), 5);
     let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
     let expected = proof_bytes(&create_proof_batch(vec![circuit.clone()], &*key, vec![r], vec![s]).unwrap().remove(0));
-    let gpu = backend(SplitPolicy::CostModel, KeyResidency::Resident);
+    let gpu = gpu_prover(SplitPolicy::CostModel, KeyResidency::Resident, true);
     let shape = Arc::new(CircuitShape::extract(circuit.clone()).unwrap());
+    let options = CircuitOptions {
+        randomness: Some((r, s)),
+        cancel: None,
+    };
     let mut free = Vec::new();
     for i in 0..60 {
         let mut t = Timings::new();
-        let synthesized = shape.deferred(synthesize_witness(circuit.clone(), None).unwrap()).unwrap();
-        let proof = prove_synthesized(&gpu, &worker_pool(), &key, synthesized, (r, s), None, &mut t).expect("GPU proof");
+        let proof = gpu
+            .prove_with_shape(&key, &shape, &Whole(circuit.clone()), &options, &mut t)
+            .expect("GPU proof");
         assert_eq!(t.spmv_on_device, 1);
         assert_eq!(proof_bytes(&proof), expected, "proof {i}");
         free.push(gpu.devices()[0].memory_free);
@@ -378,7 +385,9 @@ fn device_memory_flat_over_60_proofs() {
 )]
 fn cuda_errors_become_statuses_and_the_next_call_works() {
     let engine = gpu_engine();
-    let err = GpuBackend::on_device(1 << 20, SplitPolicy::CostModel).err().expect("no such device");
+    let err = Prover::new(BackendChoice::Gpu { device: 1 << 20 }, &EngineConfig::default())
+        .err()
+        .expect("no such device");
     assert_eq!(err.status, Status::GpuError, "{err}");
     check_gpu_equals_bellperson(1 << 12, true, Key::Setup);
     let _ = engine;

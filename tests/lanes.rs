@@ -9,6 +9,7 @@ use std::time::Duration;
 use blstrs::Scalar;
 use cuzk::engine::{Engine, EngineConfig, MadeUpSector, ProveOptions, SectorInput};
 use cuzk::timings::Timings;
+use cuzk::CircuitOptions;
 use filecoin_proofs::constants::SectorShape2KiB;
 use filecoin_proofs_api::RegisteredSealProof;
 
@@ -21,9 +22,12 @@ fn two_lanes_prove_partitions_at_once_and_keep_their_order() {
     })
     .unwrap();
     let proof = RegisteredSealProof::StackedDrg2KiBV1_1;
-    let config = cuzk::porep::porep_config(proof).unwrap();
-    let circuit = |seed| cuzk::porep::synthetic_partition_circuit::<SectorShape2KiB>(&config, seed).unwrap();
-    let key = Arc::new(cuzk::testing::synthetic_key(&cuzk::synthesis::synthesize(circuit(0), None).unwrap(), 3));
+    let config = cuzk::internals::porep::porep_config(proof).unwrap();
+    let circuit = |seed| cuzk::internals::porep::synthetic_partition_circuit::<SectorShape2KiB>(&config, seed).unwrap();
+    let key = Arc::new(cuzk_tools::circuits::synthetic_key(
+        &cuzk::internals::synthesize(circuit(0), None).unwrap(),
+        3,
+    ));
     let randomness: Vec<(Scalar, Scalar)> = (0..2u64).map(|k| (Scalar::from(11 + k), Scalar::from(23 + k))).collect();
     let options = ProveOptions {
         randomness: Some(randomness.clone()),
@@ -56,11 +60,19 @@ fn two_lanes_prove_partitions_at_once_and_keep_their_order() {
     let mut expected = Vec::new();
     for (k, &rs) in randomness.iter().enumerate() {
         let alone = engine
-            .prove_circuit(&key, circuit((seed << 8) + k as u64 + 1), rs, None, &mut Timings::new())
+            .prover()
+            .prove(&key, circuit((seed << 8) + k as u64 + 1), &fixed(rs), &mut Timings::new())
             .unwrap();
         alone.write(&mut expected).unwrap();
     }
     assert!(proven.proof == expected, "the sector's proof is not its partitions' proofs in order");
     let order: Vec<i32> = proven.partitions.iter().map(|t| t.partition_index).collect();
     assert_eq!(order, [0, 1]);
+}
+
+fn fixed(rs: (Scalar, Scalar)) -> CircuitOptions {
+    CircuitOptions {
+        randomness: Some(rs),
+        cancel: None,
+    }
 }

@@ -29,9 +29,12 @@ fn a_one_byte_budget_keeps_one_partition_in_memory() {
     assert_eq!(engine.status().pipeline_memory_budget, 1);
     // Two made-up 2KiB partitions with a synthetic key (no parameters needed).
     let proof = RegisteredSealProof::StackedDrg2KiBV1_1;
-    let config = cuzk::porep::porep_config(proof).unwrap();
-    let circuit = cuzk::porep::synthetic_partition_circuit::<SectorShape2KiB>(&config, 0).unwrap();
-    let key = Arc::new(cuzk::testing::synthetic_key(&cuzk::synthesis::synthesize(circuit, None).unwrap(), 3));
+    let config = cuzk::internals::porep::porep_config(proof).unwrap();
+    let circuit = cuzk::internals::porep::synthetic_partition_circuit::<SectorShape2KiB>(&config, 0).unwrap();
+    let key = Arc::new(cuzk_tools::circuits::synthetic_key(
+        &cuzk::internals::synthesize(circuit, None).unwrap(),
+        3,
+    ));
     // What the engine counts for one synthesized partition on the CPU backend: a, b, c over
     // the domain and the assignment, 32 bytes a scalar.
     let domain = key.h.len() as u64 + 1;

@@ -12,7 +12,7 @@ use cuzk::cancel::CancelToken;
 use cuzk::engine::{Engine as RustEngine, EngineConfig, ProveOptions, SectorProof};
 use cuzk::error::Status;
 use cuzk::ffi::*;
-use cuzk::porep;
+use cuzk::internals::porep;
 use ff::Field;
 use filecoin_proofs::constants::SectorShape2KiB;
 
@@ -97,7 +97,7 @@ fn timings_are_filled_and_consistent() {
     let t = proved().timings;
     assert_eq!(t.struct_size as usize, std::mem::size_of::<cuzk::timings::Timings>());
     assert_eq!(t.version, cuzk::timings::CUZK_TIMINGS_VERSION);
-    assert_eq!(t.backend, cuzk::backend::BackendKind::Cpu as u32);
+    assert_eq!(t.backend, cuzk::timings::BackendKind::Cpu as u32);
     assert_eq!(t.device_index, -1);
     assert_eq!(t.partitions, 1);
     assert_eq!(t.domain_log2, 22);

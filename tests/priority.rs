@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cuzk::backend::Priority;
+use cuzk::engine::Priority;
 use cuzk::engine::{Engine, EngineConfig, MadeUpSector, ProveOptions, SectorInput};
 use filecoin_proofs::constants::SectorShape2KiB;
 use filecoin_proofs_api::RegisteredSealProof;
@@ -33,9 +33,12 @@ fn high_priority_call_overtakes_waiting_normal_calls_at_the_partition_boundary()
     // Made-up 2KiB partitions with a synthetic key: no parameters needed, and every partition
     // takes the same time to prove.
     let proof = RegisteredSealProof::StackedDrg2KiBV1_1;
-    let config = cuzk::porep::porep_config(proof).unwrap();
-    let circuit = cuzk::porep::synthetic_partition_circuit::<SectorShape2KiB>(&config, 0).unwrap();
-    let key = Arc::new(cuzk::testing::synthetic_key(&cuzk::synthesis::synthesize(circuit, None).unwrap(), 3));
+    let config = cuzk::internals::porep::porep_config(proof).unwrap();
+    let circuit = cuzk::internals::porep::synthetic_partition_circuit::<SectorShape2KiB>(&config, 0).unwrap();
+    let key = Arc::new(cuzk_tools::circuits::synthetic_key(
+        &cuzk::internals::synthesize(circuit, None).unwrap(),
+        3,
+    ));
     let sector = |seed| {
         [SectorInput::MadeUp(MadeUpSector {
             proof,

@@ -10,15 +10,16 @@ use std::time::{Duration, Instant};
 use bellperson::groth16::{create_proof_batch, generate_random_parameters, prepare_verifying_key, verify_proof};
 use bellperson::{Circuit, ConstraintSystem, SynthesisError};
 use blstrs::{Bls12, Scalar};
-use cuzk::backend::cpu::CpuBackend;
 use cuzk::cancel::CancelToken;
+use cuzk::engine::EngineConfig;
 use cuzk::error::Status;
-use cuzk::porep::{self, SealInputs};
-use cuzk::r1cs::{synthesize_witness, synthesize_witness_parallel, CircuitShape, SegmentedCircuit};
-use cuzk::synthesis::{synthesize, SynthesizedCircuit};
-use cuzk::testing::{worker_pool, RandomCircuit};
+use cuzk::internals::porep::{self, SealInputs};
+use cuzk::internals::r1cs::{synthesize_witness, synthesize_witness_parallel, CircuitShape, SegmentedCircuit};
+use cuzk::internals::{synthesize, SynthesizedCircuit};
 use cuzk::timings::Timings;
-use cuzk::workloads::sha_chain::ShaChain;
+use cuzk::{BackendChoice, CircuitOptions, Prover};
+use cuzk_tools::circuits::RandomCircuit;
+use cuzk_tools::sha_chain::ShaChain;
 use ff::Field;
 use filecoin_proofs::constants::{DefaultPieceHasher, SectorShape2KiB, SectorShape8MiB};
 use filecoin_proofs::types::MerkleTreeTrait;
@@ -69,9 +70,7 @@ fn assert_same(ours: &SynthesizedCircuit, theirs: &SynthesizedCircuit, what: &st
 /// The split path on `circuit`, the shape extracted from a clone of it.
 fn split_path<C: Circuit<Scalar> + Clone>(circuit: &C) -> SynthesizedCircuit {
     let shape = CircuitShape::extract(circuit.clone()).expect("shape");
-    shape
-        .synthesized(synthesize_witness(circuit.clone(), None).expect("witness"))
-        .expect("witness fits its shape")
+    SynthesizedCircuit::from_shape(&shape, synthesize_witness(circuit.clone(), None).expect("witness")).expect("witness fits its shape")
 }
 
 fn check_split_path<C: Circuit<Scalar> + Clone>(circuit: &C, what: &str) -> SynthesizedCircuit {
@@ -110,7 +109,7 @@ fn sha_chains_match_synthesis_and_share_one_shape() {
     for seed in [1, 2, 3] {
         let circuit = ShaChain::new(2, 100, seed);
         let theirs = synthesize(circuit.clone(), None).unwrap();
-        let ours = shape.synthesized(synthesize_witness(circuit, None).unwrap()).unwrap();
+        let ours = SynthesizedCircuit::from_shape(&shape, synthesize_witness(circuit, None).unwrap()).unwrap();
         assert_same(&ours, &theirs, &format!("ShaChain(2, 100, seed {seed}) on the shape of seed 1"));
     }
     let stats = shape.coefficient_stats();
@@ -208,7 +207,7 @@ fn extended_witness_matches_sequential_synthesis() {
 #[test]
 fn witness_of_another_shape_is_refused() {
     let shape = CircuitShape::extract(ShaChain::new(0, 10, 1)).unwrap();
-    let err = shape.synthesized(synthesize_witness(ShaChain::new(0, 11, 1), None).unwrap()).unwrap_err();
+    let err = SynthesizedCircuit::from_shape(&shape, synthesize_witness(ShaChain::new(0, 11, 1), None).unwrap()).unwrap_err();
     assert_eq!(err.status, Status::InvalidArgument, "{err}");
 }
 
@@ -227,30 +226,26 @@ fn split_path_proof_equals_bellperson() {
     let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(10);
     for (constraints, bit_heavy) in [(1000, true), (777, false)] {
         let circuit = RandomCircuit::new(&mut rng, constraints, bit_heavy);
-        let params = cuzk::groth16::ProvingKey::new(generate_random_parameters::<Bls12, _, _>(circuit.clone(), &mut rng).unwrap(), "setup");
+        let params = cuzk::ProvingKey::new(generate_random_parameters::<Bls12, _, _>(circuit.clone(), &mut rng).unwrap(), "setup");
         let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
         let theirs = create_proof_batch(vec![circuit.clone()], &*params, vec![r], vec![s]).unwrap().remove(0);
         let synthesized = split_path(&circuit);
-        let ours = cuzk::engine::prove_synthesized(
-            &CpuBackend::new(0).unwrap(),
-            &worker_pool(),
-            &params,
-            synthesized,
-            (r, s),
-            None,
-            &mut Timings::new(),
-        )
-        .unwrap();
+        let prover = Prover::new(BackendChoice::Cpu, &EngineConfig::default()).unwrap();
+        let options = CircuitOptions {
+            randomness: Some((r, s)),
+            cancel: None,
+        };
+        let ours = prover.prove_synthesized(&params, synthesized, &options, &mut Timings::new()).unwrap();
         assert!(ours == theirs, "{constraints} constraints, bit_heavy {bit_heavy}: proofs differ");
         assert!(verify_proof(&prepare_verifying_key(&params.vk), &ours, &circuit.inputs).unwrap());
 
         // a, b, c left to the backend (what a GPU with resident matrices gets): the CPU backend
         // computes them itself, timed as SpMV, and proves the same bytes.
         let shape = Arc::new(CircuitShape::extract(circuit.clone()).unwrap());
-        let deferred = shape.deferred(synthesize_witness(circuit.clone(), None).unwrap()).unwrap();
+        let deferred = SynthesizedCircuit::deferred(&shape, synthesize_witness(circuit.clone(), None).unwrap()).unwrap();
         assert!(deferred.evaluated().is_none());
         let mut t = Timings::new();
-        let ours = cuzk::engine::prove_synthesized(&CpuBackend::new(0).unwrap(), &worker_pool(), &params, deferred, (r, s), None, &mut t).unwrap();
+        let ours = prover.prove_synthesized(&params, deferred, &options, &mut t).unwrap();
         assert!(
             ours == theirs,
             "{constraints} constraints, bit_heavy {bit_heavy}: deferred products, proofs differ"
@@ -305,7 +300,7 @@ fn porep_2k_split_path_matches_synthesis() {
         "PartitionCircuit's witness differs from StackedCircuit's"
     );
 
-    let ours = shape.synthesized(synthesize_witness_parallel(&circuit(), None).unwrap()).unwrap();
+    let ours = SynthesizedCircuit::from_shape(&shape, synthesize_witness_parallel(&circuit(), None).unwrap()).unwrap();
     let theirs = synthesize(circuit(), None).unwrap();
     assert_same(&ours, &theirs, "2KiB PoRep partition 0");
 }
@@ -338,7 +333,11 @@ fn synthetic_partitions_have_the_blank_circuits_shape() {
         );
         // And the split path's a, b, c, assignments and densities are classic synthesis'.
         let theirs = synthesize(porep::synthetic_partition_circuit::<Tree>(&config, 2).unwrap(), None).unwrap();
-        assert_same(&ours.synthesized(witness).unwrap(), &theirs, &format!("{proof:?}, made-up partition"));
+        assert_same(
+            &SynthesizedCircuit::from_shape(&ours, witness).unwrap(),
+            &theirs,
+            &format!("{proof:?}, made-up partition"),
+        );
     }
     check::<SectorShape2KiB>(RegisteredSealProof::StackedDrg2KiBV1_1);
     check::<SectorShape8MiB>(RegisteredSealProof::StackedDrg8MiBV1_1);

@@ -28,13 +28,13 @@ use rayon::ThreadPool;
 use super::cpu::Domain;
 use super::prep::{ClassifiedScalars, PreparedMsms};
 use super::turn::{Priority, Turn};
-use super::{check_not_a_worker, Backend, BackendKind, DeviceStatus, ResidentShape};
+use super::{check_not_a_worker, Backend, BackendKind, DeviceStatus, ResidentShape, SplitPolicy};
+use crate::backend::pinned::{BufferPool, PinnedMemory, PooledBuffer};
+use crate::backend::resident::{KeyRef, Residency, ResidentCache};
 use crate::cancel::CancelToken;
 use crate::error::{Error, Result, Status};
 use crate::groth16::{check_key_fits, MsmResults, ProvingKey};
-use crate::pinned::{BufferPool, PinnedMemory, PooledBuffer};
-use crate::r1cs::{Assignment, CircuitShape, CompactWitness, SparseMatrix};
-use crate::resident::{KeyRef, Residency, ResidentCache};
+use crate::synthesis::r1cs::{Assignment, CircuitShape, CompactWitness, SparseMatrix};
 use crate::synthesis::{Products, SynthesizedCircuit};
 use crate::timings::{nanos, timed, KeyResidency, Timings};
 
@@ -454,18 +454,6 @@ impl Default for GpuConfig {
     }
 }
 
-impl GpuConfig {
-    /// `CUZK_SPMV=device|host` (device when unset): where a, b, c are computed, for measuring
-    /// one against the other.
-    pub fn products_on_device_from_env() -> Result<bool> {
-        match std::env::var("CUZK_SPMV").as_deref() {
-            Err(_) | Ok("") | Ok("device") => Ok(true),
-            Ok("host") => Ok(false),
-            Ok(other) => Err(Error::invalid(format!("CUZK_SPMV={other:?}: expected device or host"))),
-        }
-    }
-}
-
 /// One CUDA device and what the backend keeps on it.
 struct Device {
     ordinal: i32,
@@ -770,20 +758,6 @@ impl GpuBackend {
             products_on_device: config.products_on_device,
             next: AtomicUsize::new(0),
         })
-    }
-
-    /// The backend of one device with the given split policy (tests and benchmarks).
-    pub fn on_device(device: i32, split: SplitPolicy) -> Result<Self> {
-        Self::new(&GpuConfig {
-            devices: vec![device],
-            split,
-            ..GpuConfig::default()
-        })
-    }
-
-    /// `CUZK_GPU_SPLIT` as a policy (auto when unset).
-    pub fn split_from_env() -> Result<SplitPolicy> {
-        SplitPolicy::from_env()
     }
 
     /// The device with the fewest calls in flight, ties taken in turn, so that calls spread
@@ -1094,25 +1068,7 @@ const RESIDENT_COSTS: SplitCosts = SplitCosts {
     one_in_tail: 28.0,
 };
 
-/// How the backend decides the 0/1 split per MSM: by the cost model, or forced
-/// (`CUZK_GPU_SPLIT=always|never`, for measuring the model).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SplitPolicy {
-    CostModel,
-    Always,
-    Never,
-}
-
 impl SplitPolicy {
-    fn from_env() -> Result<Self> {
-        match std::env::var("CUZK_GPU_SPLIT").as_deref() {
-            Err(_) | Ok("") | Ok("auto") => Ok(SplitPolicy::CostModel),
-            Ok("always") => Ok(SplitPolicy::Always),
-            Ok("never") => Ok(SplitPolicy::Never),
-            Ok(other) => Err(Error::invalid(format!("CUZK_GPU_SPLIT={other:?}: expected auto, always or never"))),
-        }
-    }
-
     /// Whether batch addition of the 1-scalars pays for a query of `npoints`, against adding
     /// them to the tail MSM.
     fn split_pays(self, npoints: usize, ones: usize, resident: bool) -> bool {

@@ -5,7 +5,9 @@
 pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod gpu;
+pub mod pinned;
 pub mod prep;
+pub mod resident;
 pub mod turn;
 
 use rayon::ThreadPool;
@@ -13,11 +15,11 @@ use rayon::ThreadPool;
 use crate::cancel::CancelToken;
 use crate::error::{Error, Result};
 use crate::groth16::{MsmResults, ProvingKey};
-use crate::pinned::PoolUsage;
-use crate::resident::ResidentKey;
 use crate::synthesis::SynthesizedCircuit;
 pub use crate::timings::BackendKind;
 use crate::timings::Timings;
+pub use pinned::PoolUsage;
+pub use resident::ResidentKey;
 pub use turn::Priority;
 
 /// Refuses to wait for a turn on one of `pool`'s workers (see [`turn`]).
@@ -54,6 +56,17 @@ pub struct DeviceStatus {
     /// Time calls have held the device (its turn: GPU phases, uploads, evictions) since the
     /// engine started; the busy fraction over a window is its growth over the window.
     pub busy_ns: u64,
+}
+
+/// How the GPU backend decides, per MSM, whether batch addition of the bases whose scalar is 1
+/// pays against leaving them in the tail MSM: by its cost model, or forced (for measuring the
+/// model).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SplitPolicy {
+    #[default]
+    CostModel,
+    Always,
+    Never,
 }
 
 /// A circuit's R1CS matrices resident on a device (engine status).

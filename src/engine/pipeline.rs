@@ -23,14 +23,16 @@ use std::time::Instant;
 use bellperson::groth16::Proof;
 use blstrs::Bls12;
 use filecoin_proofs::types::MerkleTreeTrait;
+#[cfg(feature = "internals")]
 use filecoin_proofs_api::RegisteredSealProof;
 
-use super::{prove_synthesized, synthesize_classic, synthesize_with_shape, Counted, Engine, ProveOptions, GROTH_PROOF_BYTES};
+use super::{Counted, Engine, ProveOptions, GROTH_PROOF_BYTES};
 use crate::backend::{Backend, Priority};
 use crate::error::{Error, Result, Status};
 use crate::groth16::ProvingKey;
-use crate::porep::{self, SealStatement};
-use crate::synthesis::SynthesizedCircuit;
+use crate::kinds::porep::{self, SealStatement};
+use crate::prover::prove_synthesized;
+use crate::synthesis::{synthesize_classic, synthesize_with_shape, SynthesizedCircuit};
 use crate::timings::{nanos, timed, Timings};
 use crate::with_porep_shape;
 
@@ -48,9 +50,11 @@ pub enum SectorInput<'a> {
     /// A sealed sector's C1 output.
     Sealed(SectorRequest<'a>),
     /// Made-up partitions of a proof kind's exact shape: PERFORMANCE ONLY.
+    #[cfg(feature = "internals")]
     MadeUp(MadeUpSector),
 }
 
+#[cfg(feature = "internals")]
 /// `partitions` partitions of `proof`'s circuit made from made-up vanilla proofs (partition
 /// k: `porep::synthetic_partition_circuit` with seed `(seed << 8) + k + 1`), proven with `key`: for
 /// benchmarking the pipeline at sizes no sector can be sealed for here. Their proofs cannot
@@ -63,6 +67,7 @@ pub struct MadeUpSector {
     pub key: Arc<ProvingKey>,
 }
 
+#[cfg(feature = "internals")]
 impl std::fmt::Debug for MadeUpSector {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "MadeUpSector({:?}, {} partitions, seed {})", self.proof, self.partitions, self.seed)
@@ -267,6 +272,7 @@ fn synthesize_sector<'e>(
                 synthesize_sealed(engine, backend, index, request, c1, options, sender, t)
             )
         }
+        #[cfg(feature = "internals")]
         SectorInput::MadeUp(sector) => with_porep_shape!(sector.proof, synthesize_made_up(engine, backend, index, sector, options, sender, t)),
     }
 }
@@ -291,7 +297,7 @@ fn synthesize_sealed<'e, Tree: 'static + MerkleTreeTrait>(
         ticket: c1.ticket,
         seed: c1.seed,
     };
-    let inputs = engine.pool.install(|| {
+    let inputs = engine.prover.pool.install(|| {
         timed(&mut t.input_check_ns, || {
             porep::check_c1::<Tree>(c1, request.prover_id, request.sector_id)
         })
@@ -300,7 +306,7 @@ fn synthesize_sealed<'e, Tree: 'static + MerkleTreeTrait>(
     // Key and shape are waited for on this thread, not on a worker (see `KeyStore::proving_key`).
     let key = engine
         .keys
-        .proving_key(&engine.key_path::<Tree>(&inputs.config, false)?, &engine.pool, &mut t.srs_load_ns)?;
+        .proving_key(&engine.key_path::<Tree>(&inputs.config, false)?, &engine.prover.pool, &mut t.srs_load_ns)?;
     let sector = SectorPlan {
         index,
         statement: Some(statement),
@@ -319,6 +325,7 @@ fn synthesize_sealed<'e, Tree: 'static + MerkleTreeTrait>(
     )
 }
 
+#[cfg(feature = "internals")]
 fn synthesize_made_up<'e, Tree: 'static + MerkleTreeTrait>(
     engine: &'e Engine,
     backend: &dyn Backend,
@@ -385,7 +392,7 @@ fn synthesize_partitions<'e, Tree: 'static + MerkleTreeTrait>(
         let share = engine.pipeline_budget.take(bytes, options.priority);
         let synthesis_start = Instant::now();
         let synthesized = occupancy.stage(&occupancy.synthesizing, &occupancy.synthesis_busy_ns, || {
-            engine.pool.install(|| -> Result<SynthesizedCircuit> {
+            engine.prover.pool.install(|| -> Result<SynthesizedCircuit> {
                 let circuit = timed(&mut t.synthesis_ns, || circuit(k))?;
                 match &shape {
                     Some(shape) => synthesize_with_shape(backend.evaluates_products(), shape, &circuit, cancel, t),
@@ -563,7 +570,7 @@ fn prove_partition(
         occupancy.stage(&occupancy.proving, &occupancy.proving_busy_ns, || {
             prove_synthesized(
                 backend,
-                &engine.pool,
+                &engine.prover.pool,
                 &key,
                 synthesized,
                 randomness,
@@ -615,6 +622,7 @@ fn finish_sector(engine: &Engine, options: &ProveOptions, sector: &mut Proving, 
         let verify_start = Instant::now();
         let vk = porep::prepare_vk(&sector.key.vk);
         let valid = engine
+            .prover
             .pool
             .install(|| with_porep_shape!(statement.registered_proof, verify_statement(statement, &vk, &bytes)))?;
         timings.verify_ns += nanos(verify_start.elapsed());

@@ -9,8 +9,8 @@ use std::sync::OnceLock;
 
 use cuzk::error::Status;
 use cuzk::ffi::*;
-use cuzk::fixtures::{default_test_params_dir, registered_proof_for, seal_random_sector, SealedSector};
 use cuzk::timings::Timings;
+use cuzk_tools::fixtures::{default_test_params_dir, registered_proof_for, seal_random_sector, SealedSector};
 use rand::SeedableRng;
 
 pub struct Fixture {

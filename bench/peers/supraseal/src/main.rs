@@ -18,7 +18,7 @@
 
 // The workload is shared source with cuzk: compiled into this crate rather than depended on,
 // so that cuzk (and its features) stays out of this build and vice versa.
-#[path = "../../../../src/workloads/sha_chain.rs"]
+#[path = "../../../../tools/src/sha_chain.rs"]
 mod sha_chain;
 mod shape;
 

@@ -4,20 +4,17 @@
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::{self, BufReader, ErrorKind};
+use std::io::{BufReader, ErrorKind};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime};
 
-use bellperson::groth16::{Parameters, PreparedVerifyingKey, VerifyingKey};
-use blstrs::{Bls12, G1Affine, G2Affine};
-use group::prime::PrimeCurveAffine;
-use group::UncompressedEncoding;
+use bellperson::groth16::{PreparedVerifyingKey, VerifyingKey};
+use blstrs::Bls12;
 use once_cell::sync::OnceCell;
-use rayon::prelude::*;
 
 use crate::error::{Error, Result, Status};
-use crate::groth16::ProvingKey;
+use crate::groth16::{decode_parameters, ProvingKey};
 use crate::timings::nanos;
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -166,60 +163,6 @@ impl KeyStore {
     }
 }
 
-/// Decodes bellperson's params format (`Parameters::write`: the verifying key, then h, l, a,
-/// b_g1 as a big-endian u32 count and uncompressed G1 points, b_g2 the same in G2) with the
-/// points of each query decoded in parallel. bellperson's own reader decodes one point at a
-/// time: 4.3–4.6 s for the 1.1 GB 2KiB key on the H200 machine, minutes for a 47 GB 32GiB key.
-/// Same checks as bellperson's unchecked read: every point on its curve, none at infinity.
-pub fn decode_parameters(bytes: &[u8]) -> io::Result<Parameters<Bls12>> {
-    let mut cursor = io::Cursor::new(bytes);
-    let vk = VerifyingKey::<Bls12>::read(&mut cursor)?;
-    let mut offset = cursor.position() as usize;
-    let h = decode_query::<G1Affine>(bytes, &mut offset)?;
-    let l = decode_query::<G1Affine>(bytes, &mut offset)?;
-    let a = decode_query::<G1Affine>(bytes, &mut offset)?;
-    let b_g1 = decode_query::<G1Affine>(bytes, &mut offset)?;
-    let b_g2 = decode_query::<G2Affine>(bytes, &mut offset)?;
-    Ok(Parameters {
-        vk,
-        h: Arc::new(h),
-        l: Arc::new(l),
-        a: Arc::new(a),
-        b_g1: Arc::new(b_g1),
-        b_g2: Arc::new(b_g2),
-    })
-}
-
-fn decode_query<P>(bytes: &[u8], offset: &mut usize) -> io::Result<Vec<P>>
-where
-    P: UncompressedEncoding + PrimeCurveAffine + Send,
-{
-    let truncated = || io::Error::new(ErrorKind::UnexpectedEof, "parameter file is truncated");
-    let count = bytes.get(*offset..*offset + 4).ok_or_else(truncated)?;
-    let count = u32::from_be_bytes(count.try_into().expect("4 bytes")) as usize;
-    let point_bytes = P::Uncompressed::default().as_ref().len();
-    let start = *offset + 4;
-    let end = count
-        .checked_mul(point_bytes)
-        .and_then(|n| n.checked_add(start))
-        .filter(|&end| end <= bytes.len())
-        .ok_or_else(truncated)?;
-    *offset = end;
-    bytes[start..end]
-        .par_chunks(point_bytes)
-        .map(|chunk| {
-            let mut repr = P::Uncompressed::default();
-            repr.as_mut().copy_from_slice(chunk);
-            let point: P =
-                Option::from(P::from_uncompressed_unchecked(&repr)).ok_or_else(|| io::Error::new(ErrorKind::InvalidData, "not on curve"))?;
-            if bool::from(point.is_identity()) {
-                return Err(io::Error::new(ErrorKind::InvalidData, "point at infinity"));
-            }
-            Ok(point)
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -250,28 +193,6 @@ mod tests {
         let missing = cache.get(&dir.join("missing"), load).unwrap_err();
         assert_eq!(missing.status, Status::ParametersNotFound);
         std::fs::remove_dir_all(&dir).unwrap();
-    }
-
-    #[test]
-    fn parallel_decoding_equals_bellperson_and_rejects_corrupt_files() {
-        use rand::SeedableRng;
-        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(3);
-        let circuit = crate::testing::RandomCircuit::new(&mut rng, 300, true);
-        let params = bellperson::groth16::generate_random_parameters::<Bls12, _, _>(circuit, &mut rng).unwrap();
-        let mut bytes = Vec::new();
-        params.write(&mut bytes).unwrap();
-        let ours = decode_parameters(&bytes).unwrap();
-        assert!(ours == Parameters::<Bls12>::read(&bytes[..], false).unwrap());
-        assert!(ours == params);
-
-        assert_eq!(
-            decode_parameters(&bytes[..bytes.len() - 1]).err().unwrap().kind(),
-            ErrorKind::UnexpectedEof
-        );
-        // The last byte of the last G2 point's y: no longer on the curve.
-        let mut corrupt = bytes.clone();
-        *corrupt.last_mut().unwrap() ^= 1;
-        assert_eq!(decode_parameters(&corrupt).err().unwrap().kind(), ErrorKind::InvalidData);
     }
 
     #[test]

@@ -19,7 +19,7 @@ use storage_proofs_core::compound_proof::CompoundProof;
 use storage_proofs_core::parameter_cache::{parameter_cache_dir, CacheableParameters};
 use storage_proofs_porep::stacked::StackedCompound;
 
-use crate::porep::porep_config;
+use cuzk::internals::porep::porep_config;
 
 /// A sealed sector's C2 input and everything needed to verify its proof.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -68,7 +68,7 @@ fn ensure_settings_dir(dir: &Path) -> Result<()> {
     Ok(())
 }
 
-fn generate_params<Tree: 'static + MerkleTreeTrait>(proof: RegisteredSealProof, rng: &mut (impl RngCore + Send)) -> crate::error::Result<PathBuf> {
+fn generate_params<Tree: 'static + MerkleTreeTrait>(proof: RegisteredSealProof, rng: &mut (impl RngCore + Send)) -> cuzk::error::Result<PathBuf> {
     let mut run = || -> Result<PathBuf> {
         let config = porep_config(proof)?;
         let params = public_params::<Tree>(&config)?;
@@ -79,7 +79,7 @@ fn generate_params<Tree: 'static + MerkleTreeTrait>(proof: RegisteredSealProof, 
         <Compound<Tree> as CacheableParameters<_, _>>::get_param_metadata(blank, &params)?;
         Ok(config.get_cache_params_path::<Tree>()?)
     };
-    run().map_err(|e| crate::error::Error::internal(format!("{e:#}")))
+    run().map_err(|e| cuzk::error::Error::internal(format!("{e:#}")))
 }
 
 /// Generates (random setup) the Groth16 parameters, verifying key and metadata of `proof` into
@@ -87,7 +87,7 @@ fn generate_params<Tree: 'static + MerkleTreeTrait>(proof: RegisteredSealProof, 
 pub fn ensure_params(proof: RegisteredSealProof, dir: &Path, rng: &mut (impl RngCore + Send)) -> Result<PathBuf> {
     fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     ensure_settings_dir(dir)?;
-    crate::with_porep_shape!(proof, generate_params(proof, rng)).map_err(|e| anyhow::anyhow!("{e}"))
+    cuzk::with_porep_shape!(proof, generate_params(proof, rng)).map_err(|e| anyhow::anyhow!("{e}"))
 }
 
 /// Seals a sector of random data (PC1, PC2, C1) in `work_dir` and returns its C1 JSON plus the

@@ -98,6 +98,7 @@ impl CompactWitness {
     }
 
     /// Host bytes of the encoding: what crosses PCIe.
+    #[cfg(any(test, feature = "internals"))]
     pub fn size_bytes(&self) -> usize {
         8 * self.kinds.len() + 4 * self.full_offsets.len() + 32 * self.full.len()
     }

@@ -29,7 +29,7 @@ use storage_proofs_porep::stacked::{
 use typenum::{Unsigned, U0, U2};
 
 use crate::cancel::CancelToken;
-use crate::r1cs::{SegmentedCircuit, Witness};
+use crate::synthesis::r1cs::{SegmentedCircuit, Witness};
 
 mod sha256;
 mod witness;

@@ -1,134 +1,17 @@
-//! Synthesis: runs a circuit through our own ConstraintSystem and keeps exactly what a Groth16
-//! prover needs — the evaluations a, b, c of every constraint at the witness, the input and aux
-//! assignments, and which variables occur in A and B (the densities that select the points of
-//! the A and B queries). bellperson keeps its `ProvingAssignment` private; this is ours, and it
-//! must agree with it value for value (tests prove against bellperson with the same r, s).
-
-use std::sync::Arc;
+//! Classic synthesis: runs a circuit through our own ConstraintSystem, building every linear
+//! combination, and keeps exactly what a Groth16 prover needs — the evaluations a, b, c of every
+//! constraint at the witness, the input and aux assignments, and which variables occur in A and
+//! B (the densities that select the points of the A and B queries). bellperson keeps its
+//! `ProvingAssignment` private; this is ours, and it must agree with it value for value (tests
+//! prove against bellperson with the same r, s).
 
 use bellperson::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
 use blstrs::Scalar;
 use ff::Field;
 
-use crate::cancel::CancelToken;
-use crate::r1cs::CircuitShape;
-
-/// Synthesis looks at the cancel token once per this many allocations.
-const CANCEL_CHECK_INTERVAL: usize = 1 << 14;
-
-/// Synthesis stops with an `Interrupted` I/O error once `cancel` is set, looking at it before
-/// every [`CANCEL_CHECK_INTERVAL`]-th allocation (`allocated` so far).
-pub(crate) fn check_cancel(allocated: usize, cancel: Option<&CancelToken>) -> Result<(), SynthesisError> {
-    if allocated % CANCEL_CHECK_INTERVAL == 0 && cancel.is_some_and(|c| c.is_cancelled()) {
-        return Err(SynthesisError::IoError(std::io::Error::new(std::io::ErrorKind::Interrupted, "cancelled")));
-    }
-    Ok(())
-}
-
-/// One bit per variable: does the variable occur (with a non-zero coefficient) in a query?
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Density {
-    words: Vec<u64>,
-    len: usize,
-}
-
-impl Density {
-    pub fn with_len(len: usize) -> Self {
-        Density {
-            words: vec![0; len.div_ceil(64)],
-            len,
-        }
-    }
-
-    fn push_unset(&mut self) {
-        if self.len % 64 == 0 {
-            self.words.push(0);
-        }
-        self.len += 1;
-    }
-
-    pub fn set(&mut self, index: usize) {
-        debug_assert!(index < self.len);
-        self.words[index / 64] |= 1 << (index % 64);
-    }
-
-    pub fn get(&self, index: usize) -> bool {
-        self.words[index / 64] >> (index % 64) & 1 == 1
-    }
-
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    pub fn count_ones(&self) -> usize {
-        self.words.iter().map(|w| w.count_ones() as usize).sum()
-    }
-
-    /// Set bits among the variables of `range`, which starts at a multiple of 64.
-    pub fn count_ones_in(&self, range: std::ops::Range<usize>) -> usize {
-        assert!(range.start % 64 == 0 && range.end <= self.len, "{range:?} of {}", self.len);
-        let whole = &self.words[range.start / 64..range.end / 64];
-        let partial = match range.end % 64 {
-            0 => 0,
-            bits => (self.words[range.end / 64] & ((1u64 << bits) - 1)).count_ones(),
-        };
-        whole.iter().map(|w| w.count_ones() as usize).sum::<usize>() + partial as usize
-    }
-}
-
-/// a = A·z, b = B·z, c = C·z: one scalar per constraint, the input constraints (one per
-/// input) last.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Products {
-    /// Evaluated on the host (classic synthesis, or the R1CS path's host products).
-    Evaluated { a: Vec<Scalar>, b: Vec<Scalar>, c: Vec<Scalar> },
-    /// Left to the backend, which computes them from the circuit's shape and the assignment
-    /// (the GPU where the matrices are resident: a, b, c never exist in host memory).
-    Deferred(Arc<CircuitShape>),
-}
-
-impl Products {
-    /// a, b, c, computed on the host from `shape` when they were deferred.
-    pub fn evaluate(self, inputs: &[Scalar], aux: &[Scalar]) -> (Vec<Scalar>, Vec<Scalar>, Vec<Scalar>) {
-        match self {
-            Products::Evaluated { a, b, c } => (a, b, c),
-            Products::Deferred(shape) => shape.evaluate(inputs, aux),
-        }
-    }
-}
-
-/// The output of synthesis for one circuit: the prover's whole input besides the key.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SynthesizedCircuit {
-    pub products: Products,
-    /// Input assignment; index 0 is the constant ONE.
-    pub input_assignment: Vec<Scalar>,
-    pub aux_assignment: Vec<Scalar>,
-    pub a_aux_density: Density,
-    pub b_input_density: Density,
-    pub b_aux_density: Density,
-}
-
-impl SynthesizedCircuit {
-    pub fn num_constraints(&self) -> usize {
-        match &self.products {
-            Products::Evaluated { a, .. } => a.len(),
-            Products::Deferred(shape) => shape.num_constraints(),
-        }
-    }
-
-    /// a, b, c when they were evaluated on the host.
-    pub fn evaluated(&self) -> Option<(&[Scalar], &[Scalar], &[Scalar])> {
-        match &self.products {
-            Products::Evaluated { a, b, c } => Some((a, b, c)),
-            Products::Deferred(_) => None,
-        }
-    }
-}
+use super::circuit::{Products, SynthesizedCircuit};
+use super::density::Density;
+use crate::cancel::{check_cancel, CancelToken};
 
 /// The ConstraintSystem that records a [`SynthesizedCircuit`].
 struct Recorder {
@@ -286,23 +169,4 @@ pub fn synthesize<C: Circuit<Scalar>>(circuit: C, cancel: Option<&CancelToken>) 
         b_input_density,
         b_aux_density,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn density_bits_roundtrip() {
-        let mut d = Density::default();
-        for _ in 0..130 {
-            d.push_unset();
-        }
-        d.set(0);
-        d.set(64);
-        d.set(129);
-        assert_eq!(d.len(), 130);
-        assert_eq!(d.count_ones(), 3);
-        assert!(d.get(64) && d.get(129) && !d.get(1) && !d.get(128));
-    }
 }

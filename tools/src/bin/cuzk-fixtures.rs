@@ -11,7 +11,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use cuzk::fixtures::{default_test_params_dir, ensure_params, registered_proof_for, seal_random_sector};
+use cuzk_tools::fixtures::{default_test_params_dir, ensure_params, registered_proof_for, seal_random_sector};
 use rand::SeedableRng;
 
 struct Args {

@@ -4,7 +4,6 @@
 //! [`synthesize`]: crate::synthesis::synthesize
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
 use bellperson::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
 use blstrs::Scalar;
@@ -15,7 +14,7 @@ use super::matrix::{Assignment, SparseMatrix, MINUS_ONE, ONE};
 use super::segmented::{SegmentedCircuit, Segments};
 use super::witness::Witness;
 use crate::error::{self, Error, Status};
-use crate::synthesis::{Density, Products, SynthesizedCircuit};
+use crate::synthesis::density::Density;
 
 /// Rows per rayon task when evaluating: ~100 µs of work at PoRep's ~5.5 entries per row, so
 /// that scheduling stays negligible.
@@ -43,6 +42,7 @@ pub struct CircuitShape {
 }
 
 /// How the non-zero coefficients of a shape (A, B and C together) are distributed.
+#[cfg(feature = "internals")]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CoefficientStats {
     pub nonzeros: usize,
@@ -127,6 +127,7 @@ impl CircuitShape {
             + density_bytes(&self.b_aux_density)
     }
 
+    #[cfg(feature = "internals")]
     pub fn coefficient_stats(&self) -> CoefficientStats {
         let ids = || [&self.a, &self.b, &self.c].into_iter().flat_map(|m| m.coefficient_ids());
         let count = |id| ids().filter(|&&i| i == id).count();
@@ -165,22 +166,8 @@ impl CircuitShape {
         (a, b, c)
     }
 
-    /// The [`SynthesizedCircuit`] of `witness` (from [`super::synthesize_witness`] on a circuit
-    /// of this shape): what `synthesize` would have returned for that circuit, ready for
-    /// `engine::prove_synthesized`. A witness whose sizes differ from the shape's is refused.
-    pub fn synthesized(&self, witness: Witness) -> error::Result<SynthesizedCircuit> {
-        self.check_witness(&witness)?;
-        let (a, b, c) = self.evaluate(&witness.input_assignment, &witness.aux_assignment);
-        Ok(self.with_products(Products::Evaluated { a, b, c }, witness))
-    }
-
-    /// [`Self::synthesized`] with a, b, c left to the backend (see [`Products::Deferred`]).
-    pub fn deferred(self: &Arc<Self>, witness: Witness) -> error::Result<SynthesizedCircuit> {
-        self.check_witness(&witness)?;
-        Ok(self.with_products(Products::Deferred(Arc::clone(self)), witness))
-    }
-
-    fn check_witness(&self, witness: &Witness) -> error::Result<()> {
+    /// Refuses a witness whose sizes are not this shape's.
+    pub fn check_witness(&self, witness: &Witness) -> error::Result<()> {
         let got = (witness.input_assignment.len(), witness.aux_assignment.len(), witness.num_constraints);
         let want = (self.num_inputs, self.num_aux, self.num_constraints());
         match got == want {
@@ -191,15 +178,19 @@ impl CircuitShape {
         }
     }
 
-    fn with_products(&self, products: Products, witness: Witness) -> SynthesizedCircuit {
-        SynthesizedCircuit {
-            products,
-            input_assignment: witness.input_assignment,
-            aux_assignment: witness.aux_assignment,
-            a_aux_density: self.a_aux_density.clone(),
-            b_input_density: self.b_input_density.clone(),
-            b_aux_density: self.b_aux_density.clone(),
-        }
+    /// The aux variables that occur in A.
+    pub fn a_aux_density(&self) -> &Density {
+        &self.a_aux_density
+    }
+
+    /// The input variables that occur in B.
+    pub fn b_input_density(&self) -> &Density {
+        &self.b_input_density
+    }
+
+    /// The aux variables that occur in B.
+    pub fn b_aux_density(&self) -> &Density {
+        &self.b_aux_density
     }
 }
 

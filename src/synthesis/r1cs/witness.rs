@@ -6,9 +6,9 @@ use bellperson::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisE
 use blstrs::Scalar;
 use ff::Field;
 
+use crate::cancel::check_cancel;
 use crate::cancel::CancelToken;
 use crate::parallel::extend_parallel;
-use crate::synthesis::check_cancel;
 
 /// The assignment of one circuit, and how many constraints it enforced (its own plus one per
 /// input, as a prover counts them), so that it can be checked against a shape.

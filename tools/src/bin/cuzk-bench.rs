@@ -45,17 +45,18 @@ use bellperson::groth16::{generate_random_parameters, prepare_verifying_key, ver
 use bellperson::Circuit;
 use blstrs::Bls12;
 use blstrs::Scalar;
-use cuzk::backend::BackendKind;
-use cuzk::engine::{synthesize_with_shape, Engine, EngineConfig, MadeUpSector, ProveOptions, SectorInput};
-use cuzk::fixtures::SealedSector;
-use cuzk::groth16::ProvingKey;
-use cuzk::porep;
-use cuzk::r1cs::{CircuitShape, Whole};
-use cuzk::synthesis::{synthesize, SynthesizedCircuit};
-use cuzk::testing::{synthetic_key, RandomCircuit};
+use cuzk::engine::{Engine, EngineConfig, ProveOptions};
+use cuzk::internals::porep;
+use cuzk::internals::{synthesize, SynthesizedCircuit};
+use cuzk::internals::{synthesize_with_shape, MadeUpSector, SectorInput};
+use cuzk::timings::BackendKind;
 use cuzk::timings::Timings;
 use cuzk::with_porep_shape;
-use cuzk::workloads::sha_chain::ShaChain;
+use cuzk::{CircuitOptions, ProvingKey};
+use cuzk::{CircuitShape, Whole};
+use cuzk_tools::circuits::{synthetic_key, RandomCircuit};
+use cuzk_tools::fixtures::SealedSector;
+use cuzk_tools::sha_chain::ShaChain;
 use ff::Field;
 use filecoin_proofs::constants::DefaultPieceHasher;
 use filecoin_proofs::types::MerkleTreeTrait;
@@ -294,7 +295,7 @@ fn report_as(system: &str, label: &str, run: usize, wall: f64, fields: &str, eng
 /// full-width values (tail MSMs): `"scalars":{"l":[zeros,ones,full],"a":[..],"b":[..]}`, from
 /// which scripts/bench-table.py computes each phase's arithmetic floor.
 fn scalar_fields(synthesized: &SynthesizedCircuit) -> String {
-    let count = |density: Option<&cuzk::synthesis::Density>| {
+    let count = |density: Option<&cuzk::internals::Density>| {
         let (mut zeros, mut ones, mut full) = (0u64, 0u64, 0u64);
         for (i, value) in synthesized.aux_assignment.iter().enumerate() {
             if density.is_some_and(|d| !d.get(i)) {
@@ -334,7 +335,7 @@ fn run_c2(args: &Args) -> Result<()> {
                 timing_fields(&proven.timings)
             }
             None => {
-                let c1 = cuzk::porep::parse_c1(&c1_json)?;
+                let c1 = cuzk::internals::porep::parse_c1(&c1_json)?;
                 filecoin_proofs_api::seal::seal_commit_phase2(c1, sector.prover_id, sector.sector_id.into())?;
                 String::new()
             }
@@ -385,7 +386,7 @@ fn bench_circuit<C: Circuit<Scalar> + Clone + Send + Sync>(
     // a minute.
     let engine = engine(args)?;
     let start = Instant::now();
-    let synthesized = engine.install(|| synthesize(circuit.clone(), None))?;
+    let synthesized = engine.prover().install(|| synthesize(circuit.clone(), None))?;
     let synthesis_ns = cuzk::timings::nanos(start.elapsed());
     let key = match args.setup_key {
         true => {
@@ -440,7 +441,7 @@ fn bench_circuit<C: Circuit<Scalar> + Clone + Send + Sync>(
         Ok("classic") => None,
         _ => {
             let start = Instant::now();
-            let shape = Arc::new(engine.install(|| CircuitShape::extract(circuit.clone()))?);
+            let shape = Arc::new(engine.prover().install(|| CircuitShape::extract(circuit.clone()))?);
             eprintln!(
                 "{label}: shape {} MiB extracted in {:.2} s (not timed)",
                 shape.size_bytes() >> 20,
@@ -453,20 +454,22 @@ fn bench_circuit<C: Circuit<Scalar> + Clone + Send + Sync>(
     let mut first = Some((synthesized, synthesis_ns));
     for run in 0..args.repeat {
         let mut t = Timings::new();
-        t.backend = engine.backend().kind() as u32;
+        t.backend = engine.prover().backend_kind() as u32;
         let start = Instant::now();
         let synthesized = match (first.take(), &shape) {
             (Some((synthesized, ns)), _) => {
                 t.synthesis_ns = ns;
                 synthesized
             }
-            (None, Some(shape)) => engine.install(|| synthesize_with_shape(engine.backend().evaluates_products(), shape, &whole, None, &mut t))?,
-            (None, None) => cuzk::timings::timed(&mut t.synthesis_ns, || engine.install(|| synthesize(circuit.clone(), None)))?,
+            (None, Some(shape)) => engine
+                .prover()
+                .install(|| synthesize_with_shape(engine.prover().evaluates_products(), shape, &whole, None, &mut t))?,
+            (None, None) => cuzk::timings::timed(&mut t.synthesis_ns, || engine.prover().install(|| synthesize(circuit.clone(), None)))?,
         };
         let counting = Instant::now();
         let scalars = scalar_fields(&synthesized);
         let counting = counting.elapsed();
-        let proof = engine.prove_synthesized(&key, synthesized, (Scalar::ONE, Scalar::ONE), None, &mut t)?;
+        let proof = engine.prover().prove_synthesized(&key, synthesized, &fixed_randomness(), &mut t)?;
         let wall = (start.elapsed() - counting).as_secs_f64() + if run == 0 { synthesis_ns as f64 / 1e9 } else { 0.0 };
         t.total_ns = (wall * 1e9) as u64;
         report(
@@ -579,7 +582,7 @@ fn run_porep_sector(args: &Args) -> Result<()> {
                 "{},{},\"sectors\":{sectors},\"partitions\":{partitions},\"proving_lanes\":{},\"wall_per_sector_s\":{:.3},\"gpu_busy_fraction\":{device_busy},\"device_busy_fractions\":[{}],\"device_partitions\":[{}],\"synthesis_busy_fraction\":{:.3},\"proving_busy_fraction\":{:.3},\"partition_timings\":{}",
                 timing_fields(&sum),
                 memory.fields(),
-                engine.proving_lanes(engine.backend()),
+                engine.default_proving_lanes(),
                 wall / sectors as f64,
                 device_busy_each.join(","),
                 device_partitions.join(","),
@@ -600,7 +603,9 @@ fn made_up_partition<Tree: 'static + MerkleTreeTrait>(
     shape: &Arc<CircuitShape>,
 ) -> cuzk::error::Result<SynthesizedCircuit> {
     let circuit = porep::synthetic_partition_circuit::<Tree>(config, 0)?;
-    engine.install(|| synthesize_with_shape(false, shape, &circuit, None, &mut Timings::new()))
+    engine
+        .prover()
+        .install(|| synthesize_with_shape(false, shape, &circuit, None, &mut Timings::new()))
 }
 
 fn bench_partition<Tree: 'static + MerkleTreeTrait>(args: &Args, proof: RegisteredSealProof) -> Result<()> {
@@ -609,7 +614,11 @@ fn bench_partition<Tree: 'static + MerkleTreeTrait>(args: &Args, proof: Register
     let config = porep::porep_config(proof)?;
     let engine = engine(args)?;
     let start = Instant::now();
-    let shape = Arc::new(engine.install(|| CircuitShape::extract_parallel(&porep::synthetic_partition_circuit::<Tree>(&config, 0)?))?);
+    let shape = Arc::new(
+        engine
+            .prover()
+            .install(|| CircuitShape::extract_parallel(&porep::synthetic_partition_circuit::<Tree>(&config, 0)?))?,
+    );
     let shape_extract_ns = cuzk::timings::nanos(start.elapsed());
     eprintln!(
         "{label}: {} constraints, {} inputs, {} aux; shape {} MiB extracted in {:.2} s (challenges in parallel)",
@@ -641,14 +650,14 @@ fn bench_partition<Tree: 'static + MerkleTreeTrait>(args: &Args, proof: Register
         // Fresh values every run, as every sector has.
         let circuit = porep::synthetic_partition_circuit::<Tree>(&config, run as u64 + 1)?;
         let mut t = Timings::new();
-        t.backend = engine.backend().kind() as u32;
+        t.backend = engine.prover().backend_kind() as u32;
         t.shape_extract_ns = if run == 0 { shape_extract_ns } else { 0 };
         let memory = RunMemory::start();
         let start = Instant::now();
         // --compare-spmv: odd runs compute a, b, c on the host, beside the device's even runs.
         let host_products = args.compare_spmv && run % 2 == 1;
-        let defer = engine.backend().evaluates_products() && !host_products;
-        let synthesized = engine.install(|| synthesize_with_shape(defer, &shape, &circuit, None, &mut t))?;
+        let defer = engine.prover().evaluates_products() && !host_products;
+        let synthesized = engine.prover().install(|| synthesize_with_shape(defer, &shape, &circuit, None, &mut t))?;
         let synthesis_done = start.elapsed();
         let scalars = scalar_fields(&synthesized);
         let key = key.get_or_insert_with(|| {
@@ -658,7 +667,7 @@ fn bench_partition<Tree: 'static + MerkleTreeTrait>(args: &Args, proof: Register
             key
         });
         let start = Instant::now();
-        engine.prove_synthesized(key, synthesized, (Scalar::ONE, Scalar::ONE), None, &mut t)?;
+        engine.prover().prove_synthesized(key, synthesized, &fixed_randomness(), &mut t)?;
         let wall = (synthesis_done + start.elapsed()).as_secs_f64();
         t.total_ns = (wall * 1e9) as u64;
         let system = system_name(args) + if host_products { "[spmv=host]" } else { "" };
@@ -711,5 +720,13 @@ fn main() -> ExitCode {
             eprintln!("cuzk-bench: {e:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// r = s = 1: every system proves the same bytes for the same circuit and key.
+fn fixed_randomness() -> CircuitOptions {
+    CircuitOptions {
+        randomness: Some((Scalar::ONE, Scalar::ONE)),
+        cancel: None,
     }
 }

@@ -1,70 +1,16 @@
-//! The Groth16 pieces every backend shares: the proving key, the checks that a key fits a
-//! circuit, and the assembly of A, B, C from the MSM results with the randomness r, s.
+//! What every backend shares around its MSMs: the check that a key fits a circuit, where each
+//! part of a query starts, and the assembly of A, B, C from the MSM results with r, s.
 
-use std::ops::{Deref, Mul};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Weak};
+use std::ops::Mul;
 
-use bellperson::groth16::{Parameters, Proof};
+use bellperson::groth16::Proof;
 use blstrs::{Bls12, G1Projective, G2Projective, Scalar};
 use group::prime::PrimeCurveAffine;
 use group::Curve;
 
+use super::params::ProvingKey;
 use crate::error::{Error, Result, Status};
 use crate::synthesis::SynthesizedCircuit;
-
-/// A Groth16 proving key with every point decoded (kept resident by the engine), with an
-/// identity that device-side copies of its points are keyed by.
-pub struct ProvingKey {
-    params: Parameters<Bls12>,
-    id: u64,
-    label: String,
-    /// Copies of this key elsewhere (device memory) hold a `Weak` of it: once the key is gone
-    /// they are stale and are dropped.
-    alive: Arc<()>,
-}
-
-impl ProvingKey {
-    /// Wraps decoded parameters; `label` names the key in logs and the engine status (the
-    /// file path for keys read from disk). Every call gives a new identity.
-    pub fn new(params: Parameters<Bls12>, label: impl Into<String>) -> Self {
-        static NEXT_ID: AtomicU64 = AtomicU64::new(1);
-        ProvingKey {
-            params,
-            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
-            label: label.into(),
-            alive: Arc::new(()),
-        }
-    }
-
-    pub fn id(&self) -> u64 {
-        self.id
-    }
-
-    pub fn label(&self) -> &str {
-        &self.label
-    }
-
-    pub fn liveness(&self) -> Weak<()> {
-        Arc::downgrade(&self.alive)
-    }
-
-    /// Bytes of the points of the five queries in affine form (what a device copy holds).
-    pub fn points_bytes(&self) -> u64 {
-        const G1: u64 = 96;
-        const G2: u64 = 192;
-        let p = &self.params;
-        G1 * (p.h.len() + p.l.len() + p.a.len() + p.b_g1.len()) as u64 + G2 * p.b_g2.len() as u64
-    }
-}
-
-impl Deref for ProvingKey {
-    type Target = Parameters<Bls12>;
-
-    fn deref(&self) -> &Parameters<Bls12> {
-        &self.params
-    }
-}
 
 /// The five multi-scalar multiplications of one proof. `a` and `b_*` include both the input
 /// and the aux part of their query.

@@ -63,10 +63,6 @@ impl<M: PinnedMemory> PooledBuffer<'_, M> {
     pub fn len(&self) -> usize {
         self.pool.buffer_bytes
     }
-
-    pub fn is_empty(&self) -> bool {
-        self.pool.buffer_bytes == 0
-    }
 }
 
 impl<M: PinnedMemory> Drop for PooledBuffer<'_, M> {

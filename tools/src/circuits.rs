@@ -13,9 +13,9 @@ use group::{Curve, Group};
 use rand::{Rng, SeedableRng};
 use rayon::prelude::*;
 
-use crate::backend::cpu::Domain;
-use crate::groth16::ProvingKey;
-use crate::synthesis::SynthesizedCircuit;
+use cuzk::internals::Domain;
+use cuzk::internals::SynthesizedCircuit;
+use cuzk::ProvingKey;
 
 /// A circuit of `n` multiplication constraints over a witness shaped like PoRep's (mostly 0/1)
 /// or uniformly random, with a few public inputs mixed into the constraints.
@@ -144,10 +144,4 @@ pub fn synthetic_key(shape: &SynthesizedCircuit, seed: u64) -> ProvingKey {
         b_g2: Arc::new(random_points::<G2Projective>(b_len, seed + 2)),
     };
     ProvingKey::new(params, format!("synthetic key (seed {seed}, performance only)"))
-}
-
-/// A pool of workers on every core, for calling `engine::prove_with` / `prove_synthesized`
-/// without an engine.
-pub fn worker_pool() -> rayon::ThreadPool {
-    rayon::ThreadPoolBuilder::new().build().expect("a rayon pool")
 }

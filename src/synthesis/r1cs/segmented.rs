@@ -66,6 +66,7 @@ pub struct Segments<'a, C> {
 }
 
 impl<'a, C: SegmentedCircuit> Segments<'a, C> {
+    #[cfg(any(test, feature = "internals"))]
     pub fn all(circuit: &'a C) -> Self {
         Segments {
             circuit,
@@ -135,7 +136,8 @@ pub fn synthesize_witness_parallel<C: SegmentedCircuit>(circuit: &C, cancel: Opt
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::r1cs::CircuitShape;
+    use crate::synthesis::r1cs::CircuitShape;
+    use crate::synthesis::SynthesizedCircuit;
     use bellperson::LinearCombination;
     use ff::Field;
 
@@ -199,7 +201,7 @@ mod tests {
             assert_eq!(CircuitShape::extract_parallel(&toy).unwrap(), shape, "{segments} segments: shape");
             assert_eq!(shape.num_inputs(), 2 + segments);
             // The parallel shape accepts the parallel witness.
-            shape.synthesized(synthesize_witness_parallel(&toy, None).unwrap()).unwrap();
+            SynthesizedCircuit::from_shape(&shape, synthesize_witness_parallel(&toy, None).unwrap()).unwrap();
         }
     }
 

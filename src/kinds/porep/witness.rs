@@ -39,7 +39,7 @@ use typenum::{U11, U2};
 use super::sha256::{sha256, to_booleans, Bit, Word};
 use super::{PartitionCircuit, TreeDomain};
 use crate::cancel::CancelToken;
-use crate::r1cs::{Witness, WitnessCs};
+use crate::synthesis::r1cs::{Witness, WitnessCs};
 
 type PieceDomain = <DefaultPieceHasher as Hasher>::Domain;
 

@@ -19,7 +19,7 @@ use bellperson::SynthesisError;
 use blstrs::Scalar;
 use ff::PrimeField;
 
-use crate::r1cs::WitnessCs;
+use crate::synthesis::r1cs::WitnessCs;
 
 /// A bit as bellpepper's `Boolean` holds it. `Is` and `Not` carry the allocated variable's
 /// value (so `Not(v)` is worth `!v`).

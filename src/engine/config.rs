@@ -1,0 +1,134 @@
+//! The engine's configuration: every knob typed, environment overrides read once when the
+//! engine starts (so the "same configuration" check of a second `cuzk_engine_new` sees them).
+
+use std::path::PathBuf;
+
+pub use crate::backend::SplitPolicy;
+use crate::error::{Error, Result};
+
+/// Where filecoin-proofs keeps parameters when FIL_PROOFS_PARAMETER_CACHE is not set.
+pub const DEFAULT_PARAMETER_CACHE: &str = "/var/tmp/filecoin-proof-parameters";
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EngineConfig {
+    /// Directory of `v28-*.params` / `.vk` files; `None`: FIL_PROOFS_PARAMETER_CACHE, else
+    /// /var/tmp/filecoin-proof-parameters.
+    pub param_cache_dir: Option<PathBuf>,
+    /// Never use a GPU even when one is present (env CUZK_NO_GPU=1 sets it too).
+    pub cpu_only: bool,
+    /// Worker threads for synthesis and CPU proving; 0 = one per core.
+    pub num_threads: usize,
+    /// Verify every proof before returning it (filecoin-proofs always does).
+    pub self_verify: bool,
+    /// Device memory per GPU for resident proving keys, in bytes; 0: 3/4 of the device's
+    /// memory. Keys beyond it are evicted least recently used first; a key larger than it is
+    /// streamed from host memory on every call.
+    pub gpu_key_memory_budget: u64,
+    /// Pinned host memory per GPU for staging copies, in bytes; 0: 128 MiB.
+    pub pinned_pool_bytes: u64,
+    /// Synthesize by building every linear combination (bellperson's way) instead of
+    /// generating the witness and multiplying it with the circuit's R1CS matrices, extracted
+    /// once per circuit shape. Both give the same a, b, c; this is for comparing them
+    /// (env CUZK_SYNTHESIS=classic sets it too).
+    pub classic_synthesis: bool,
+    /// Host memory for synthesized partitions waiting to be proven (the prove pipeline, see
+    /// `pipeline`), in bytes; 0: a quarter of the machine's memory. One partition at a time is
+    /// always allowed.
+    pub host_memory_budget: u64,
+    /// Partitions one call proves at once (the pipeline's proving lanes); 0: the backend's
+    /// choice (GPU: two per device the call may use, so that a sector's partitions spread over
+    /// the GPUs and one partition's host work overlaps another's GPU phases; CPU: one).
+    pub proving_lanes: usize,
+    /// How the GPU decides, per MSM, whether batch addition of the bases whose scalar is 1
+    /// pays (env CUZK_GPU_SPLIT=auto|always|never; forcing it is for measuring the model).
+    pub gpu_split: SplitPolicy,
+    /// On the R1CS path with a GPU, compute a = A·z, b = B·z, c = C·z on the device from its
+    /// resident copy of the circuit's matrices (true), or on the host and send them (env
+    /// CUZK_SPMV=device|host).
+    pub products_on_gpu: bool,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig {
+            param_cache_dir: None,
+            cpu_only: false,
+            num_threads: 0,
+            self_verify: true,
+            gpu_key_memory_budget: 0,
+            pinned_pool_bytes: 0,
+            classic_synthesis: false,
+            host_memory_budget: 0,
+            proving_lanes: 0,
+            gpu_split: SplitPolicy::CostModel,
+            products_on_gpu: true,
+        }
+    }
+}
+
+impl EngineConfig {
+    /// The configuration the engine runs with: defaults filled in and the environment's
+    /// overrides applied (FIL_PROOFS_PARAMETER_CACHE when no directory is given; CUZK_NO_GPU,
+    /// CUZK_SYNTHESIS, CUZK_GPU_SPLIT, CUZK_SPMV when set). An override it cannot read is an
+    /// error, not silently ignored.
+    pub(crate) fn resolved(mut self) -> Result<Self> {
+        if self.param_cache_dir.is_none() {
+            let from_env = std::env::var_os("FIL_PROOFS_PARAMETER_CACHE").filter(|v| !v.is_empty());
+            self.param_cache_dir = Some(from_env.map(PathBuf::from).unwrap_or_else(|| DEFAULT_PARAMETER_CACHE.into()));
+        }
+        if self.num_threads == 0 {
+            self.num_threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+        }
+        if self.host_memory_budget == 0 {
+            self.host_memory_budget = physical_memory() / 4;
+        }
+        if let Some(no_gpu) = env_knob("CUZK_NO_GPU", &[("1", true), ("0", false)])? {
+            self.cpu_only |= no_gpu;
+        }
+        if let Some(classic) = env_knob("CUZK_SYNTHESIS", &[("classic", true), ("r1cs", false)])? {
+            self.classic_synthesis |= classic;
+        }
+        if let Some(split) = env_knob(
+            "CUZK_GPU_SPLIT",
+            &[
+                ("auto", SplitPolicy::CostModel),
+                ("always", SplitPolicy::Always),
+                ("never", SplitPolicy::Never),
+            ],
+        )? {
+            self.gpu_split = split;
+        }
+        if let Some(on_device) = env_knob("CUZK_SPMV", &[("device", true), ("host", false)])? {
+            self.products_on_gpu = on_device;
+        }
+        Ok(self)
+    }
+
+    pub fn param_dir(&self) -> PathBuf {
+        self.param_cache_dir.clone().unwrap_or_else(|| DEFAULT_PARAMETER_CACHE.into())
+    }
+}
+
+/// The value of the environment variable `name` among `choices`; None when it is unset or
+/// empty, an error naming the choices when it is anything else.
+fn env_knob<T: Copy>(name: &str, choices: &[(&str, T)]) -> Result<Option<T>> {
+    let value = match std::env::var(name) {
+        Err(_) => return Ok(None),
+        Ok(v) if v.is_empty() => return Ok(None),
+        Ok(v) => v,
+    };
+    match choices.iter().find(|(text, _)| *text == value) {
+        Some((_, v)) => Ok(Some(*v)),
+        None => {
+            let names: Vec<&str> = choices.iter().map(|(text, _)| *text).collect();
+            Err(Error::invalid(format!("{name}={value:?}: expected one of {names:?}")))
+        }
+    }
+}
+
+/// The machine's memory in bytes (0 when it cannot be read).
+fn physical_memory() -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    let (pages, page_size) = unsafe { (libc::sysconf(libc::_SC_PHYS_PAGES), libc::sysconf(libc::_SC_PAGE_SIZE)) };
+    (pages.max(0) as u64).saturating_mul(page_size.max(0) as u64)
+}

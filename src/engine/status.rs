@@ -1,0 +1,42 @@
+//! What the engine holds and does, as `cuzk_engine_status` returns it (JSON).
+
+pub use super::pipeline::PipelineStatus;
+pub use super::shapes::ShapeStatus;
+pub use crate::backend::{DeviceStatus, PoolUsage, ResidentKey, ResidentShape};
+
+/// A proving key resident in host memory (engine status).
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct HostKeyStatus {
+    pub label: String,
+    /// Bytes of its points.
+    pub bytes: u64,
+}
+
+/// What the engine holds and does (`cuzk_engine_status`, as JSON).
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct EngineStatus {
+    pub version: &'static str,
+    pub backend: &'static str,
+    pub worker_threads: usize,
+    pub proofs_in_flight: u64,
+    pub host_keys: Vec<HostKeyStatus>,
+    /// R1CS matrices kept for witness-only synthesis, per circuit identity.
+    pub circuit_shapes: Vec<ShapeStatus>,
+    /// Host memory of synthesized partitions waiting for or in proving (all calls), and the
+    /// budget bounding it.
+    pub pipeline_memory_in_use: u64,
+    pub pipeline_memory_budget: u64,
+    /// The most `pipeline_memory_in_use` has been.
+    pub pipeline_memory_peak: u64,
+    pub pipeline: PipelineStatus,
+    pub devices: Vec<DeviceStatus>,
+}
+
+/// What a preload did: the time to read the key from disk, to copy it to the devices and to
+/// extract the circuit's shape (each 0 when it was already there).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PreloadReport {
+    pub srs_load_ns: u64,
+    pub srs_upload_ns: u64,
+    pub shape_extract_ns: u64,
+}

@@ -1,0 +1,8 @@
+//! Groth16 around the backends: proving keys (`params`) and the assembly of a proof from its
+//! MSM results (`assembly`). Verification is filecoin-proofs' own, per proof kind.
+
+mod assembly;
+mod params;
+
+pub use assembly::{assemble, check_key_fits, MsmResults, QueryLayout};
+pub use params::{decode_parameters, ProvingKey};
