@@ -61,6 +61,9 @@ static void prover_id_from_miner(uint64_t miner, uint8_t out[32]) {
 }
 
 static void print_timings(const cuzk_timings *t) {
+    /* Phases of cuzk_timings (tests/phases.rs checks the table against the library's list);
+     * not shown: queue_wait, srs_upload, pin, shape_extract, shape_upload, witness_upload,
+     * spmv_gpu. */
     const struct { const char *name; uint64_t ns; } rows[] = {
         {"input check", t->input_check_ns}, {"SRS load", t->srs_load_ns},
         {"synthesis", t->synthesis_ns},     {"proving wait", t->proving_wait_ns},

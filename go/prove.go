@@ -120,7 +120,8 @@ type Phase struct {
 	Duration time.Duration
 }
 
-// Phases lists the phases in the order they run (Total not included).
+// Phases lists the phases in the order they run (Total not included): those of the library's
+// list (src/timings.rs, SPANS), which tests/phases.rs checks this one against.
 func (t Timings) Phases() []Phase {
 	return []Phase{
 		{"queue_wait", t.QueueWait},

@@ -149,8 +149,10 @@ typedef struct cuzk_config {
   uint64_t host_memory_budget;
 } cuzk_config;
 
-// Per-phase timings of one call in nanoseconds (`cuzk_timings`). Phases never overlap, so
-// their sum is at most `total_ns`; phases a backend does not have are 0.
+// Per-phase timings of one call in nanoseconds (`cuzk_timings`). Within a partition the
+// phases never overlap; with several partitions, one partition's synthesis overlaps the
+// proving of the one before, so their sum may exceed `total_ns`. Phases a backend does not
+// have are 0.
 typedef struct cuzk_timings {
   // sizeof(cuzk_timings) as the caller compiled it; the library writes no byte past it.
   uint32_t struct_size;

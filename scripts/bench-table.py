@@ -34,6 +34,9 @@ MADD_FP_MULS = 10
 ADD_FP_MULS = 14
 G2_FACTOR = 3
 
+# Rows of cuzk's phase table: the spans of src/timings.rs (SPANS) in its order, by the keys
+# cuzk-bench writes for them ("<span>_s"; load() derives spmv_host_s); tests/phases.rs checks
+# them. Not shown: queue_wait, input_check, proving_wait.
 CUZK_PHASES = [
     ("srs_load_s", "srs_load"),
     ("srs_upload_s", "srs_upload"),
@@ -56,6 +59,9 @@ CUZK_PHASES = [
     ("msm_b_g2_s", "MSM B_G2"),
     ("assembly_s", "assembly"),
     ("verify_s", "self-verify"),
+]
+# Rows after the phases.
+CUZK_TOTALS = [
     ("total_s", "**total**"),
     ("run_peak_above_baseline_mib", "host memory of the run: peak RSS above its start, MiB"),
     ("peak_device_memory_mib", "peak device memory in use (whole device), MiB"),
@@ -148,7 +154,7 @@ def main(paths):
         names = list(cuzk)
         print("| phase | " + " | ".join(f"{n} warm" for n in names) + " | " + " | ".join(f"{n} run 0" for n in names) + " |")
         print("|---|" + "---|" * (2 * len(names)))
-        for key, label in CUZK_PHASES:
+        for key, label in CUZK_PHASES + CUZK_TOTALS:
             warm_values = [median(warm(cuzk[n]), key) for n in names]
             cold_values = [next((r.get(key) for r in cuzk[n] if r.get("run") == 0), None) for n in names]
             if all(not v for v in warm_values + cold_values):

@@ -30,8 +30,10 @@ pub enum KeyResidency {
     Streamed = 2,
 }
 
-/// Per-phase timings of one call in nanoseconds (`cuzk_timings`). Phases never overlap, so
-/// their sum is at most `total_ns`; phases a backend does not have are 0.
+/// Per-phase timings of one call in nanoseconds (`cuzk_timings`). Within a partition the
+/// phases never overlap; with several partitions, one partition's synthesis overlaps the
+/// proving of the one before, so their sum may exceed `total_ns`. Phases a backend does not
+/// have are 0.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Timings {
@@ -117,6 +119,104 @@ pub struct Timings {
     pub partition_index: i32,
 }
 
+/// What a span of a call is to `total_ns`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// A phase: a disjoint part of `total_ns`, listed by `Timings::phases`.
+    Phase,
+    /// A part of the synthesis phase (its R1CS path), not a phase of its own.
+    PartOfSynthesis,
+}
+
+/// A span of a call that a duration field of `Timings` measures.
+pub struct Span {
+    /// Its name: in `Timings::phases`, the Go package's `Timings.Phases`, and the `<name>_s`
+    /// keys of cuzk-bench's records.
+    pub name: &'static str,
+    /// The field of `Timings` (and of `cuzk_timings`) that holds it, in nanoseconds.
+    pub field: &'static str,
+    pub role: Role,
+    /// Whether the field holds this span in a given call's timings: `spmv_ns` is host time
+    /// inside synthesis or device time of its own, as `spmv_on_device` says.
+    applies: fn(&Timings) -> bool,
+    get: fn(&Timings) -> u64,
+    get_mut: fn(&mut Timings) -> &mut u64,
+}
+
+impl Span {
+    /// The span's time in `t`: its field, or 0 where the field holds the other span.
+    pub fn ns(&self, t: &Timings) -> u64 {
+        if (self.applies)(t) {
+            (self.get)(t)
+        } else {
+            0
+        }
+    }
+}
+
+/// The `Span` named `$name` that the `Timings` field `$field` holds (where `$applies`).
+macro_rules! span {
+    ($name:literal, $role:ident, $field:ident) => {
+        span!($name, $role, $field, |_| true)
+    };
+    ($name:literal, $role:ident, $field:ident, $applies:expr) => {
+        Span {
+            name: $name,
+            field: stringify!($field),
+            role: Role::$role,
+            applies: $applies,
+            get: |t| t.$field,
+            get_mut: |t| &mut t.$field,
+        }
+    };
+}
+
+/// Every duration of `Timings` but `total_ns`, in the order the spans run (a part after the
+/// phase it is part of). The one list of them: `Timings::merge` and `Timings::phases` are made
+/// from it, and tests/phases.rs checks the C header, the Go package, the C example and
+/// scripts/bench-table.py against it. Each field is one span, except `spmv_ns`: the products
+/// a = A·z, b = B·z, c = C·z are part of synthesis on the host and a phase of their own on the
+/// device, and exactly one of its two spans applies to a call.
+pub const SPANS: &[Span] = &[
+    span!("queue_wait", Phase, queue_wait_ns),
+    span!("srs_load", Phase, srs_load_ns),
+    span!("srs_upload", Phase, srs_upload_ns),
+    span!("pin", Phase, pin_ns),
+    span!("shape_extract", Phase, shape_extract_ns),
+    span!("shape_upload", Phase, shape_upload_ns),
+    span!("input_check", Phase, input_check_ns),
+    span!("synthesis", Phase, synthesis_ns),
+    span!("witness", PartOfSynthesis, witness_ns),
+    span!("spmv_host", PartOfSynthesis, spmv_ns, |t| t.spmv_on_device != 1),
+    span!("proving_wait", Phase, proving_wait_ns),
+    span!("prep_msm", Phase, prep_msm_ns),
+    span!("pin_h2d", Phase, pin_h2d_ns),
+    span!("witness_upload", Phase, witness_upload_ns),
+    span!("spmv_gpu", Phase, spmv_ns, |t| t.spmv_on_device == 1),
+    span!("ntt", Phase, ntt_ns),
+    span!("msm_h", Phase, msm_h_ns),
+    span!("batch_add", Phase, batch_add_ns),
+    span!("msm_l", Phase, msm_l_ns),
+    span!("msm_a", Phase, msm_a_ns),
+    span!("msm_b_g1", Phase, msm_b_g1_ns),
+    span!("msm_b_g2", Phase, msm_b_g2_ns),
+    span!("assembly", Phase, assembly_ns),
+    span!("verify", Phase, verify_ns),
+];
+
+/// How many of `SPANS` are phases.
+pub const PHASE_COUNT: usize = {
+    let mut count = 0;
+    let mut i = 0;
+    while i < SPANS.len() {
+        if matches!(SPANS[i].role, Role::Phase) {
+            count += 1;
+        }
+        i += 1;
+    }
+    count
+};
+
 impl Timings {
     pub fn new() -> Self {
         Timings {
@@ -129,35 +229,10 @@ impl Timings {
     }
 
     /// Adds what `other` measured of the same call (another stage or partition of it): its
-    /// phase times, and its flags where `self` has none.
+    /// durations, and its flags where `self` has none.
     pub fn merge(&mut self, other: &Timings) {
-        let sums = [
-            (&mut self.queue_wait_ns, other.queue_wait_ns),
-            (&mut self.srs_load_ns, other.srs_load_ns),
-            (&mut self.input_check_ns, other.input_check_ns),
-            (&mut self.synthesis_ns, other.synthesis_ns),
-            (&mut self.prep_msm_ns, other.prep_msm_ns),
-            (&mut self.pin_h2d_ns, other.pin_h2d_ns),
-            (&mut self.ntt_ns, other.ntt_ns),
-            (&mut self.msm_h_ns, other.msm_h_ns),
-            (&mut self.batch_add_ns, other.batch_add_ns),
-            (&mut self.msm_l_ns, other.msm_l_ns),
-            (&mut self.msm_a_ns, other.msm_a_ns),
-            (&mut self.msm_b_g1_ns, other.msm_b_g1_ns),
-            (&mut self.msm_b_g2_ns, other.msm_b_g2_ns),
-            (&mut self.assembly_ns, other.assembly_ns),
-            (&mut self.verify_ns, other.verify_ns),
-            (&mut self.srs_upload_ns, other.srs_upload_ns),
-            (&mut self.pin_ns, other.pin_ns),
-            (&mut self.shape_extract_ns, other.shape_extract_ns),
-            (&mut self.witness_ns, other.witness_ns),
-            (&mut self.spmv_ns, other.spmv_ns),
-            (&mut self.shape_upload_ns, other.shape_upload_ns),
-            (&mut self.witness_upload_ns, other.witness_upload_ns),
-            (&mut self.proving_wait_ns, other.proving_wait_ns),
-        ];
-        for (sum, ns) in sums {
-            *sum += ns;
+        for span in SPANS.iter().filter(|span| (span.applies)(other)) {
+            *(span.get_mut)(self) += (span.get)(other);
         }
         self.r1cs_synthesis |= other.r1cs_synthesis;
         self.spmv_on_device |= other.spmv_on_device;
@@ -174,36 +249,16 @@ impl Timings {
         self.domain_log2 = self.domain_log2.max(other.domain_log2);
     }
 
-    /// The phases that are disjoint parts of `total_ns`. They never overlap within a
+    /// The phases of `SPANS` in their order, then `total`. They never overlap within a
     /// partition; with several partitions, one partition's synthesis overlaps the proving of
     /// the one before (the prove pipeline), so their sum may exceed `total_ns`.
-    pub fn phases(&self) -> [(&'static str, u64); 23] {
-        let spmv_gpu = if self.spmv_on_device == 1 { self.spmv_ns } else { 0 };
-        [
-            ("queue_wait", self.queue_wait_ns),
-            ("srs_load", self.srs_load_ns),
-            ("srs_upload", self.srs_upload_ns),
-            ("pin", self.pin_ns),
-            ("shape_extract", self.shape_extract_ns),
-            ("shape_upload", self.shape_upload_ns),
-            ("input_check", self.input_check_ns),
-            ("synthesis", self.synthesis_ns),
-            ("proving_wait", self.proving_wait_ns),
-            ("prep_msm", self.prep_msm_ns),
-            ("pin_h2d", self.pin_h2d_ns),
-            ("witness_upload", self.witness_upload_ns),
-            ("spmv_gpu", spmv_gpu),
-            ("ntt", self.ntt_ns),
-            ("msm_h", self.msm_h_ns),
-            ("batch_add", self.batch_add_ns),
-            ("msm_l", self.msm_l_ns),
-            ("msm_a", self.msm_a_ns),
-            ("msm_b_g1", self.msm_b_g1_ns),
-            ("msm_b_g2", self.msm_b_g2_ns),
-            ("assembly", self.assembly_ns),
-            ("verify", self.verify_ns),
-            ("total", self.total_ns),
-        ]
+    pub fn phases(&self) -> [(&'static str, u64); PHASE_COUNT + 1] {
+        let mut phases = SPANS
+            .iter()
+            .filter(|span| span.role == Role::Phase)
+            .map(|span| (span.name, span.ns(self)))
+            .chain([("total", self.total_ns)]);
+        std::array::from_fn(|_| phases.next().expect("PHASE_COUNT counts the phases of SPANS"))
     }
 }
 
@@ -217,4 +272,72 @@ pub fn timed<T>(slot: &mut u64, f: impl FnOnce() -> T) -> T {
     let out = f();
     *slot += nanos(start.elapsed());
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The fields of `Timings` in declaration order, as its derived `Debug` writes them.
+    fn field_names() -> Vec<String> {
+        let debug = format!("{:?}", Timings::default());
+        let fields = debug
+            .strip_prefix("Timings { ")
+            .and_then(|f| f.strip_suffix(" }"))
+            .expect("derived Debug of a struct");
+        fields.split(", ").map(|field| field.split(':').next().unwrap().to_string()).collect()
+    }
+
+    #[test]
+    fn spans_hold_every_duration_field_once() {
+        let fields = field_names();
+        assert_eq!(fields[0], "struct_size", "{fields:?}");
+        let durations: Vec<&String> = fields.iter().filter(|f| f.ends_with("_ns") && *f != "total_ns").collect();
+        for span in SPANS {
+            assert!(
+                durations.iter().any(|f| *f == span.field),
+                "span {} holds {}, not a duration field of Timings",
+                span.name,
+                span.field
+            );
+        }
+        for spmv_on_device in [0, 1] {
+            let t = Timings {
+                spmv_on_device,
+                ..Timings::new()
+            };
+            for field in &durations {
+                let spans: Vec<&str> = SPANS.iter().filter(|s| s.field == *field && (s.applies)(&t)).map(|s| s.name).collect();
+                assert_eq!(spans.len(), 1, "{field} is in the spans {spans:?} with spmv_on_device = {spmv_on_device}");
+            }
+        }
+    }
+
+    #[test]
+    fn merge_adds_every_duration_and_phases_list_them() {
+        for spmv_on_device in [0, 1] {
+            let mut part = Timings {
+                spmv_on_device,
+                total_ns: 1000,
+                ..Timings::new()
+            };
+            for (i, span) in SPANS.iter().enumerate() {
+                *(span.get_mut)(&mut part) = i as u64 + 1;
+            }
+            let mut sum = Timings::new();
+            sum.merge(&part);
+            sum.merge(&part);
+            for span in SPANS {
+                assert_eq!(span.ns(&sum), 2 * span.ns(&part), "{}", span.name);
+            }
+            let phases = sum.phases();
+            let names: Vec<&str> = phases.iter().map(|(name, _)| *name).collect();
+            let expected: Vec<&str> = SPANS.iter().filter(|s| s.role == Role::Phase).map(|s| s.name).chain(["total"]).collect();
+            assert_eq!(names, expected);
+            assert_eq!(
+                phases.iter().find(|(name, _)| *name == "spmv_gpu").unwrap().1,
+                spmv_on_device as u64 * 2 * part.spmv_ns
+            );
+        }
+    }
 }
