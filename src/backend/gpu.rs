@@ -29,12 +29,12 @@ use super::cpu::Domain;
 use super::prep::{ClassifiedScalars, PreparedMsms};
 use super::turn::{Priority, Turn};
 use super::{check_not_a_worker, Backend, BackendKind, DeviceStatus, ResidentShape};
+use crate::backend::pinned::{BufferPool, PinnedMemory, PooledBuffer};
+use crate::backend::resident::{KeyRef, Residency, ResidentCache};
 use crate::cancel::CancelToken;
 use crate::error::{Error, Result, Status};
 use crate::groth16::{check_key_fits, MsmResults, ProvingKey};
-use crate::pinned::{BufferPool, PinnedMemory, PooledBuffer};
 use crate::r1cs::{Assignment, CircuitShape, CompactWitness, SparseMatrix};
-use crate::resident::{KeyRef, Residency, ResidentCache};
 use crate::synthesis::{Products, SynthesizedCircuit};
 use crate::timings::{nanos, timed, KeyResidency, Timings};
 

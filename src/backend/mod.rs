@@ -5,7 +5,9 @@
 pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod gpu;
+pub mod pinned;
 pub mod prep;
+pub mod resident;
 pub mod turn;
 
 use rayon::ThreadPool;
@@ -13,11 +15,11 @@ use rayon::ThreadPool;
 use crate::cancel::CancelToken;
 use crate::error::{Error, Result};
 use crate::groth16::{MsmResults, ProvingKey};
-use crate::pinned::PoolUsage;
-use crate::resident::ResidentKey;
 use crate::synthesis::SynthesizedCircuit;
 pub use crate::timings::BackendKind;
 use crate::timings::Timings;
+use pinned::PoolUsage;
+use resident::ResidentKey;
 pub use turn::Priority;
 
 /// Refuses to wait for a turn on one of `pool`'s workers (see [`turn`]).
