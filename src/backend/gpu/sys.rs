@@ -1,10 +1,12 @@
 //! The Rust mirror of cuda/cuzk_gpu.h: its `#[repr(C)]` structs and entry points, the
 //! [`call`] helper that turns a code and message into an [`Error`], and the points it
-//! returns as blstrs points.
+//! returns as blstrs points. The layout checks below and the `static_assert`s in
+//! cuda/cuzk_gpu.cu pin the same sizes, so a struct changed on one side only fails to build.
 
 use std::ffi::{c_char, c_int, c_void, CStr};
+use std::mem::{align_of, offset_of, size_of};
 
-use blstrs::{Fp, Fp2, G1Affine, G1Projective, G2Affine, G2Projective};
+use blstrs::{Fp, Fp2, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use group::prime::PrimeCurveAffine;
 use group::Group;
 
@@ -194,6 +196,29 @@ extern "C" {
         out: *mut G2,
         msg: *mut Message,
     ) -> c_int;
+}
+
+// The layouts cuda/cuzk_gpu.cu checks too (pointers and size_t are 8 bytes on our targets).
+const _: () = assert!(size_of::<G1>() == 104 && align_of::<G1>() == 8 && offset_of!(G1, infinity) == 96);
+const _: () = assert!(size_of::<G2>() == 200 && align_of::<G2>() == 8 && offset_of!(G2, infinity) == 192);
+const _: () = assert!(size_of::<HTimes>() == 32);
+const _: () = assert!(size_of::<Message>() == 512);
+const _: () = assert!(size_of::<Staging>() == 24 && offset_of!(Staging, bytes) == 16);
+const _: () = assert!(size_of::<Points>() == 32 && offset_of!(Points, query) == 8 && offset_of!(Points, host) == 16 && offset_of!(Points, n) == 24);
+// A wider `query` would fit in the padding after it, unseen by the size and offsets.
+const _: () = assert!(field_bytes(|p: &Points| &p.query) == 4);
+const _: () = assert!(size_of::<KeyPoints>() == 80 && offset_of!(KeyPoints, n) == 40);
+const _: () = assert!(size_of::<Memory>() == 32);
+const _: () = assert!(size_of::<CsrHost>() == 32 && offset_of!(CsrHost, nonzeros) == 24);
+const _: () = assert!(size_of::<ShapeHost>() == 128 && offset_of!(ShapeHost, coefficients) == 96 && offset_of!(ShapeHost, variables) == 120);
+const _: () = assert!(size_of::<Witness>() == 40 && offset_of!(Witness, n) == 32);
+// The points and scalars the entry points read from host memory: blst's affine points
+// (CUZK_GPU_G1_AFFINE_BYTES, CUZK_GPU_G2_AFFINE_BYTES) and 32-byte scalars.
+const _: () = assert!(size_of::<G1Affine>() == 96 && size_of::<G2Affine>() == 192 && size_of::<Scalar>() == 32);
+
+/// The size of a struct's field, for the layout checks.
+const fn field_bytes<S, F>(_: fn(&S) -> &F) -> usize {
+    size_of::<F>()
 }
 
 /// Calls a cuda/ entry point and turns its code and message into an [`Error`].
