@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstddef>
 #include <cstring>
 #include <memory>
 #include <new>
@@ -16,6 +17,38 @@
 
 #include "cuzk_gpu.h"
 #include "bls12_381.cuh"
+
+// The layouts src/backend/gpu/sys.rs mirrors and checks too, so that a struct changed on one
+// side only fails to build (pointers and size_t are 8 bytes on our targets).
+static_assert(sizeof(cuzk_gpu_g1) == 104 && alignof(cuzk_gpu_g1) == 8, "cuzk_gpu_g1");
+static_assert(offsetof(cuzk_gpu_g1, infinity) == 96, "cuzk_gpu_g1");
+static_assert(sizeof(cuzk_gpu_g2) == 200 && alignof(cuzk_gpu_g2) == 8, "cuzk_gpu_g2");
+static_assert(offsetof(cuzk_gpu_g2, infinity) == 192, "cuzk_gpu_g2");
+static_assert(sizeof(cuzk_gpu_h_times) == 32, "cuzk_gpu_h_times");
+static_assert(sizeof(cuzk_gpu_message) == 512, "cuzk_gpu_message");
+static_assert(sizeof(cuzk_gpu_staging) == 24, "cuzk_gpu_staging");
+static_assert(offsetof(cuzk_gpu_staging, bytes) == 16, "cuzk_gpu_staging");
+static_assert(sizeof(cuzk_gpu_points) == 32, "cuzk_gpu_points");
+static_assert(offsetof(cuzk_gpu_points, query) == 8 && offsetof(cuzk_gpu_points, host) == 16 &&
+              offsetof(cuzk_gpu_points, n) == 24, "cuzk_gpu_points");
+// A wider `query` would fit in the padding after it, unseen by the size and offsets.
+static_assert(sizeof(cuzk_gpu_points::query) == 4, "cuzk_gpu_points");
+static_assert(sizeof(cuzk_gpu_key_points) == 80, "cuzk_gpu_key_points");
+static_assert(offsetof(cuzk_gpu_key_points, n) == 40, "cuzk_gpu_key_points");
+static_assert(sizeof(cuzk_gpu_memory) == 32, "cuzk_gpu_memory");
+static_assert(sizeof(cuzk_gpu_csr_host) == 32, "cuzk_gpu_csr_host");
+static_assert(offsetof(cuzk_gpu_csr_host, nonzeros) == 24, "cuzk_gpu_csr_host");
+static_assert(sizeof(cuzk_gpu_shape_host) == 128, "cuzk_gpu_shape_host");
+static_assert(offsetof(cuzk_gpu_shape_host, coefficients) == 96 &&
+              offsetof(cuzk_gpu_shape_host, variables) == 120, "cuzk_gpu_shape_host");
+static_assert(sizeof(cuzk_gpu_witness) == 40, "cuzk_gpu_witness");
+static_assert(offsetof(cuzk_gpu_witness, n) == 32, "cuzk_gpu_witness");
+#ifndef __CUDA_ARCH__ // on the device an Fp2 element is spread over two threads
+// The host points and scalars the entry points read: blst's affine points, 32-byte scalars.
+static_assert(sizeof(affine_t::mem_t) == CUZK_GPU_G1_AFFINE_BYTES, "G1 affine point bytes");
+static_assert(sizeof(g2_affine_t::mem_t) == CUZK_GPU_G2_AFFINE_BYTES, "G2 affine point bytes");
+static_assert(sizeof(scalar_t) == 32, "scalar bytes");
+#endif
 
 static uint64_t elapsed_ns(std::chrono::steady_clock::time_point start)
 {

@@ -1,5 +1,5 @@
-/* The C surface of cuzk's CUDA stages, called by src/backend/gpu.rs (internal: not part of
- * the public include/cuzk.h). Every function catches all C++ exceptions and returns a
+/* The C surface of cuzk's CUDA stages, called by src/backend/gpu/ (mirrored in sys.rs; internal:
+ * not part of the public include/cuzk.h). Every function catches all C++ exceptions and returns a
  * CUZK_GPU_* code, with a message in the caller's buffer. Field elements and points use
  * blst's layout (Montgomery form, 6 × u64 per Fp coordinate), which is sppark's too. */
 #ifndef CUZK_GPU_H

@@ -1,7 +1,7 @@
 //! A pool of page-locked (pinned) host buffers: allocated on first need up to a size limit,
 //! then reused by every call; a buffer goes back to the pool when its guard drops, on every
-//! path, errors included. Never pinned per call: the reference system's per-proof
-//! registration of 30 × ~4 GiB host arrays cost 8.6 s.
+//! path, errors included. Never pinned per call: page-locking host memory is slow, and
+//! registering a proof's multi-GiB host arrays each time would cost seconds per proof.
 
 use std::ptr::NonNull;
 use std::sync::{Condvar, Mutex};

@@ -1,0 +1,128 @@
+//! One CUDA device and what the backend keeps on it: its context (context.rs), the staging
+//! pool (staging.rs), the resident keys (device_key.rs) and circuit matrices (spmv.rs), the
+//! turn that orders the GPU phases of its calls, and its counters for the engine status.
+
+use std::ffi::{c_char, CStr};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use super::context::Context;
+use super::device_key::DeviceKey;
+use super::spmv::DeviceShape;
+use super::staging::{CudaPinned, DEFAULT_PINNED_POOL_BYTES, STAGING_BUFFER_BYTES};
+use super::sys::{self, call};
+use super::GpuConfig;
+use crate::backend::pinned::BufferPool;
+use crate::backend::resident::ResidentCache;
+use crate::backend::turn::Turn;
+use crate::backend::{DeviceStatus, ResidentShape};
+use crate::error::Result;
+use crate::synthesis::r1cs::CircuitShape;
+
+/// One CUDA device and what the backend keeps on it.
+pub(super) struct Device {
+    pub(super) ordinal: i32,
+    name: String,
+    pub(super) ctx: Context,
+    /// GPU phases of one device run one call at a time, high-priority calls first (see
+    /// `backend::turn`); waiting for it is the partition's proving wait.
+    pub(super) turn: Turn,
+    pub(super) keys: ResidentCache<DeviceKey>,
+    /// Circuit shapes whose matrices are resident, most recently used first; the shape is
+    /// held so that its address identifies it.
+    pub(super) shapes: Mutex<Vec<(Arc<CircuitShape>, DeviceShape)>>,
+    pub(super) staging: BufferPool<CudaPinned>,
+    pub(super) in_flight: AtomicUsize,
+    pub(super) proofs: AtomicU64,
+}
+
+impl Device {
+    pub(super) fn open(ordinal: i32, config: &GpuConfig) -> Result<Self> {
+        let mut name = [0 as c_char; 256];
+        let mut memory = 0u64;
+        // SAFETY: out-pointers to locals of the sizes the C side writes.
+        call("querying the CUDA device", |msg| unsafe {
+            sys::cuzk_gpu_device_info(ordinal, name.as_mut_ptr(), &mut memory, msg)
+        })?;
+        // SAFETY: NUL-terminated by the C side.
+        let name = unsafe { CStr::from_ptr(name.as_ptr()) }.to_string_lossy().into_owned();
+        let budget = if config.key_memory_budget > 0 {
+            config.key_memory_budget
+        } else {
+            memory / 4 * 3
+        };
+        let pool = if config.pinned_pool_bytes > 0 {
+            config.pinned_pool_bytes
+        } else {
+            DEFAULT_PINNED_POOL_BYTES
+        };
+        log::info!(
+            "cuzk GPU device {ordinal}: {name}, {} GiB, key budget {} GiB, pinned pool {} MiB, 0/1 split: {:?}",
+            memory >> 30,
+            budget >> 30,
+            pool >> 20,
+            config.split
+        );
+        Ok(Device {
+            ordinal,
+            name,
+            ctx: Context::new(ordinal)?,
+            turn: Turn::default(),
+            keys: ResidentCache::new(budget),
+            shapes: Mutex::new(Vec::new()),
+            staging: BufferPool::new(CudaPinned, STAGING_BUFFER_BYTES, pool as usize),
+            in_flight: AtomicUsize::new(0),
+            proofs: AtomicU64::new(0),
+        })
+    }
+
+    pub(super) fn status(&self) -> DeviceStatus {
+        let memory = self.ctx.memory().unwrap_or_default();
+        let keys = self.keys.entries();
+        let shapes: Vec<ResidentShape> = self
+            .shapes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .map(|(shape, device)| ResidentShape {
+                constraints: shape.num_constraints() as u64,
+                bytes: device.bytes,
+            })
+            .collect();
+        DeviceStatus {
+            ordinal: self.ordinal,
+            name: self.name.clone(),
+            memory_total: memory.total,
+            memory_free: memory.free,
+            memory_used_by_cuzk: self.keys.used_bytes()
+                + shapes.iter().map(|s| s.bytes).sum::<u64>()
+                + memory.ntt_buffer_bytes
+                + memory.witness_buffer_bytes,
+            ntt_buffer_bytes: memory.ntt_buffer_bytes,
+            witness_buffer_bytes: memory.witness_buffer_bytes,
+            resident_shapes: shapes,
+            key_budget: self.keys.budget(),
+            resident_keys: keys,
+            pinned_pool: self.staging.usage(),
+            proofs_in_flight: self.in_flight.load(Ordering::Relaxed) as u64,
+            proofs_done: self.proofs.load(Ordering::Relaxed),
+            busy_ns: self.turn.held_ns(),
+        }
+    }
+}
+
+/// Counts a call as in flight on a device for as long as it lives.
+pub(super) struct InFlight<'a>(pub(super) &'a Device);
+
+impl<'a> InFlight<'a> {
+    pub(super) fn new(device: &'a Device) -> Self {
+        device.in_flight.fetch_add(1, Ordering::Relaxed);
+        InFlight(device)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, Ordering::Relaxed);
+    }
+}

@@ -1,0 +1,354 @@
+//! The GPU backend: H (7 NTTs + MSM), batch addition and tail MSMs of every query, B_G2
+//! included, on CUDA devices through cuda/ (sppark's kernels). Prep_msm (the 0/1/tail split)
+//! is shared with the CPU backend, so both feed their MSMs the same classes.
+//!
+//! Per device, made once: a context (NTT buffers, copy threads), a staging pool of pinned
+//! host buffers, and a budgeted cache of proving keys resident in device memory, read in
+//! place by the MSMs. A key larger than the budget is streamed from host memory per call.
+//! GPU phases of one device run one call at a time (the device turn); uploads and evictions
+//! happen inside it, so no other call holds a key copy while one is freed or made.
+//!
+//! This file holds the settings, the [`Backend`] impls and `GpuBackend::compute_on`, which
+//! takes one proof through the stages; each other file drives the cuda/ file of its name:
+//! `sys` (the mirror of cuda/cuzk_gpu.h), `context`, `staging`, `device_key`, `spmv` (the
+//! R1CS matrices), `quotient` (H), `batch_add`, `tail_msm`; `split` holds the 0/1 split's
+//! cost model and each query's MSM plan, `device` the per-device state.
+
+// sppark's device registry (select_gpu, ngpus) is compiled by its build script into its rlib:
+// name the crate so that it is linked.
+extern crate sppark;
+
+mod batch_add;
+mod context;
+mod device;
+mod device_key;
+mod quotient;
+mod split;
+mod spmv;
+mod staging;
+mod sys;
+mod tail_msm;
+
+use std::borrow::Cow;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use rayon::ThreadPool;
+
+use super::cpu::Domain;
+use super::prep::PreparedMsms;
+use super::turn::Priority;
+use super::SplitPolicy;
+use super::{check_not_a_worker, Backend, BackendKind, DeviceStatus};
+use crate::cancel::CancelToken;
+use crate::error::{Error, Result, Status};
+use crate::groth16::{check_key_fits, MsmResults, ProvingKey};
+use crate::synthesis::r1cs::{Assignment, CompactWitness};
+use crate::synthesis::{Products, SynthesizedCircuit};
+use crate::timings::{timed, Timings};
+pub use context::device_count;
+use device::{Device, InFlight};
+use device_key::PointSource;
+use quotient::HInput;
+use split::G1Msm;
+use staging::staging;
+
+/// The GPU backend's settings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GpuConfig {
+    /// CUDA ordinals to use (CUDA_VISIBLE_DEVICES applies first); empty: every device.
+    pub devices: Vec<i32>,
+    /// Device memory per device for resident proving keys; 0: 3/4 of the device's memory
+    /// (the rest is for the NTT buffers and MSM scratch of the calls).
+    pub key_memory_budget: u64,
+    /// Pinned host memory per device for staging copies; 0: DEFAULT_PINNED_POOL_BYTES.
+    pub pinned_pool_bytes: u64,
+    pub split: SplitPolicy,
+    /// Compute a = A·z, b = B·z, c = C·z on the device from resident matrices (R1CS
+    /// synthesis), sending only the compact witness; false: on the host, a, b, c sent.
+    pub products_on_device: bool,
+}
+
+impl Default for GpuConfig {
+    fn default() -> Self {
+        GpuConfig {
+            devices: Vec::new(),
+            key_memory_budget: 0,
+            pinned_pool_bytes: 0,
+            split: SplitPolicy::CostModel,
+            products_on_device: true,
+        }
+    }
+}
+
+pub struct GpuBackend {
+    devices: Vec<Device>,
+    split: SplitPolicy,
+    products_on_device: bool,
+    /// Where the search for the least busy device starts, so that ties rotate.
+    next: AtomicUsize,
+}
+
+/// The GPU backend for one call: on one device or the least busy, at a priority.
+struct GpuCall<'a> {
+    gpu: &'a GpuBackend,
+    device: Option<&'a Device>,
+    priority: Priority,
+}
+
+/// Proving lanes per device: a sector's partitions spread over the devices and, on each, one
+/// partition's host share (its scalar classes and compact witness, freeing its witness) runs
+/// while the other holds the device, so the device does not sit idle between partitions
+/// (docs/PERFORMANCE.md has the measurements).
+const LANES_PER_DEVICE: usize = 2;
+
+impl Backend for GpuCall<'_> {
+    fn kind(&self) -> BackendKind {
+        BackendKind::Gpu
+    }
+
+    fn evaluates_products(&self) -> bool {
+        self.gpu.products_on_device
+    }
+
+    fn compute_msms(
+        &self,
+        key: &ProvingKey,
+        circuit: SynthesizedCircuit,
+        pool: &ThreadPool,
+        cancel: &CancelToken,
+        t: &mut Timings,
+    ) -> Result<MsmResults> {
+        let device = self.device.map_or_else(|| self.gpu.least_busy_device(), InFlight::new);
+        self.gpu.compute_on(device, self.priority, key, circuit, pool, cancel, t)
+    }
+
+    fn for_call(&self, device: Option<u32>, priority: Priority) -> Result<Box<dyn Backend + '_>> {
+        self.gpu.for_call(device, priority)
+    }
+
+    /// [`LANES_PER_DEVICE`] per device the call may use.
+    fn proving_lanes(&self) -> usize {
+        if self.device.is_some() {
+            LANES_PER_DEVICE
+        } else {
+            self.gpu.proving_lanes()
+        }
+    }
+}
+
+impl GpuBackend {
+    /// The backend of every device (or those `config.devices` names).
+    pub fn new(config: &GpuConfig) -> Result<Self> {
+        let ordinals: Vec<i32> = if config.devices.is_empty() {
+            (0..device_count()? as i32).collect()
+        } else {
+            config.devices.clone()
+        };
+        if ordinals.is_empty() {
+            return Err(Error::new(Status::GpuError, "no CUDA device"));
+        }
+        let devices = ordinals.into_iter().map(|d| Device::open(d, config)).collect::<Result<_>>()?;
+        Ok(GpuBackend {
+            devices,
+            split: config.split,
+            products_on_device: config.products_on_device,
+            next: AtomicUsize::new(0),
+        })
+    }
+
+    /// The device with the fewest calls in flight, ties taken in turn, so that calls spread
+    /// over the devices.
+    fn least_busy_device(&self) -> InFlight<'_> {
+        let n = self.devices.len();
+        let start = self.next.fetch_add(1, Ordering::Relaxed) % n;
+        let device = (0..n)
+            .map(|k| &self.devices[(start + k) % n])
+            .min_by_key(|d| d.in_flight.load(Ordering::Relaxed))
+            .expect("at least one device");
+        InFlight::new(device)
+    }
+
+    /// The MSMs of one circuit on the device `in_flight` counts the call on: the host's share
+    /// (scalar classes, compact witness) in `pool`, then the device turn, waited for on this
+    /// thread; inside it, host work (gathering a streamed key's tail points, a, b, c when the
+    /// matrices do not fit) runs in `pool` too.
+    #[allow(clippy::too_many_arguments)]
+    fn compute_on(
+        &self,
+        in_flight: InFlight<'_>,
+        priority: Priority,
+        key: &ProvingKey,
+        circuit: SynthesizedCircuit,
+        pool: &ThreadPool,
+        cancel: &CancelToken,
+        t: &mut Timings,
+    ) -> Result<MsmResults> {
+        check_not_a_worker(pool)?;
+        let domain = Domain::for_len(circuit.num_constraints())
+            .ok_or_else(|| Error::invalid("circuit has more constraints than the field's 2^32 FFT domain"))?;
+        let layout = check_key_fits(key, &circuit, domain.size())?;
+        let SynthesizedCircuit {
+            products,
+            input_assignment,
+            aux_assignment,
+            a_aux_density,
+            b_input_density,
+            b_aux_density,
+            ..
+        } = circuit;
+        let device = in_flight.0;
+        t.device_index = device.ordinal;
+        // Whether the key will be resident decides where the tails are gathered; a key that
+        // fits the budget is (or is about to be) resident.
+        let resident = key.points_bytes() <= device.keys.budget();
+        let policy = self.split;
+
+        let p = timed(&mut t.prep_msm_ns, || {
+            pool.install(|| {
+                PreparedMsms::new(
+                    &layout,
+                    &input_assignment,
+                    &aux_assignment,
+                    &a_aux_density,
+                    &b_input_density,
+                    &b_aux_density,
+                )
+            })
+        });
+        let ([l, a_q, b_q], b_g2_bitmap) = timed(&mut t.prep_msm_ns, || {
+            pool.install(|| {
+                let g1 = [
+                    G1Msm::plan("L", sys::QUERY_L, &key.l, &p.l, policy, resident),
+                    G1Msm::plan("A", sys::QUERY_A, &key.a, &p.a, policy, resident),
+                    G1Msm::plan("B_G1", sys::QUERY_B_G1, &key.b_g1, &p.b, policy, resident),
+                ];
+                // B_G2 always splits (below): B_G1's bitmap unless its ones went to the tail.
+                let same_as_b_g1 = matches!(g1[2].classes, Cow::Borrowed(_)) && key.b_g1.len() == key.b_g2.len();
+                let b_g2_bitmap = if same_as_b_g1 || p.b.ones.is_empty() {
+                    Vec::new()
+                } else {
+                    p.b.ones_bitmap(key.b_g2.len())
+                };
+                (g1, b_g2_bitmap)
+            })
+        });
+        let z = Assignment {
+            inputs: &input_assignment,
+            aux: &aux_assignment,
+        };
+        let mut h_input = match products {
+            Products::Deferred(shape) => {
+                // L's classes are every aux value's kind.
+                let witness = timed(&mut t.witness_upload_ns, || {
+                    pool.install(|| CompactWitness::encode(z, &p.l.ones, &p.l.tail_indices))
+                })?;
+                HInput::Witness { witness, shape }
+            }
+            Products::Evaluated { a, b, c } => HInput::Products(a, b, c),
+        };
+        // Freed before the device turn, not inside it (86 MB at 2KiB, 4.2 GB at 32GiB).
+        drop((input_assignment, aux_assignment));
+        cancel.check()?;
+
+        let device_turn = timed(&mut t.proving_wait_ns, || device.turn.take(priority));
+        cancel.check()?;
+        let buffer = device.staging.acquire(&mut t.pin_ns)?;
+        let staging = staging(&buffer);
+        let copy = device.resident_key(key, &staging, t)?;
+        if let HInput::Witness { shape, witness } = &h_input {
+            if !device.make_shape_resident(shape, domain.log_size, &staging, t)? {
+                log::warn!(
+                    "the R1CS matrices of a {}-constraint circuit do not fit in device {}'s memory beside the key: a, b, c computed on the host",
+                    shape.num_constraints(),
+                    device.ordinal
+                );
+                let (a, b, c) = timed(&mut t.spmv_ns, || {
+                    pool.install(|| {
+                        let z = witness.decode();
+                        let (inputs, aux) = z.split_at(shape.num_inputs());
+                        shape.evaluate(inputs, aux)
+                    })
+                });
+                h_input = HInput::Products(a, b, c);
+            }
+        }
+        let src = PointSource { resident: copy.as_deref() };
+        let h = Self::quotient_msm(device, &src, key, h_input, domain.log_size, &staging, t)?;
+        cancel.check()?;
+        let l = l.run(device, &src, &staging, pool, &mut t.batch_add_ns, &mut t.msm_l_ns)?;
+        let a = a_q.run(device, &src, &staging, pool, &mut t.batch_add_ns, &mut t.msm_a_ns)?;
+        let b_g1 = b_q.run(device, &src, &staging, pool, &mut t.batch_add_ns, &mut t.msm_b_g1_ns)?;
+        // On the device, not on the CPU cores beside it: measured faster at every size
+        // (docs/PERFORMANCE.md). Always split: the cost model was fitted to G1 only.
+        let b_g2_bitmap = if b_g2_bitmap.is_empty() { &b_q.ones_bitmap } else { &b_g2_bitmap };
+        let b_g2 = Self::b_g2_msm(device, &src, &key.b_g2, &p.b, b_g2_bitmap, &staging, pool, t)?;
+        drop((copy, buffer, device_turn));
+        device.proofs.fetch_add(1, Ordering::Relaxed);
+        Ok(MsmResults { h, l, a, b_g1, b_g2 })
+    }
+}
+
+impl Backend for GpuBackend {
+    fn kind(&self) -> BackendKind {
+        BackendKind::Gpu
+    }
+
+    fn evaluates_products(&self) -> bool {
+        self.products_on_device
+    }
+
+    fn compute_msms(
+        &self,
+        key: &ProvingKey,
+        circuit: SynthesizedCircuit,
+        pool: &ThreadPool,
+        cancel: &CancelToken,
+        t: &mut Timings,
+    ) -> Result<MsmResults> {
+        self.compute_on(self.least_busy_device(), Priority::Normal, key, circuit, pool, cancel, t)
+    }
+
+    fn for_call(&self, device: Option<u32>, priority: Priority) -> Result<Box<dyn Backend + '_>> {
+        let device = match device {
+            None => None,
+            Some(ordinal) => Some(self.devices.iter().find(|d| d.ordinal as u32 == ordinal).ok_or_else(|| {
+                let have: Vec<i32> = self.devices.iter().map(|d| d.ordinal).collect();
+                Error::invalid(format!("device {ordinal} requested; the engine uses devices {have:?}"))
+            })?),
+        };
+        Ok(Box::new(GpuCall { gpu: self, device, priority }))
+    }
+
+    fn preload(&self, key: &ProvingKey, pool: &ThreadPool) -> Result<u64> {
+        check_not_a_worker(pool)?;
+        let mut upload_ns = 0;
+        for device in &self.devices {
+            let _turn = device.turn.take(Priority::Normal);
+            let mut t = Timings::new();
+            let buffer = device.staging.acquire(&mut t.pin_ns)?;
+            device.resident_key(key, &staging(&buffer), &mut t)?;
+            upload_ns += t.srs_upload_ns;
+        }
+        Ok(upload_ns)
+    }
+
+    fn evict(&self, label: &str) -> usize {
+        self.devices
+            .iter()
+            .map(|device| {
+                // Inside the turn: no call is reading the copy while it is freed.
+                let _turn = device.turn.take(Priority::Normal);
+                device.keys.evict_label(label)
+            })
+            .sum()
+    }
+
+    /// Those of a call that may use every device.
+    fn proving_lanes(&self) -> usize {
+        LANES_PER_DEVICE * self.devices.len()
+    }
+
+    fn devices(&self) -> Vec<DeviceStatus> {
+        self.devices.iter().map(Device::status).collect()
+    }
+}

@@ -1,0 +1,251 @@
+//! The Rust mirror of cuda/cuzk_gpu.h: its `#[repr(C)]` structs and entry points, the
+//! [`call`] helper that turns a code and message into an [`Error`], and the points it
+//! returns as blstrs points. The layout checks below and the `static_assert`s in
+//! cuda/cuzk_gpu.cu pin the same sizes, so a struct changed on one side only fails to build.
+
+use std::ffi::{c_char, c_int, c_void, CStr};
+use std::mem::{align_of, offset_of, size_of};
+
+use blstrs::{Fp, Fp2, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use group::prime::PrimeCurveAffine;
+use group::Group;
+
+use crate::error::{Error, Result, Status};
+
+pub(super) const OK: c_int = 0;
+pub(super) const OUT_OF_MEMORY: c_int = 2;
+
+#[repr(C)]
+#[derive(Default)]
+pub(super) struct G1 {
+    pub(super) x: [u64; 6],
+    pub(super) y: [u64; 6],
+    pub(super) infinity: u32,
+    pub(super) padding: u32,
+}
+
+#[repr(C)]
+#[derive(Default)]
+pub(super) struct G2 {
+    pub(super) x: [u64; 12],
+    pub(super) y: [u64; 12],
+    pub(super) infinity: u32,
+    pub(super) padding: u32,
+}
+
+#[repr(C)]
+#[derive(Default)]
+pub(super) struct HTimes {
+    pub(super) h2d_ns: u64,
+    pub(super) spmv_ns: u64,
+    pub(super) ntt_ns: u64,
+    pub(super) msm_ns: u64,
+}
+
+#[repr(C)]
+pub(super) struct Message {
+    pub(super) text: [c_char; 512],
+}
+
+pub(super) enum Context {}
+pub(super) enum Key {}
+pub(super) enum Shape {}
+
+#[repr(C)]
+pub(super) struct Staging {
+    pub(super) buffers: [*mut c_void; 2],
+    pub(super) bytes: usize,
+}
+
+pub(super) const QUERY_H: u32 = 0;
+pub(super) const QUERY_L: u32 = 1;
+pub(super) const QUERY_A: u32 = 2;
+pub(super) const QUERY_B_G1: u32 = 3;
+pub(super) const QUERY_B_G2: u32 = 4;
+pub(super) const QUERIES: usize = 5;
+
+#[repr(C)]
+pub(super) struct Points {
+    pub(super) key: *const Key,
+    pub(super) query: u32,
+    pub(super) host: *const c_void,
+    pub(super) n: usize,
+}
+
+#[repr(C)]
+pub(super) struct KeyPoints {
+    pub(super) host: [*const c_void; QUERIES],
+    pub(super) n: [usize; QUERIES],
+}
+
+#[repr(C)]
+#[derive(Default)]
+pub(super) struct Memory {
+    pub(super) total: u64,
+    pub(super) free: u64,
+    pub(super) ntt_buffer_bytes: u64,
+    pub(super) witness_buffer_bytes: u64,
+}
+
+#[repr(C)]
+pub(super) struct CsrHost {
+    pub(super) row_starts: *const u32,
+    pub(super) columns: *const u32,
+    pub(super) coefficient_ids: *const u32,
+    pub(super) nonzeros: usize,
+}
+
+#[repr(C)]
+pub(super) struct ShapeHost {
+    pub(super) matrices: [CsrHost; 3],
+    pub(super) coefficients: *const c_void,
+    pub(super) num_coefficients: usize,
+    pub(super) rows: usize,
+    pub(super) variables: usize,
+}
+
+#[repr(C)]
+pub(super) struct Witness {
+    pub(super) kinds: *const u64,
+    pub(super) full_offsets: *const u32,
+    pub(super) full: *const c_void,
+    pub(super) num_full: usize,
+    pub(super) n: usize,
+}
+
+extern "C" {
+    pub(super) fn cuzk_gpu_device_count(count: *mut c_int, msg: *mut Message) -> c_int;
+    pub(super) fn cuzk_gpu_device_info(device: c_int, name: *mut c_char, total_memory: *mut u64, msg: *mut Message) -> c_int;
+    pub(super) fn cuzk_gpu_context_new(device: c_int, out: *mut *mut Context, msg: *mut Message) -> c_int;
+    pub(super) fn cuzk_gpu_context_free(ctx: *mut Context);
+    pub(super) fn cuzk_gpu_memory_info(ctx: *mut Context, out: *mut Memory, msg: *mut Message) -> c_int;
+    pub(super) fn cuzk_gpu_pinned_alloc(bytes: usize, out: *mut *mut c_void, msg: *mut Message) -> c_int;
+    pub(super) fn cuzk_gpu_pinned_free(ptr: *mut c_void);
+    pub(super) fn cuzk_gpu_key_upload(
+        ctx: *mut Context,
+        points: *const KeyPoints,
+        staging: *const Staging,
+        out: *mut *mut Key,
+        msg: *mut Message,
+    ) -> c_int;
+    pub(super) fn cuzk_gpu_key_free(key: *mut Key);
+    pub(super) fn cuzk_gpu_quotient_msm(
+        ctx: *mut Context,
+        a: *const c_void,
+        b: *const c_void,
+        c: *const c_void,
+        n: usize,
+        lg_domain: u32,
+        h_points: *const Points,
+        staging: *const Staging,
+        out: *mut G1,
+        times: *mut HTimes,
+        msg: *mut Message,
+    ) -> c_int;
+    pub(super) fn cuzk_gpu_shape_upload(
+        ctx: *mut Context,
+        shape: *const ShapeHost,
+        staging: *const Staging,
+        out: *mut *mut Shape,
+        bytes: *mut u64,
+        msg: *mut Message,
+    ) -> c_int;
+    pub(super) fn cuzk_gpu_shape_free(shape: *mut Shape);
+    pub(super) fn cuzk_gpu_quotient_msm_r1cs(
+        ctx: *mut Context,
+        shape: *const Shape,
+        witness: *const Witness,
+        lg_domain: u32,
+        h_points: *const Points,
+        staging: *const Staging,
+        out: *mut G1,
+        times: *mut HTimes,
+        msg: *mut Message,
+    ) -> c_int;
+    pub(super) fn cuzk_gpu_batch_add(
+        ctx: *mut Context,
+        points: *const Points,
+        bitmap: *const u32,
+        staging: *const Staging,
+        out: *mut G1,
+        msg: *mut Message,
+    ) -> c_int;
+    pub(super) fn cuzk_gpu_msm(
+        ctx: *mut Context,
+        points: *const Points,
+        indices: *const u32,
+        scalars: *const c_void,
+        n: usize,
+        out: *mut G1,
+        msg: *mut Message,
+    ) -> c_int;
+    pub(super) fn cuzk_gpu_batch_add_g2(
+        ctx: *mut Context,
+        points: *const Points,
+        bitmap: *const u32,
+        staging: *const Staging,
+        out: *mut G2,
+        msg: *mut Message,
+    ) -> c_int;
+    pub(super) fn cuzk_gpu_msm_g2(
+        ctx: *mut Context,
+        points: *const Points,
+        indices: *const u32,
+        scalars: *const c_void,
+        n: usize,
+        out: *mut G2,
+        msg: *mut Message,
+    ) -> c_int;
+}
+
+// The layouts cuda/cuzk_gpu.cu checks too (pointers and size_t are 8 bytes on our targets).
+const _: () = assert!(size_of::<G1>() == 104 && align_of::<G1>() == 8 && offset_of!(G1, infinity) == 96);
+const _: () = assert!(size_of::<G2>() == 200 && align_of::<G2>() == 8 && offset_of!(G2, infinity) == 192);
+const _: () = assert!(size_of::<HTimes>() == 32);
+const _: () = assert!(size_of::<Message>() == 512);
+const _: () = assert!(size_of::<Staging>() == 24 && offset_of!(Staging, bytes) == 16);
+const _: () = assert!(size_of::<Points>() == 32 && offset_of!(Points, query) == 8 && offset_of!(Points, host) == 16 && offset_of!(Points, n) == 24);
+// A wider `query` would fit in the padding after it, unseen by the size and offsets.
+const _: () = assert!(field_bytes(|p: &Points| &p.query) == 4);
+const _: () = assert!(size_of::<KeyPoints>() == 80 && offset_of!(KeyPoints, n) == 40);
+const _: () = assert!(size_of::<Memory>() == 32);
+const _: () = assert!(size_of::<CsrHost>() == 32 && offset_of!(CsrHost, nonzeros) == 24);
+const _: () = assert!(size_of::<ShapeHost>() == 128 && offset_of!(ShapeHost, coefficients) == 96 && offset_of!(ShapeHost, variables) == 120);
+const _: () = assert!(size_of::<Witness>() == 40 && offset_of!(Witness, n) == 32);
+// The points and scalars the entry points read from host memory: blst's affine points
+// (CUZK_GPU_G1_AFFINE_BYTES, CUZK_GPU_G2_AFFINE_BYTES) and 32-byte scalars.
+const _: () = assert!(size_of::<G1Affine>() == 96 && size_of::<G2Affine>() == 192 && size_of::<Scalar>() == 32);
+
+/// The size of a struct's field, for the layout checks.
+const fn field_bytes<S, F>(_: fn(&S) -> &F) -> usize {
+    size_of::<F>()
+}
+
+/// Calls a cuda/ entry point and turns its code and message into an [`Error`].
+pub(super) fn call(what: &str, f: impl FnOnce(*mut Message) -> i32) -> Result<()> {
+    let mut msg = Message { text: [0; 512] };
+    let code = f(&mut msg);
+    if code == OK {
+        return Ok(());
+    }
+    // SAFETY: the C side always NUL-terminates the message buffer.
+    let text = unsafe { CStr::from_ptr(msg.text.as_ptr()) }.to_string_lossy().into_owned();
+    let status = if code == OUT_OF_MEMORY { Status::OutOfMemory } else { Status::GpuError };
+    Err(Error::new(status, format!("{what}: {text}")))
+}
+
+pub(super) fn to_projective(p: &G1) -> G1Projective {
+    if p.infinity != 0 {
+        return G1Projective::identity();
+    }
+    G1Affine::from_raw_unchecked(Fp::from_raw_unchecked(p.x), Fp::from_raw_unchecked(p.y), false).to_curve()
+}
+
+pub(super) fn to_projective_g2(p: &G2) -> G2Projective {
+    if p.infinity != 0 {
+        return G2Projective::identity();
+    }
+    let fp = |limbs: &[u64]| Fp::from_raw_unchecked(limbs.try_into().expect("6 limbs"));
+    let fp2 = |c: &[u64; 12]| Fp2::new(fp(&c[..6]), fp(&c[6..]));
+    G2Affine::from_raw_unchecked(fp2(&p.x), fp2(&p.y), false).to_curve()
+}
