@@ -4,14 +4,16 @@
 
 use std::path::{Path, PathBuf};
 
-// Files only: cbindgen follows `mod` declarations, and the backends' internal FFI must not
-// reach the public header.
-const ABI_SOURCES: [&str; 3] = ["src/ffi.rs", "src/error.rs", "src/timings.rs"];
+// The files cbindgen reads. It follows their `mod` declarations: src/ffi/mod.rs brings in the
+// ABI's files in the order the header lists them, while src/lib.rs is not read, so that the
+// backends' internal FFI never reaches the public header.
+const ABI_SOURCES: [&str; 3] = ["src/ffi/mod.rs", "src/error.rs", "src/timings.rs"];
 
 fn main() {
     let root = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
-    for source in ABI_SOURCES.iter().chain(&["cbindgen.toml"]) {
-        println!("cargo:rerun-if-changed={source}");
+    // src/ffi as a directory: a file added to it counts too.
+    for input in ABI_SOURCES.iter().chain(&["src/ffi", "cbindgen.toml"]) {
+        println!("cargo:rerun-if-changed={input}");
     }
     println!("cargo:rerun-if-env-changed=CUZK_UPDATE_HEADER");
     // tests/gpu.rs runs only in builds made with CUZK_GPU_TESTS=1; elsewhere it is ignored.
@@ -43,13 +45,13 @@ fn main() {
     }
 }
 
-/// CUZK_ABI_VERSION as written in src/ffi.rs (build scripts cannot use the crate itself).
+/// CUZK_ABI_VERSION as written in src/ffi/mod.rs (build scripts cannot use the crate itself).
 fn abi_version(root: &std::path::Path) -> u32 {
-    let ffi = std::fs::read_to_string(root.join("src/ffi.rs")).expect("src/ffi.rs");
+    let ffi = std::fs::read_to_string(root.join("src/ffi/mod.rs")).expect("src/ffi/mod.rs");
     ffi.lines()
         .find_map(|line| line.strip_prefix("pub const CUZK_ABI_VERSION: u32 = "))
         .and_then(|rest| rest.trim_end_matches(';').parse().ok())
-        .expect("src/ffi.rs defines CUZK_ABI_VERSION")
+        .expect("src/ffi/mod.rs defines CUZK_ABI_VERSION")
 }
 
 /// GPU architectures compiled by default: A100 (sm_80), L40/4090 (sm_89), H100/H200 (sm_90),

@@ -1,0 +1,112 @@
+//! Proving several sectors in one call.
+
+use super::boundary::{array32, boundary, error_object, owned_bytes, slice, slice_mut};
+use super::prove::{c1_json, prove_options, TimingsOut};
+use super::{cuzk_bytes, cuzk_engine, cuzk_error, cuzk_prove_options, engine::engine_of};
+use crate::engine::{SectorProof, SectorRequest};
+use crate::error::{Error, Result, Status};
+use crate::timings::Timings;
+
+/// One sector of `cuzk_seal_commit_phase2_batch`: the inputs of `cuzk_seal_commit_phase2`,
+/// with the same rules for its pointers (read during the call only).
+#[repr(C)]
+pub struct cuzk_sector_request {
+    pub c1_json: *const u8,
+    pub c1_json_len: usize,
+    pub sector_id: u64,
+    /// 32 bytes.
+    pub prover_id: *const u8,
+}
+
+/// The outcome of one sector of `cuzk_seal_commit_phase2_batch`.
+#[repr(C)]
+pub struct cuzk_sector_result {
+    /// CUZK_STATUS_OK, or why this sector failed.
+    pub status: Status,
+    /// The proof on success (the caller's, free with `cuzk_bytes_free`), else NULL.
+    pub proof: *mut cuzk_bytes,
+    /// The error on failure (the caller's, free with `cuzk_error_free`), else NULL.
+    pub error: *mut cuzk_error,
+    /// Set by the caller before the call: NULL, or a `cuzk_timings` (its `struct_size` set)
+    /// that receives this sector's timings on success.
+    pub timings: *mut Timings,
+}
+
+/// PoRep commit phase 2 of `count` sectors in one call: their partitions flow through one
+/// pipeline (a partition is synthesized while the previous one is proven, within the
+/// engine's host memory budget), so the batch takes less time than the sectors one by one.
+/// `results[i]` receives sector i's outcome; a sector that fails (bad input, failed
+/// verification) fails alone. Returns CUZK_STATUS_OK when every sector was attempted (check
+/// each result's status), or an error for the call as a whole (NULL arrays, unusable options),
+/// with every result left without proof or error.
+///
+/// `engine`: not NULL, a handle from `cuzk_engine_new` not yet freed. `sectors`: `count`
+/// readable requests (NULL only when `count` is 0). `results`: `count` writable results (NULL
+/// only when `count` is 0); the library reads their `timings` and writes the other fields.
+/// `options`: NULL (all defaults) or a cuzk_prove_options (see there). `err`: NULL, or where
+/// to store the call's error. All are read or written during the call only.
+#[no_mangle]
+pub extern "C" fn cuzk_seal_commit_phase2_batch(
+    engine: *const cuzk_engine,
+    sectors: *const cuzk_sector_request,
+    results: *mut cuzk_sector_result,
+    count: usize,
+    options: *const cuzk_prove_options,
+    err: *mut *mut cuzk_error,
+) -> Status {
+    boundary(err, || {
+        let engine = engine_of(engine)?;
+        if count == 0 {
+            return Ok(());
+        }
+        if sectors.is_null() || results.is_null() {
+            return Err(Error::new(Status::NullArgument, format!("sectors or results is NULL (count {count})")));
+        }
+        let sectors = slice(sectors, count, "sectors")?;
+        let results = slice_mut(results, count, "results")?;
+        for result in results.iter_mut() {
+            (result.status, result.proof, result.error) = (Status::Ok, std::ptr::null_mut(), std::ptr::null_mut());
+        }
+        let (options, partition_timings) = prove_options(options)?;
+        // Requests that cannot be read fail alone, like sectors that fail to prove.
+        let requests: Vec<Result<(SectorRequest, TimingsOut)>> = sectors
+            .iter()
+            .zip(results.iter())
+            .map(|(s, r)| {
+                let request = SectorRequest {
+                    c1_json: c1_json(s.c1_json, s.c1_json_len, "c1_json")?,
+                    sector_id: s.sector_id,
+                    prover_id: array32(s.prover_id, "prover_id")?,
+                };
+                Ok((request, TimingsOut::new(r.timings)?))
+            })
+            .collect();
+        let valid: Vec<SectorRequest> = requests.iter().filter_map(|r| r.as_ref().ok().map(|(request, _)| *request)).collect();
+        let mut proven = engine.seal_commit_phase2_batch(&valid, &options)?.into_iter();
+        // Each sector's outcome, numbered as the caller's array (the unreadable left out).
+        let outcomes: Vec<Result<SectorProof>> = requests
+            .into_iter()
+            .enumerate()
+            .map(|(index, request)| {
+                let (_, timings) = request?;
+                let mut proven = proven.next().expect("one result per valid request")?;
+                proven.timings.sector_index = index as u32;
+                timings.write(&proven.timings);
+                Ok(proven)
+            })
+            .collect();
+        partition_timings.write(
+            outcomes
+                .iter()
+                .enumerate()
+                .filter_map(|(index, outcome)| Some((index, outcome.as_ref().ok()?))),
+        );
+        for (outcome, result) in outcomes.into_iter().zip(results.iter_mut()) {
+            match outcome {
+                Ok(proven) => result.proof = owned_bytes(proven.proof),
+                Err(e) => (result.status, result.error) = (e.status, error_object(e)),
+            }
+        }
+        Ok(())
+    })
+}

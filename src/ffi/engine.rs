@@ -1,0 +1,155 @@
+//! The engine: its configuration and the handles to it.
+
+use std::ffi::c_char;
+use std::mem::offset_of;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use super::boundary::{boundary, free_owned, into_owned, optional_c_str, read_sized, required, required_mut, SizedOut, SizedStruct};
+use super::cuzk_error;
+use crate::engine::{Engine, EngineConfig};
+use crate::error::{Error, Result, Status};
+
+/// A handle to the process's engine. Free with `cuzk_engine_free`, and only after every call
+/// that uses it has returned.
+pub struct cuzk_engine {
+    engine: Arc<Engine>,
+}
+
+/// The engine behind the caller's handle `ptr` (NULL: CUZK_STATUS_NULL_ARGUMENT).
+pub(super) fn engine_of<'a>(ptr: *const cuzk_engine) -> Result<&'a Engine> {
+    Ok(&required(ptr, "engine")?.engine)
+}
+
+/// Engine configuration. Fill with `cuzk_config_default` after setting `struct_size`.
+///
+/// Revisions; a caller compiled against an earlier one passes its smaller `struct_size` and
+/// the later fields keep their defaults:
+/// 1. `struct_size` to `param_cache_dir` (CUZK_CONFIG_SIZE_V1 bytes);
+/// 2. adds `gpu_key_memory_budget` and `pinned_pool_bytes`;
+/// 3. adds `host_memory_budget`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct cuzk_config {
+    /// sizeof(cuzk_config) as the caller compiled it.
+    pub struct_size: u32,
+    /// Worker threads for synthesis and CPU proving; 0 = one per core.
+    pub num_threads: u32,
+    /// Never use a GPU, even when one is present.
+    pub cpu_only: bool,
+    /// Verify every proof before returning it (default true, as filecoin-proofs does).
+    pub self_verify: bool,
+    /// Directory of the Groth16 parameters (NUL-terminated UTF-8); NULL: FIL_PROOFS_PARAMETER_CACHE,
+    /// else /var/tmp/filecoin-proof-parameters. Copied during `cuzk_engine_new`.
+    pub param_cache_dir: *const c_char,
+    // Revision 2.
+    /// Device memory per GPU for resident proving keys, in bytes; 0: 3/4 of the device's
+    /// memory. Least recently used keys are evicted beyond it; a key larger than it is
+    /// streamed from host memory on every call (cuzk_timings.key_residency says so).
+    pub gpu_key_memory_budget: u64,
+    /// Pinned host memory per GPU for staging copies, in bytes; 0: 128 MiB.
+    pub pinned_pool_bytes: u64,
+    // Revision 3.
+    /// Host memory for synthesized partitions waiting to be proven, in bytes (bounds how far
+    /// synthesis runs ahead of proving); 0: a quarter of the machine's memory.
+    pub host_memory_budget: u64,
+}
+
+/// The smallest `cuzk_config.struct_size` accepted: the size of revision 1 (64-bit targets).
+pub const CUZK_CONFIG_SIZE_V1: u32 = 24;
+const _: () = assert!(CUZK_CONFIG_SIZE_V1 as usize == offset_of!(cuzk_config, gpu_key_memory_budget));
+
+// SAFETY: repr(C), plain data (integers, pointers, bools), starting with its u32 struct_size.
+unsafe impl SizedStruct for cuzk_config {
+    const NAME: &'static str = "cuzk_config";
+    const MIN_SIZE: u32 = CUZK_CONFIG_SIZE_V1;
+}
+
+/// Fills `config` with the defaults (all cores, GPU when present, self-verify on, parameter
+/// directory from FIL_PROOFS_PARAMETER_CACHE). Set `config->struct_size` first.
+///
+/// `config`: not NULL, a cuzk_config with its `struct_size` set, written no further than that
+/// (and `struct_size` itself not at all). `err`: NULL, or where to store the call's error. All
+/// are read or written during the call only.
+#[no_mangle]
+pub extern "C" fn cuzk_config_default(config: *mut cuzk_config, err: *mut *mut cuzk_error) -> Status {
+    boundary(err, || {
+        let config = SizedOut::required(config, "config")?;
+        let defaults = EngineConfig::default();
+        config.write(&cuzk_config {
+            struct_size: 0, // not written: the caller's stays
+            num_threads: defaults.num_threads as u32,
+            cpu_only: defaults.cpu_only,
+            self_verify: defaults.self_verify,
+            param_cache_dir: std::ptr::null(),
+            gpu_key_memory_budget: defaults.gpu_key_memory_budget,
+            pinned_pool_bytes: defaults.pinned_pool_bytes,
+            host_memory_budget: defaults.host_memory_budget,
+        });
+        Ok(())
+    })
+}
+
+/// What the caller's configuration asks for.
+fn engine_config(config: &cuzk_config) -> Result<EngineConfig> {
+    let param_cache_dir = match optional_c_str(config.param_cache_dir) {
+        None => None,
+        Some(dir) => {
+            let dir = dir.to_str().map_err(|_| Error::invalid("param_cache_dir is not UTF-8"))?;
+            (!dir.is_empty()).then(|| PathBuf::from(dir))
+        }
+    };
+    Ok(EngineConfig {
+        param_cache_dir,
+        cpu_only: config.cpu_only,
+        num_threads: config.num_threads as usize,
+        self_verify: config.self_verify,
+        gpu_key_memory_budget: config.gpu_key_memory_budget,
+        pinned_pool_bytes: config.pinned_pool_bytes,
+        host_memory_budget: config.host_memory_budget,
+        ..EngineConfig::default()
+    })
+}
+
+/// Starts (or joins) the process's engine. A second call with the same configuration returns
+/// another handle to the same engine; with a different one it fails with
+/// CUZK_STATUS_ENGINE_STATE while any handle is alive.
+///
+/// `config`: NULL (all defaults) or a cuzk_config with its `struct_size` set, read no further
+/// than that (`param_cache_dir` is copied). `engine_out`: not NULL; receives the new handle
+/// (the caller's, free with `cuzk_engine_free`), NULL on failure. `err`: NULL, or where to
+/// store the call's error. All are read or written during the call only.
+#[no_mangle]
+pub extern "C" fn cuzk_engine_new(config: *const cuzk_config, engine_out: *mut *mut cuzk_engine, err: *mut *mut cuzk_error) -> Status {
+    boundary(err, || {
+        let out = required_mut(engine_out, "engine_out")?;
+        *out = std::ptr::null_mut();
+        let unset = cuzk_config {
+            struct_size: 0,
+            num_threads: 0,
+            cpu_only: false,
+            self_verify: true,
+            param_cache_dir: std::ptr::null(),
+            gpu_key_memory_budget: 0,
+            pinned_pool_bytes: 0,
+            host_memory_budget: 0,
+        };
+        let config = match read_sized(config, unset)? {
+            None => EngineConfig::default(),
+            Some(config) => engine_config(&config)?,
+        };
+        *out = into_owned(cuzk_engine {
+            engine: Engine::acquire(config)?,
+        });
+        Ok(())
+    })
+}
+
+/// Releases a handle; the engine stops when the last handle is freed.
+///
+/// `engine`: NULL (ignored) or a handle from `cuzk_engine_new` not yet freed, which no call is
+/// using any more; invalid afterwards.
+#[no_mangle]
+pub extern "C" fn cuzk_engine_free(engine: *mut cuzk_engine) {
+    free_owned(engine);
+}

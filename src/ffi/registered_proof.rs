@@ -1,0 +1,62 @@
+//! The `registered_proof` numbers of the ABI: filecoin-ffi's `RegisteredSealProof` numbering
+//! (the same as go-state-types' abi package).
+
+use filecoin_proofs_api::RegisteredSealProof;
+
+use crate::error::{Error, Result};
+
+/// The proofs in the order of their ABI numbers.
+const SEAL_PROOFS: [RegisteredSealProof; 20] = {
+    use RegisteredSealProof::*;
+    [
+        StackedDrg2KiBV1,
+        StackedDrg8MiBV1,
+        StackedDrg512MiBV1,
+        StackedDrg32GiBV1,
+        StackedDrg64GiBV1,
+        StackedDrg2KiBV1_1,
+        StackedDrg8MiBV1_1,
+        StackedDrg512MiBV1_1,
+        StackedDrg32GiBV1_1,
+        StackedDrg64GiBV1_1,
+        StackedDrg2KiBV1_1_Feat_SyntheticPoRep,
+        StackedDrg8MiBV1_1_Feat_SyntheticPoRep,
+        StackedDrg512MiBV1_1_Feat_SyntheticPoRep,
+        StackedDrg32GiBV1_1_Feat_SyntheticPoRep,
+        StackedDrg64GiBV1_1_Feat_SyntheticPoRep,
+        StackedDrg2KiBV1_2_Feat_NonInteractivePoRep,
+        StackedDrg8MiBV1_2_Feat_NonInteractivePoRep,
+        StackedDrg512MiBV1_2_Feat_NonInteractivePoRep,
+        StackedDrg32GiBV1_2_Feat_NonInteractivePoRep,
+        StackedDrg64GiBV1_2_Feat_NonInteractivePoRep,
+    ]
+};
+
+pub fn seal_proof_from_abi(n: u32) -> Result<RegisteredSealProof> {
+    SEAL_PROOFS
+        .get(n as usize)
+        .copied()
+        .ok_or_else(|| Error::invalid(format!("unknown registered seal proof {n}")))
+}
+
+pub fn seal_proof_to_abi(proof: RegisteredSealProof) -> u32 {
+    SEAL_PROOFS
+        .iter()
+        .position(|p| *p == proof)
+        .expect("every registered proof has an ABI number") as u32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Status;
+
+    #[test]
+    fn abi_numbers_roundtrip() {
+        for n in 0..20 {
+            assert_eq!(seal_proof_to_abi(seal_proof_from_abi(n).unwrap()), n);
+        }
+        assert_eq!(seal_proof_from_abi(5).unwrap(), RegisteredSealProof::StackedDrg2KiBV1_1);
+        assert_eq!(seal_proof_from_abi(20).unwrap_err().status, Status::InvalidArgument);
+    }
+}
