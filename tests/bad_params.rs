@@ -42,7 +42,7 @@ fn missing_then_corrupt_then_truncated_parameters() {
     assert_eq!(status, Status::ParametersInvalid, "{message}");
 
     // The verifying key is missing too: verification says so instead of answering false.
-    let (status, message) = verify(&engine, &f.sector, &[0u8; 192]).err().expect("no vk");
+    let (status, message) = verify(&engine, &f.sector, &[0u8; 192]).expect_err("no vk");
     assert_eq!(status, Status::ParametersNotFound, "{message}");
     std::fs::remove_dir_all(&dir).unwrap();
 }

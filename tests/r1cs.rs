@@ -289,7 +289,7 @@ fn porep_2k_split_path_matches_synthesis() {
     let params = filecoin_proofs::parameters::public_params::<SectorShape2KiB>(&inputs.config).unwrap();
     let theirs = <StackedCompound<SectorShape2KiB, DefaultPieceHasher> as CompoundProof<_, _>>::circuit(
         &inputs.public_inputs,
-        Default::default(),
+        (),
         &inputs.vanilla_proofs[0],
         &params,
         Some(0),

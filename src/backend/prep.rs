@@ -39,10 +39,9 @@ impl ClassifiedScalars {
     /// point `first_point + k` (the layout of density-filtered A and B queries). One thread:
     /// for the public inputs and the tests.
     fn append_chunk(&mut self, scalars: &[Scalar], selected: impl Fn(usize) -> bool, first_point: u32) {
-        let mut point = first_point;
-        for (_, s) in scalars.iter().enumerate().filter(|&(i, _)| selected(i)) {
+        let chosen = scalars.iter().enumerate().filter(|&(i, _)| selected(i));
+        for (point, (_, s)) in (first_point..).zip(chosen) {
             self.push(point, s);
-            point += 1;
         }
     }
 
@@ -82,7 +81,7 @@ impl ClassifiedScalars {
     /// when few scalars are 1. The sum is the same either way.
     pub fn fold_ones_into_tail(&mut self) {
         let one = Scalar::ONE.to_repr();
-        self.tail_scalars.extend(std::iter::repeat(one).take(self.ones.len()));
+        self.tail_scalars.extend(std::iter::repeat_n(one, self.ones.len()));
         self.tail_indices.append(&mut self.ones);
     }
 

@@ -152,7 +152,7 @@ mod tests {
                     order_tx.send(i).unwrap();
                 });
                 // Call i has its ticket before call i + 1 asks for one.
-                wait_for_waiters(&turn, |s| s.normal.waiting() == i + 1);
+                wait_for_waiters(turn, |s| s.normal.waiting() == i + 1);
             }
             drop(running);
         });

@@ -77,7 +77,7 @@ fn generate_params<Tree: 'static + MerkleTreeTrait>(proof: RegisteredSealProof, 
         <Compound<Tree> as CompoundProof<_, _>>::verifying_key(Some(&mut *rng), &params)?;
         let blank = <Compound<Tree> as CompoundProof<_, _>>::blank_circuit(&params);
         <Compound<Tree> as CacheableParameters<_, _>>::get_param_metadata(blank, &params)?;
-        Ok(config.get_cache_params_path::<Tree>()?)
+        config.get_cache_params_path::<Tree>()
     };
     run().map_err(|e| cuzk::error::Error::internal(format!("{e:#}")))
 }

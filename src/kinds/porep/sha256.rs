@@ -331,10 +331,11 @@ impl Gadget<'_> {
         let max_sum = operands.len() as u64 * u64::from(u32::MAX);
         let sum_bits = (u64::BITS - max_sum.leading_zeros()) as usize;
         let mut bits = [Bit::Constant(false); 32];
+        // Every bit of the sum is allocated; the word keeps the low 32.
         for i in 0..sum_bits {
             let bit = Bit::Is(self.new_bit((sum >> i) & 1 == 1)?);
-            if i < 32 {
-                bits[i] = bit;
+            if let Some(slot) = bits.get_mut(i) {
+                *slot = bit;
             }
         }
         self.multieq_equal(sum_bits);
