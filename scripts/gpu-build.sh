@@ -18,7 +18,7 @@ for line in sys.stdin:
         print(m["executable"])')
 rm -rf carry && mkdir -p carry
 cp "$tests_bin" carry/gpu-tests
-cp target/release/cuzk-fixtures target/release/cuzk-bench carry/
+cp "${CARGO_TARGET_DIR:-target}/release/cuzk-fixtures" "${CARGO_TARGET_DIR:-target}/release/cuzk-bench" carry/
 strip carry/*
 "$root/scripts/build-peers.sh" carry/supraseal-bench >/dev/null
 git rev-parse HEAD >carry/COMMIT
