@@ -1,0 +1,268 @@
+//! The command line, parsed once into typed values, and the engine configuration it asks for.
+
+use std::path::PathBuf;
+
+use anyhow::{anyhow, bail, Context, Result};
+use cuzk::engine::{EngineConfig, SplitPolicy};
+use filecoin_proofs_api::RegisteredSealProof;
+
+const USAGE: &str = "usage: cuzk-bench c2 --system cuzk|cuzk-streamed|cuzk-cpu|bellperson --fixture DIR --params DIR [--repeat N]\n       cuzk-bench circuit --system cuzk|cuzk-streamed|cuzk-cpu|bellperson --log-constraints K [--witness porep|uniform|sha] [--setup-key] [--write-key FILE] [--repeat N]\n       cuzk-bench porep-partition --system cuzk|cuzk-streamed|cuzk-cpu --sector-size 2KiB|8MiB|512MiB|32GiB|64GiB [--check-shape] [--compare-spmv] [--repeat N]\n       cuzk-bench porep-sector --system cuzk|cuzk-cpu --sector-size 2KiB|8MiB|512MiB|32GiB|64GiB [--sectors N,N..] [--partitions P] [--lanes L] [--repeat N]";
+
+/// The entry of `choices` (names and what they stand for) named `text`.
+fn choose<T: Copy>(what: &str, text: &str, choices: &[(&'static str, T)]) -> Result<T> {
+    match choices.iter().find(|(name, _)| *name == text) {
+        Some(&(_, value)) => Ok(value),
+        None => {
+            let names: Vec<&str> = choices.iter().map(|(name, _)| *name).collect();
+            bail!("unknown {what} {text:?} (one of: {})", names.join(", "))
+        }
+    }
+}
+
+/// A choice named on the command line, by the name the records and labels carry.
+pub trait Named: Copy + PartialEq + 'static {
+    /// The flag that names it.
+    const FLAG: &'static str;
+    const NAMES: &'static [(&'static str, Self)];
+
+    fn parse(text: &str) -> Result<Self> {
+        choose(Self::FLAG, text, Self::NAMES)
+    }
+
+    fn name(self) -> &'static str {
+        Self::NAMES.iter().find(|(_, value)| *value == self).map_or("", |(name, _)| name)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Workload {
+    C2,
+    Circuit,
+    PorepPartition,
+    PorepSector,
+}
+
+impl Named for Workload {
+    const FLAG: &'static str = "workload";
+    const NAMES: &'static [(&'static str, Self)] = &[
+        ("c2", Workload::C2),
+        ("circuit", Workload::Circuit),
+        ("porep-partition", Workload::PorepPartition),
+        ("porep-sector", Workload::PorepSector),
+    ];
+}
+
+/// What proves (`--system`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum System {
+    /// The engine: the GPU when one is usable (else the CPU), the key resident in device memory.
+    Cuzk,
+    /// The engine on the GPU with a key budget of one byte: the key's points streamed from
+    /// host memory on every call.
+    CuzkStreamed,
+    /// The engine's CPU backend.
+    CuzkCpu,
+    /// bellperson's CPU prover (filecoin-proofs-api's `seal_commit_phase2` for c2).
+    Bellperson,
+}
+
+impl Named for System {
+    const FLAG: &'static str = "--system";
+    const NAMES: &'static [(&'static str, Self)] = &[
+        ("cuzk", System::Cuzk),
+        ("cuzk-streamed", System::CuzkStreamed),
+        ("cuzk-cpu", System::CuzkCpu),
+        ("bellperson", System::Bellperson),
+    ];
+}
+
+impl System {
+    /// Proves with cuzk's engine.
+    pub fn is_cuzk(self) -> bool {
+        self != System::Bellperson
+    }
+
+    /// Proves with cuzk's engine on the GPU when one is usable.
+    pub fn prefers_gpu(self) -> bool {
+        matches!(self, System::Cuzk | System::CuzkStreamed)
+    }
+}
+
+/// The circuit workload's circuit (`--witness`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Witness {
+    /// A random circuit whose witness is mostly 0/1, as PoRep's is.
+    Porep,
+    /// A random circuit with a uniform witness.
+    Uniform,
+    /// The SHA-256 chain that the peers under bench/peers/ prove too.
+    Sha,
+}
+
+impl Named for Witness {
+    const FLAG: &'static str = "--witness";
+    const NAMES: &'static [(&'static str, Self)] = &[("porep", Witness::Porep), ("uniform", Witness::Uniform), ("sha", Witness::Sha)];
+}
+
+/// A PoRep sector size (`--sector-size`): its proof kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SectorSize(pub RegisteredSealProof);
+
+impl Named for SectorSize {
+    const FLAG: &'static str = "--sector-size";
+    const NAMES: &'static [(&'static str, Self)] = &[
+        ("2KiB", SectorSize(RegisteredSealProof::StackedDrg2KiBV1_1)),
+        ("8MiB", SectorSize(RegisteredSealProof::StackedDrg8MiBV1_1)),
+        ("512MiB", SectorSize(RegisteredSealProof::StackedDrg512MiBV1_1)),
+        ("32GiB", SectorSize(RegisteredSealProof::StackedDrg32GiBV1_1)),
+        ("64GiB", SectorSize(RegisteredSealProof::StackedDrg64GiBV1_1)),
+    ];
+}
+
+impl SectorSize {
+    /// The size in workload labels: "2k", "32g".
+    pub fn short(self) -> String {
+        self.name().to_lowercase().trim_end_matches("ib").to_string()
+    }
+}
+
+pub struct Args {
+    pub workload: Workload,
+    pub system: System,
+    pub fixture: Option<PathBuf>,
+    pub params: Option<PathBuf>,
+    pub log_constraints: u32,
+    pub witness: Witness,
+    pub write_key: Option<PathBuf>,
+    pub repeat: usize,
+    pub sector_size: SectorSize,
+    pub check_shape: bool,
+    /// Prove with a key from bellperson's random setup (`--setup-key`) and verify every proof.
+    pub setup_key: bool,
+    /// porep-partition: alternate runs with a, b, c on the device and on the host.
+    pub compare_spmv: bool,
+    /// porep-sector: sectors per call, one call per entry and run (`--sectors 1,2,4`).
+    pub sectors: Vec<usize>,
+    /// porep-sector: partitions per sector (default: the proof kind's).
+    pub partitions: Option<usize>,
+    /// porep-sector: the engine's proving lanes (`EngineConfig::proving_lanes`; 0: automatic).
+    pub lanes: usize,
+}
+
+impl Args {
+    /// The command line; an error ends with the usage.
+    pub fn parse() -> Result<Args> {
+        Self::parse_argv().map_err(|e| anyhow!("{e:#}\n{USAGE}"))
+    }
+
+    fn parse_argv() -> Result<Args> {
+        let mut argv = std::env::args().skip(1);
+        let workload = match argv.next() {
+            Some(name) => Workload::parse(&name)?,
+            None => bail!("no workload"),
+        };
+        let mut system = None;
+        let mut args = Args {
+            workload,
+            system: System::Cuzk,
+            fixture: None,
+            params: None,
+            log_constraints: 20,
+            witness: Witness::Porep,
+            write_key: None,
+            repeat: 1,
+            sector_size: SectorSize(RegisteredSealProof::StackedDrg32GiBV1_1),
+            check_shape: false,
+            setup_key: false,
+            compare_spmv: false,
+            sectors: vec![1],
+            partitions: None,
+            lanes: 0,
+        };
+        while let Some(flag) = argv.next() {
+            match flag.as_str() {
+                "--check-shape" => args.check_shape = true,
+                "--setup-key" => args.setup_key = true,
+                "--compare-spmv" => args.compare_spmv = true,
+                _ => {
+                    let value = argv.next().with_context(|| format!("{flag} needs a value"))?;
+                    match flag.as_str() {
+                        "--system" => system = Some(System::parse(&value)?),
+                        "--fixture" => args.fixture = Some(PathBuf::from(value)),
+                        "--params" => args.params = Some(PathBuf::from(value)),
+                        "--log-constraints" => args.log_constraints = value.parse().context("--log-constraints")?,
+                        "--witness" => args.witness = Witness::parse(&value)?,
+                        "--write-key" => args.write_key = Some(PathBuf::from(value)),
+                        "--repeat" => args.repeat = value.parse().context("--repeat")?,
+                        "--sector-size" => args.sector_size = SectorSize::parse(&value)?,
+                        "--sectors" => args.sectors = value.split(',').map(|n| n.parse().context("--sectors")).collect::<Result<_>>()?,
+                        "--partitions" => args.partitions = Some(value.parse().context("--partitions")?),
+                        "--lanes" => args.lanes = value.parse().context("--lanes")?,
+                        _ => bail!("unknown flag {flag}"),
+                    }
+                }
+            }
+        }
+        if args.setup_key && args.log_constraints > 20 {
+            bail!("--setup-key: a random setup above 2^20 constraints takes too long; use the synthetic key");
+        }
+        args.system = system.context("--system is required")?;
+        if matches!(args.workload, Workload::PorepPartition | Workload::PorepSector) && !args.system.is_cuzk() {
+            bail!("--system {} cannot run {}", args.system.name(), args.workload.name());
+        }
+        Ok(args)
+    }
+
+    /// The engine configuration of `--system`, with the environment's overrides of what a run
+    /// measures applied: CUZK_SYNTHESIS=classic|r1cs, CUZK_GPU_SPLIT=auto|always|never,
+    /// CUZK_SPMV=device|host. The engine reads these itself when it starts but does not expose
+    /// the configuration it resolved, so the bench reads them here, the one place it does, into
+    /// the configuration it hands the engine (which, applying them again, changes nothing):
+    /// what that configuration says is what the engine runs with, and the bench asks it for the
+    /// records' system names and for the circuit workload's own synthesis path. Like the engine,
+    /// this refuses a value it does not know.
+    pub fn engine_config(&self) -> Result<EngineConfig> {
+        let mut config = EngineConfig {
+            param_cache_dir: self.params.clone(),
+            cpu_only: self.system == System::CuzkCpu,
+            gpu_key_memory_budget: if self.system == System::CuzkStreamed { 1 } else { 0 },
+            proving_lanes: self.lanes,
+            ..Default::default()
+        };
+        if let Some(classic) = env_choice("CUZK_SYNTHESIS", &[("classic", true), ("r1cs", false)])? {
+            config.classic_synthesis = classic;
+        }
+        if let Some(split) = env_choice("CUZK_GPU_SPLIT", &SPLIT_POLICIES)? {
+            config.gpu_split = split;
+        }
+        if let Some(on_device) = env_choice("CUZK_SPMV", &[("device", true), ("host", false)])? {
+            config.products_on_gpu = on_device;
+        }
+        Ok(config)
+    }
+}
+
+/// CUZK_GPU_SPLIT's values.
+const SPLIT_POLICIES: [(&str, SplitPolicy); 3] = [
+    ("auto", SplitPolicy::CostModel),
+    ("always", SplitPolicy::Always),
+    ("never", SplitPolicy::Never),
+];
+
+/// The name of a 0/1 split the configuration forces ("always", "never"); None for the GPU's
+/// own choice by its cost model.
+pub fn forced_split(policy: SplitPolicy) -> Option<&'static str> {
+    match policy {
+        SplitPolicy::CostModel => None,
+        forced => SPLIT_POLICIES.iter().find(|(_, p)| *p == forced).map(|(name, _)| *name),
+    }
+}
+
+/// The environment variable `name` among `choices`, as the engine reads it: None when unset or
+/// empty, an error naming the choices when it is anything else.
+fn env_choice<T: Copy>(name: &str, choices: &[(&'static str, T)]) -> Result<Option<T>> {
+    match std::env::var(name) {
+        Ok(value) if !value.is_empty() => Ok(Some(choose(name, &value, choices)?)),
+        _ => Ok(None),
+    }
+}

@@ -1,0 +1,46 @@
+//! `c2`: PoRep commit phase 2 of a fixture made by `cuzk-fixtures seal`.
+
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use cuzk::engine::ProveOptions;
+use cuzk_tools::fixtures::SealedSector;
+
+use crate::args::System;
+use crate::record::TimingFields;
+use crate::Bench;
+
+pub fn run(bench: &Bench) -> Result<()> {
+    let args = &bench.args;
+    let fixture = args.fixture.as_ref().context("c2 needs --fixture")?;
+    let params = args.params.as_ref().context("c2 needs --params")?;
+    // filecoin-proofs reads its parameter directory once, from the environment; set it while
+    // this process is still single-threaded.
+    std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", params);
+    let c1_json = std::fs::read(fixture.join("c1.json"))?;
+    let sector: SealedSector = serde_json::from_slice(&std::fs::read(fixture.join("sector.json"))?)?;
+    let label = format!("porep-c2 {:?}", sector.registered_proof);
+    let engine = match args.system {
+        System::Bellperson => None,
+        _ => Some(bench.engine()?),
+    };
+    for run in 0..args.repeat {
+        let start = Instant::now();
+        let timings = match &engine {
+            Some(engine) => Some(
+                engine
+                    .seal_commit_phase2(&c1_json, sector.sector_id, sector.prover_id, &ProveOptions::default())?
+                    .timings,
+            ),
+            None => {
+                // filecoin-proofs-api's own commit phase 2, which verifies its result.
+                let c1 = cuzk::internals::porep::parse_c1(&c1_json)?;
+                filecoin_proofs_api::seal::seal_commit_phase2(c1, sector.prover_id, sector.sector_id.into())?;
+                None
+            }
+        };
+        let wall = start.elapsed().as_secs_f64();
+        bench.report(&label, run, wall, &timings.as_ref().map(TimingFields), engine.as_deref());
+    }
+    Ok(())
+}

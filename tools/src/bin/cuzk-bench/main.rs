@@ -1,0 +1,125 @@
+//! cuzk-bench: one system per process (so peak RSS belongs to that system); prints a table row
+//! on stderr and a JSON line on stdout per run.
+//!
+//!   cuzk-bench c2 --system cuzk|cuzk-streamed|cuzk-cpu|bellperson --fixture DIR --params DIR [--repeat N]
+//!       PoRep C2 of a fixture made by `cuzk-fixtures seal`.
+//!   cuzk-bench circuit --system cuzk|cuzk-streamed|cuzk-cpu|bellperson --log-constraints K [--witness porep|uniform|sha]
+//!                      [--write-key FILE] [--repeat N]
+//!       a circuit of 2^K constraints with a synthetic key: PERFORMANCE ONLY (its proofs cannot
+//!       verify), for sizes no test parameters exist for. porep|uniform: a random circuit whose
+//!       witness is PoRep-like (mostly 0/1) or uniform; sha: the SHA-256 chain of
+//!       tools/src/sha_chain.rs, also proven by the peers under bench/peers/, which read the
+//!       key that --write-key saves (bellperson's params format). --setup-key (K <= 20): a key
+//!       from bellperson's random setup instead, and every proof verified ("verified" field).
+//!
+//!   cuzk-bench porep-partition --system cuzk|cuzk-streamed|cuzk-cpu --sector-size 2KiB|8MiB|512MiB|32GiB|64GiB
+//!                              [--check-shape] [--repeat N]
+//!       one partition of the real PoRep circuit of that sector size (32GiB: 130M constraints,
+//!       domain 2^27), made from made-up vanilla proofs of the right geometry, with a synthetic
+//!       key: PERFORMANCE ONLY. The R1CS path as the engine runs it (shape extracted in parallel
+//!       once, then per proof the witness with the challenges in parallel, A·z, B·z, C·z, GPU).
+//!       --check-shape also records filecoin-proofs' blank circuit sequentially and fails unless
+//!       its shape is the made-up partition's (the engine's preload relies on it).
+//!
+//!   cuzk-bench porep-sector --system cuzk|cuzk-cpu --sector-size 32GiB [--sectors 1,2,4] [--partitions P] [--lanes L] [--repeat N]
+//!       whole sectors of made-up partitions (PERFORMANCE ONLY, synthetic key) through the
+//!       engine's pipeline, N sectors per call (one record per call): partitions synthesized
+//!       while earlier ones are proven, within the host memory budget. Records the wall time
+//!       per sector, the device's and each stage's busy fraction, each partition's timings.
+//!
+//! `cuzk` uses the GPU when one is usable (else the CPU), keeping the key resident in device
+//! memory; `cuzk-streamed` the GPU with a key budget of one byte, so that the key's points are
+//! streamed from host memory on every call (resident against streamed); `cuzk-cpu` always the
+//! CPU backend.
+//! `bellperson` is filecoin-proofs-api's own `seal_commit_phase2` (bellperson's CPU prover,
+//! with filecoin-proofs' verification of the result), the reference the CPU path is held to.
+
+mod args;
+mod c2;
+mod circuit;
+mod porep_partition;
+mod porep_sector;
+mod record;
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Result;
+use blstrs::Scalar;
+use cuzk::engine::{Engine, EngineConfig};
+use cuzk::CircuitOptions;
+use ff::Field;
+use serde::Serialize;
+
+use args::{forced_split, Args, Named, Workload};
+
+/// A benchmark: its command line and the engine configuration its `--system` asks for.
+struct Bench {
+    args: Args,
+    config: EngineConfig,
+}
+
+impl Bench {
+    /// The engine of `--system`.
+    fn engine(&self) -> Result<Arc<Engine>> {
+        Ok(Engine::acquire(self.config.clone())?)
+    }
+
+    /// `--system`, with what the environment makes the engine do differently as part of the
+    /// name: a forced 0/1 split (CUZK_GPU_SPLIT=always|never, for measuring the GPU's cost
+    /// model), a, b, c on the host (CUZK_SPMV=host), classic synthesis (CUZK_SYNTHESIS=classic).
+    fn system_name(&self) -> String {
+        let system = self.args.system;
+        let mut name = system.name().to_string();
+        if system.prefers_gpu() {
+            if let Some(split) = forced_split(self.config.gpu_split) {
+                name += &format!("[split={split}]");
+            }
+            if !self.config.products_on_gpu {
+                name += "[spmv=host]";
+            }
+        }
+        if system.is_cuzk() && self.config.classic_synthesis {
+            name += "[classic synthesis]";
+        }
+        name
+    }
+
+    /// Reports run `run` of `label` under the system's name (see `record::report`).
+    fn report(&self, label: &str, run: usize, wall: f64, measured: &impl Serialize, engine: Option<&Engine>) {
+        record::report(&self.system_name(), label, run, wall, measured, engine)
+    }
+}
+
+/// r = s = 1: every system proves the same bytes for the same circuit and key.
+fn fixed_randomness() -> CircuitOptions {
+    CircuitOptions {
+        randomness: Some((Scalar::ONE, Scalar::ONE)),
+        cancel: None,
+    }
+}
+
+fn run() -> Result<()> {
+    let args = Args::parse()?;
+    let bench = Bench {
+        config: args.engine_config()?,
+        args,
+    };
+    match bench.args.workload {
+        Workload::C2 => c2::run(&bench),
+        Workload::Circuit => circuit::run(&bench),
+        Workload::PorepPartition => porep_partition::run(&bench),
+        Workload::PorepSector => porep_sector::run(&bench),
+    }
+}
+
+fn main() -> ExitCode {
+    record::note_start();
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("cuzk-bench: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

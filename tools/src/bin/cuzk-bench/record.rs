@@ -1,0 +1,264 @@
+//! What a run reports: a table row on stderr and a JSON record on stdout, whose fields
+//! scripts/bench-table.py and scripts/peak-device-memory.py read.
+
+use std::sync::OnceLock;
+
+use blstrs::Scalar;
+use cuzk::engine::Engine;
+use cuzk::internals::{Density, SynthesizedCircuit};
+use cuzk::timings::{BackendKind, KeyResidency, Timings};
+use ff::Field;
+use serde::ser::{SerializeMap, Serializer};
+use serde::Serialize;
+
+/// `x` rounded to `decimals` decimals as `format!` rounds it: the precision the records carry.
+pub fn rounded(x: f64, decimals: usize) -> f64 {
+    format!("{x:.decimals$}").parse().unwrap_or(x)
+}
+
+/// Nanoseconds in seconds, to `decimals` decimals.
+pub fn seconds(ns: u64, decimals: usize) -> f64 {
+    rounded(ns as f64 / 1e9, decimals)
+}
+
+/// Mebibytes to the nearest one.
+fn whole_mib(mib: f64) -> u64 {
+    rounded(mib, 0) as u64
+}
+
+/// One run's record: where and when it was measured, then what the workload measured
+/// (`measured`'s fields, flattened into the record).
+#[derive(Serialize)]
+struct Record<'a, M: Serialize> {
+    workload: &'a str,
+    system: &'a str,
+    run: usize,
+    threads: usize,
+    wall_s: f64,
+    peak_rss_mib: u64,
+    #[serde(flatten)]
+    window: Window,
+    #[serde(flatten)]
+    machine: Machine,
+    #[serde(flatten)]
+    measured: &'a M,
+}
+
+/// Prints run `run` of `label` by `system`: a table row on stderr, the record on stdout.
+/// `engine`: the engine that proved, whose devices the record describes.
+pub fn report(system: &str, label: &str, run: usize, wall: f64, measured: &impl Serialize, engine: Option<&Engine>) {
+    let rss = peak_rss_mib();
+    let threads = rayon::current_num_threads();
+    eprintln!("{system:<11} {label} run {run}: wall {wall:8.3} s  peak RSS {rss:8.0} MiB  ({threads} threads)");
+    let record = Record {
+        workload: label,
+        system,
+        run,
+        threads,
+        wall_s: rounded(wall, 3),
+        peak_rss_mib: whole_mib(rss),
+        window: Window::now(),
+        machine: Machine::of(engine),
+        measured,
+    };
+    println!("{}", serde_json::to_string(&record).expect("a record serializes"));
+}
+
+fn peak_rss_mib() -> f64 {
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: getrusage writes a rusage into the pointer.
+    let usage = unsafe {
+        libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr());
+        usage.assume_init()
+    };
+    usage.ru_maxrss as f64 / 1024.0
+}
+
+/// When this process started, for the peak device memory of its records (see `Window`).
+static STARTED_UNIX_MS: OnceLock<u64> = OnceLock::new();
+
+/// Notes when the process started; called first thing.
+pub fn note_start() {
+    STARTED_UNIX_MS.get_or_init(unix_ms);
+}
+
+fn unix_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// The process's lifetime so far: scripts/gpu-run.sh samples the device's memory in use
+/// (nvidia-smi) and gives each record the peak over this window, as peak RSS is for the host.
+#[derive(Serialize)]
+struct Window {
+    started_unix_ms: u64,
+    reported_unix_ms: u64,
+}
+
+impl Window {
+    fn now() -> Self {
+        Window {
+            started_unix_ms: STARTED_UNIX_MS.get().copied().unwrap_or(0),
+            reported_unix_ms: unix_ms(),
+        }
+    }
+}
+
+/// Where a record was measured: the commit (CUZK_BENCH_COMMIT, which scripts/gpu-run.sh sets
+/// from carry/COMMIT), the host, the CUDA driver (CUZK_BENCH_CUDA, from nvidia-smi), and for
+/// cuzk's GPU systems the devices (`Devices`). Fields in alphabetical order, as the records
+/// have always had them.
+#[derive(Serialize)]
+struct Machine {
+    commit: String,
+    cores: usize,
+    cuda: Option<String>,
+    #[serde(flatten)]
+    devices: Option<Devices>,
+    host: String,
+    host_memory_gib: u64,
+}
+
+/// The device and the device memory in use after the run, in all and by cuzk (keys, NTT
+/// buffers), from the engine status: of the first device, with the number of devices the
+/// engine uses.
+#[derive(Serialize)]
+struct Devices {
+    device_memory_cuzk_mib: u64,
+    device_memory_in_use_mib: u64,
+    gpu: String,
+    gpu_memory_mib: u64,
+    gpus: usize,
+}
+
+impl Machine {
+    fn of(engine: Option<&Engine>) -> Self {
+        let host_memory_gib = std::fs::read_to_string("/proc/meminfo")
+            .ok()
+            .and_then(|m| {
+                m.lines()
+                    .find_map(|l| l.strip_prefix("MemTotal:").map(|v| v.trim().trim_end_matches(" kB").parse::<u64>().ok()))
+            })
+            .flatten()
+            .map_or(0, |kib| kib >> 20);
+        let devices = engine.map(|e| e.status().devices).unwrap_or_default();
+        Machine {
+            commit: std::env::var("CUZK_BENCH_COMMIT").unwrap_or_else(|_| "unknown".into()),
+            cores: std::thread::available_parallelism().map_or(0, |n| n.get()),
+            cuda: std::env::var("CUZK_BENCH_CUDA").ok(),
+            devices: devices.first().map(|device| Devices {
+                device_memory_cuzk_mib: device.memory_used_by_cuzk >> 20,
+                device_memory_in_use_mib: (device.memory_total - device.memory_free) >> 20,
+                gpu: device.name.clone(),
+                gpu_memory_mib: device.memory_total >> 20,
+                gpus: devices.len(),
+            }),
+            host: std::fs::read_to_string("/proc/sys/kernel/hostname")
+                .map(|h| h.trim().to_string())
+                .unwrap_or_default(),
+            host_memory_gib,
+        }
+    }
+}
+
+/// The fields of a cuzk run's timings: backend, key residency, synthesis path, domain, and
+/// every phase in seconds (`<phase>_s`).
+pub struct TimingFields<'a>(pub &'a Timings);
+
+impl Serialize for TimingFields<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let t = self.0;
+        let phases = t.phases();
+        let mut map = serializer.serialize_map(Some(7 + phases.len()))?;
+        map.serialize_entry("backend", if t.backend == BackendKind::Gpu as u32 { "gpu" } else { "cpu" })?;
+        let key = match t.key_residency {
+            k if k == KeyResidency::Resident as u32 => "resident",
+            k if k == KeyResidency::Streamed as u32 => "streamed",
+            _ => "none",
+        };
+        map.serialize_entry("key", key)?;
+        map.serialize_entry("synthesis_path", if t.r1cs_synthesis == 1 { "r1cs" } else { "classic" })?;
+        map.serialize_entry("log_domain", &t.domain_log2)?;
+        map.serialize_entry("witness_s", &seconds(t.witness_ns, 4))?;
+        map.serialize_entry("spmv_s", &seconds(t.spmv_ns, 4))?;
+        map.serialize_entry("spmv_on", if t.spmv_on_device == 1 { "device" } else { "host" })?;
+        for (name, ns) in phases {
+            map.serialize_entry(&format!("{name}_s"), &seconds(ns, 4))?;
+        }
+        map.end()
+    }
+}
+
+/// How the aux scalars of each MSM split into zeros (skipped), ones (batch addition) and
+/// full-width values (tail MSMs), each as `[zeros, ones, full]`; scripts/bench-table.py
+/// computes each phase's arithmetic floor from them.
+#[derive(Serialize)]
+pub struct Scalars {
+    l: [u64; 3],
+    a: [u64; 3],
+    b: [u64; 3],
+}
+
+impl Scalars {
+    pub fn of(synthesized: &SynthesizedCircuit) -> Self {
+        let count = |density: Option<&Density>| {
+            let (mut zeros, mut ones, mut full) = (0u64, 0u64, 0u64);
+            for (i, value) in synthesized.aux_assignment.iter().enumerate() {
+                if density.is_some_and(|d| !d.get(i)) {
+                    continue;
+                }
+                match value {
+                    v if bool::from(v.is_zero()) => zeros += 1,
+                    v if *v == Scalar::ONE => ones += 1,
+                    _ => full += 1,
+                }
+            }
+            [zeros, ones, full]
+        };
+        Scalars {
+            l: count(None),
+            a: count(Some(&synthesized.a_aux_density)),
+            b: count(Some(&synthesized.b_aux_density)),
+        }
+    }
+}
+
+/// Host memory of one run apart from what the process held before it (keys, shapes): Linux
+/// resets the peak (VmHWM) on `clear_refs` 5, so the peak read at the end is the run's own.
+pub struct RunMemory {
+    baseline_mib: Option<f64>,
+}
+
+/// A run's host memory: resident at its start and the peak since, null where the kernel does
+/// not say.
+#[derive(Serialize)]
+pub struct RunMemoryFields {
+    run_baseline_rss_mib: Option<u64>,
+    run_peak_rss_mib: Option<u64>,
+}
+
+impl RunMemory {
+    pub fn start() -> Self {
+        let reset = std::fs::write("/proc/self/clear_refs", "5").is_ok();
+        RunMemory {
+            baseline_mib: if reset { proc_status_mib("VmRSS") } else { None },
+        }
+    }
+
+    pub fn fields(&self) -> RunMemoryFields {
+        let peak = self.baseline_mib.and(proc_status_mib("VmHWM"));
+        RunMemoryFields {
+            run_baseline_rss_mib: self.baseline_mib.map(whole_mib),
+            run_peak_rss_mib: peak.map(whole_mib),
+        }
+    }
+}
+
+/// A `kB` line of /proc/self/status in MiB.
+fn proc_status_mib(field: &str) -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))?;
+    let kib: f64 = line.trim().trim_end_matches("kB").trim().parse().ok()?;
+    Some(kib / 1024.0)
+}
