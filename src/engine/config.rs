@@ -67,10 +67,8 @@ impl Default for EngineConfig {
 }
 
 impl EngineConfig {
-    /// The configuration the engine runs with: defaults filled in and the environment's
-    /// overrides applied (FIL_PROOFS_PARAMETER_CACHE when no directory is given; CUZK_NO_GPU,
-    /// CUZK_SYNTHESIS, CUZK_GPU_SPLIT, CUZK_SPMV when set). An override it cannot read is an
-    /// error, not silently ignored.
+    /// The configuration the engine runs with: defaults filled in (FIL_PROOFS_PARAMETER_CACHE
+    /// when no directory is given) and [`Self::with_environment`] applied.
     pub(crate) fn resolved(mut self) -> Result<Self> {
         if self.param_cache_dir.is_none() {
             let from_env = std::env::var_os("FIL_PROOFS_PARAMETER_CACHE").filter(|v| !v.is_empty());
@@ -82,6 +80,13 @@ impl EngineConfig {
         if self.host_memory_budget == 0 {
             self.host_memory_budget = physical_memory() / 4;
         }
+        self.with_environment()
+    }
+
+    /// This configuration with the environment's overrides applied: CUZK_NO_GPU=1|0,
+    /// CUZK_SYNTHESIS=classic|r1cs, CUZK_GPU_SPLIT=auto|always|never, CUZK_SPMV=device|host,
+    /// each when set. A value it does not know is an error, not silently ignored.
+    pub fn with_environment(mut self) -> Result<Self> {
         if let Some(no_gpu) = env_knob("CUZK_NO_GPU", &[("1", true), ("0", false)])? {
             self.cpu_only |= no_gpu;
         }

@@ -213,32 +213,19 @@ impl Args {
         Ok(args)
     }
 
-    /// The engine configuration of `--system`, with the environment's overrides of what a run
-    /// measures applied: CUZK_SYNTHESIS=classic|r1cs, CUZK_GPU_SPLIT=auto|always|never,
-    /// CUZK_SPMV=device|host. The engine reads these itself when it starts but does not expose
-    /// the configuration it resolved, so the bench reads them here, the one place it does, into
-    /// the configuration it hands the engine (which, applying them again, changes nothing):
-    /// what that configuration says is what the engine runs with, and the bench asks it for the
-    /// records' system names and for the circuit workload's own synthesis path. Like the engine,
-    /// this refuses a value it does not know.
+    /// The engine configuration of `--system`, with the environment's overrides applied
+    /// (`EngineConfig::with_environment`, as the engine applies them when it starts): what it
+    /// says is what the engine runs with, and the bench asks it for the records' system names
+    /// and for the circuit workload's own synthesis path.
     pub fn engine_config(&self) -> Result<EngineConfig> {
-        let mut config = EngineConfig {
+        let config = EngineConfig {
             param_cache_dir: self.params.clone(),
             cpu_only: self.system == System::CuzkCpu,
             gpu_key_memory_budget: if self.system == System::CuzkStreamed { 1 } else { 0 },
             proving_lanes: self.lanes,
             ..Default::default()
         };
-        if let Some(classic) = env_choice("CUZK_SYNTHESIS", &[("classic", true), ("r1cs", false)])? {
-            config.classic_synthesis = classic;
-        }
-        if let Some(split) = env_choice("CUZK_GPU_SPLIT", &SPLIT_POLICIES)? {
-            config.gpu_split = split;
-        }
-        if let Some(on_device) = env_choice("CUZK_SPMV", &[("device", true), ("host", false)])? {
-            config.products_on_gpu = on_device;
-        }
-        Ok(config)
+        Ok(config.with_environment()?)
     }
 }
 
@@ -255,14 +242,5 @@ pub fn forced_split(policy: SplitPolicy) -> Option<&'static str> {
     match policy {
         SplitPolicy::CostModel => None,
         forced => SPLIT_POLICIES.iter().find(|(_, p)| *p == forced).map(|(name, _)| *name),
-    }
-}
-
-/// The environment variable `name` among `choices`, as the engine reads it: None when unset or
-/// empty, an error naming the choices when it is anything else.
-fn env_choice<T: Copy>(name: &str, choices: &[(&'static str, T)]) -> Result<Option<T>> {
-    match std::env::var(name) {
-        Ok(value) if !value.is_empty() => Ok(Some(choose(name, &value, choices)?)),
-        _ => Ok(None),
     }
 }
