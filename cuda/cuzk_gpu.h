@@ -102,7 +102,7 @@ typedef struct {
     uint64_t witness_buffer_bytes;
 } cuzk_gpu_memory;
 
-/* One R1CS matrix in compressed sparse rows (src/r1cs/matrix.rs): row r has the entries
+/* One R1CS matrix in compressed sparse rows (src/synthesis/r1cs/matrix.rs): row r has the entries
  * row_starts[r] .. row_starts[r + 1]; an entry is a column of z and the id of its coefficient
  * in the shape's table (0: +1, 1: −1). */
 typedef struct {

@@ -6,7 +6,7 @@
 #pragma once
 
 // One matrix in compressed sparse rows; an entry's coefficient is an index into the shape's
-// coefficient table, ids 0 and 1 being +1 and −1 (src/r1cs/matrix.rs).
+// coefficient table, ids 0 and 1 being +1 and −1 (src/synthesis/r1cs/matrix.rs).
 struct device_csr {
     uint32_t* row_starts = nullptr; // rows + 1
     uint32_t* columns = nullptr;

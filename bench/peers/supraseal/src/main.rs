@@ -6,7 +6,7 @@
 //!       DIR/c1.json + DIR/sector.json (as written by `cuzk-fixtures seal`), proved with
 //!       filecoin-proofs-api's seal_commit_phase2 and checked with its verify_seal.
 //!   supraseal-bench circuit --workload sha --log-constraints K --params FILE [--repeat N]
-//!       the shared SHA-256 chain circuit (src/workloads/sha_chain.rs) with 2^K - 64
+//!       the shared SHA-256 chain circuit (tools/src/sha_chain.rs) with 2^K - 64
 //!       constraints, proved with bellperson's supraseal path against a bellperson-format key
 //!       FILE for exactly that circuit (random points, so the proof is not verified).
 //!
