@@ -13,7 +13,7 @@ use rayon::ThreadPool;
 use crate::backend::cpu::{CpuBackend, Domain};
 use crate::backend::{Backend, DeviceStatus};
 use crate::cancel::CancelToken;
-use crate::engine::EngineConfig;
+use crate::engine::config::EngineConfig;
 use crate::error::{Error, Result};
 use crate::groth16::{assemble, ProvingKey};
 use crate::synthesis::r1cs::{CircuitShape, SegmentedCircuit};

@@ -26,7 +26,7 @@ use crate::synthesis::r1cs::CircuitShape;
 use crate::timings::Timings;
 use crate::with_porep_shape;
 
-mod config;
+pub(crate) mod config;
 mod keys;
 mod pipeline;
 mod shapes;

@@ -5,6 +5,7 @@
 use std::ffi::{c_char, CStr};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use super::context::Context;
 use super::device_key::DeviceKey;
@@ -13,11 +14,13 @@ use super::staging::{CudaPinned, DEFAULT_PINNED_POOL_BYTES, STAGING_BUFFER_BYTES
 use super::sys::{self, call};
 use super::GpuConfig;
 use crate::backend::pinned::BufferPool;
-use crate::backend::resident::ResidentCache;
+use crate::backend::resident::{KeyRef, Residency, ResidentCache};
 use crate::backend::turn::Turn;
 use crate::backend::{DeviceStatus, ResidentShape};
-use crate::error::Result;
+use crate::error::{Result, Status};
+use crate::groth16::ProvingKey;
 use crate::synthesis::r1cs::CircuitShape;
+use crate::timings::{nanos, KeyResidency, Timings};
 
 /// One CUDA device and what the backend keeps on it.
 pub(super) struct Device {
@@ -124,5 +127,106 @@ impl<'a> InFlight<'a> {
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
         self.0.in_flight.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Device memory a call still allocates beyond the resident data: sppark's MSM scratch and
+/// the compact witness. Matrices are made resident only with this much left free.
+const CALL_HEADROOM_BYTES: u64 = 4 << 30;
+
+impl Device {
+    /// The key's copy in this device's memory, uploaded now if it is not there (timed into
+    /// `srs_upload_ns`); `None` when it is larger than the budget. Call inside the turn.
+    pub(super) fn resident_key(&self, key: &ProvingKey, staging: &sys::Staging, t: &mut Timings) -> Result<Option<Arc<DeviceKey>>> {
+        let key_ref = KeyRef {
+            id: key.id(),
+            label: key.label().to_string(),
+            bytes: key.points_bytes(),
+            alive: key.liveness(),
+        };
+        let start = Instant::now();
+        let residency = match self.keys.get(&key_ref, || DeviceKey::upload(&self.ctx, key, staging)) {
+            // The budget is a plan; the device may hold less (other processes use it too).
+            Err(e) if e.status == Status::OutOfMemory => {
+                log::warn!(
+                    "{} does not fit on device {} after all ({}): streamed",
+                    key.label(),
+                    self.ordinal,
+                    e.message
+                );
+                Residency::TooLarge
+            }
+            other => other?,
+        };
+        match residency {
+            Residency::Resident { copy, loaded } => {
+                if loaded {
+                    t.srs_upload_ns += nanos(start.elapsed());
+                    log::info!(
+                        "{} resident on device {} ({} MiB) in {:.2?}",
+                        key.label(),
+                        self.ordinal,
+                        key_ref.bytes >> 20,
+                        start.elapsed()
+                    );
+                }
+                t.key_residency = KeyResidency::Resident as u32;
+                Ok(Some(copy))
+            }
+            Residency::TooLarge => {
+                log::debug!(
+                    "{} ({} MiB) exceeds device {}'s key budget: streamed",
+                    key.label(),
+                    key_ref.bytes >> 20,
+                    self.ordinal
+                );
+                t.key_residency = KeyResidency::Streamed as u32;
+                Ok(None)
+            }
+        }
+    }
+}
+
+impl Device {
+    /// Makes `shape`'s matrices resident on this device (timed into `shape_upload_ns`) unless
+    /// they are already; false when they do not fit beside the key, the buffers of a domain of
+    /// 2^lg_domain and the call's headroom, other shapes evicted first. Call inside the turn.
+    pub(super) fn make_shape_resident(&self, shape: &Arc<CircuitShape>, lg_domain: u32, staging: &sys::Staging, t: &mut Timings) -> Result<bool> {
+        let mut shapes = self.shapes.lock().unwrap_or_else(|p| p.into_inner());
+        // A shape only this cache still holds was dropped by the engine (its key evicted): it
+        // can never be asked for again, so its device memory goes now.
+        shapes.retain(|(s, _)| Arc::strong_count(s) > 1);
+        if let Some(i) = shapes.iter().position(|(s, _)| Arc::ptr_eq(s, shape)) {
+            let entry = shapes.remove(i);
+            shapes.insert(0, entry);
+            return Ok(true);
+        }
+        let memory = self.ctx.memory()?;
+        let scalars = |n: u64| 32 * n;
+        let buffers = scalars(3 << lg_domain).saturating_sub(memory.ntt_buffer_bytes)
+            + scalars((shape.num_inputs() + shape.num_aux()) as u64).saturating_sub(memory.witness_buffer_bytes);
+        let needed = shape.size_bytes() as u64 + buffers + CALL_HEADROOM_BYTES;
+        let mut free = memory.free;
+        while free < needed {
+            let Some((_, evicted)) = shapes.pop() else {
+                return Ok(false);
+            };
+            free += evicted.bytes;
+        }
+        let start = Instant::now();
+        let uploaded = match DeviceShape::upload(&self.ctx, shape, staging) {
+            Err(e) if e.status == Status::OutOfMemory => return Ok(false),
+            other => other?,
+        };
+        t.shape_upload_ns += nanos(start.elapsed());
+        log::info!(
+            "circuit matrices ({} constraints, {} MiB) resident on device {} in {:.2?}",
+            shape.num_constraints(),
+            uploaded.bytes >> 20,
+            self.ordinal,
+            start.elapsed()
+        );
+        shapes.insert(0, (Arc::clone(shape), uploaded));
+        Ok(true)
     }
 }

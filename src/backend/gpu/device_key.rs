@@ -4,16 +4,11 @@
 
 use std::ffi::c_void;
 use std::ptr::NonNull;
-use std::sync::Arc;
-use std::time::Instant;
 
 use super::context::Context;
-use super::device::Device;
 use super::sys::{self, call};
-use crate::backend::resident::{KeyRef, Residency};
-use crate::error::{Error, Result, Status};
+use crate::error::{Error, Result};
 use crate::groth16::ProvingKey;
-use crate::timings::{nanos, KeyResidency, Timings};
 
 /// A proving key's points in device memory (cuda/device_key.cuh).
 pub(super) struct DeviceKey(NonNull<sys::Key>);
@@ -23,7 +18,7 @@ unsafe impl Send for DeviceKey {}
 unsafe impl Sync for DeviceKey {}
 
 impl DeviceKey {
-    fn upload(ctx: &Context, key: &ProvingKey, staging: &sys::Staging) -> Result<Self> {
+    pub(super) fn upload(ctx: &Context, key: &ProvingKey, staging: &sys::Staging) -> Result<Self> {
         let queries: [(*const c_void, usize); sys::QUERIES] = [
             (key.h.as_ptr().cast(), key.h.len()),
             (key.l.as_ptr().cast(), key.l.len()),
@@ -49,59 +44,6 @@ impl Drop for DeviceKey {
     fn drop(&mut self) {
         // SAFETY: made by cuzk_gpu_key_upload, freed once.
         unsafe { sys::cuzk_gpu_key_free(self.0.as_ptr()) }
-    }
-}
-
-impl Device {
-    /// The key's copy in this device's memory, uploaded now if it is not there (timed into
-    /// `srs_upload_ns`); `None` when it is larger than the budget. Call inside the turn.
-    pub(super) fn resident_key(&self, key: &ProvingKey, staging: &sys::Staging, t: &mut Timings) -> Result<Option<Arc<DeviceKey>>> {
-        let key_ref = KeyRef {
-            id: key.id(),
-            label: key.label().to_string(),
-            bytes: key.points_bytes(),
-            alive: key.liveness(),
-        };
-        let start = Instant::now();
-        let residency = match self.keys.get(&key_ref, || DeviceKey::upload(&self.ctx, key, staging)) {
-            // The budget is a plan; the device may hold less (other processes use it too).
-            Err(e) if e.status == Status::OutOfMemory => {
-                log::warn!(
-                    "{} does not fit on device {} after all ({}): streamed",
-                    key.label(),
-                    self.ordinal,
-                    e.message
-                );
-                Residency::TooLarge
-            }
-            other => other?,
-        };
-        match residency {
-            Residency::Resident { copy, loaded } => {
-                if loaded {
-                    t.srs_upload_ns += nanos(start.elapsed());
-                    log::info!(
-                        "{} resident on device {} ({} MiB) in {:.2?}",
-                        key.label(),
-                        self.ordinal,
-                        key_ref.bytes >> 20,
-                        start.elapsed()
-                    );
-                }
-                t.key_residency = KeyResidency::Resident as u32;
-                Ok(Some(copy))
-            }
-            Residency::TooLarge => {
-                log::debug!(
-                    "{} ({} MiB) exceeds device {}'s key budget: streamed",
-                    key.label(),
-                    key_ref.bytes >> 20,
-                    self.ordinal
-                );
-                t.key_residency = KeyResidency::Streamed as u32;
-                Ok(None)
-            }
-        }
     }
 }
 
