@@ -477,9 +477,10 @@ enum cuzk_status cuzk_verify_seal(const struct cuzk_engine *engine, uint32_t reg
 // Reads the sector facts out of a C1 JSON (what `cuzk_verify_seal` needs besides the ids).
 // Needs no engine.
 //
-// `c1_json`: `c1_json_len` readable bytes (NULL only when the length is 0). `info`: not NULL,
-// a cuzk_c1_info with its `struct_size` set, written no further than that. `err`: NULL, or
-// where to store the call's error. All are read or written during the call only.
+// `c1_json`: `c1_json_len` readable bytes (NULL only when the length is 0), at most
+// CUZK_MAX_C1_JSON_BYTES. `info`: not NULL, a cuzk_c1_info with its `struct_size` set,
+// written no further than that. `err`: NULL, or where to store the call's error. All are read
+// or written during the call only.
 enum cuzk_status cuzk_c1_info_parse(const uint8_t *c1_json, size_t c1_json_len, struct cuzk_c1_info *info, struct cuzk_error **err);
 
 #ifdef __cplusplus

@@ -46,6 +46,18 @@ fn oversized_json_is_refused_without_parsing() {
     let f = fixture();
     let huge = vec![b' '; CUZK_MAX_C1_JSON_BYTES + 1];
     expect_err(prove(&engine(), &huge, 1, &f.sector.prover_id, None), Status::InvalidArgument, "limit");
+    // Reading a C1's facts refuses it the same way.
+    // SAFETY: cuzk_c1_info is plain integers and byte arrays; all zeros is a valid value.
+    let mut info: cuzk_c1_info = unsafe { std::mem::zeroed() };
+    info.struct_size = std::mem::size_of::<cuzk_c1_info>() as u32;
+    let mut err = std::ptr::null_mut();
+    let status = cuzk_c1_info_parse(huge.as_ptr(), huge.len(), &mut info, &mut err);
+    assert_eq!(status, Status::InvalidArgument);
+    let message = unsafe { std::ffi::CStr::from_ptr(cuzk_error_message(err)) }
+        .to_string_lossy()
+        .into_owned();
+    assert!(message.contains("limit"), "{message}");
+    cuzk_error_free(err);
 }
 
 #[test]

@@ -80,14 +80,15 @@ pub extern "C" fn cuzk_verify_seal(
 /// Reads the sector facts out of a C1 JSON (what `cuzk_verify_seal` needs besides the ids).
 /// Needs no engine.
 ///
-/// `c1_json`: `c1_json_len` readable bytes (NULL only when the length is 0). `info`: not NULL,
-/// a cuzk_c1_info with its `struct_size` set, written no further than that. `err`: NULL, or
-/// where to store the call's error. All are read or written during the call only.
+/// `c1_json`: `c1_json_len` readable bytes (NULL only when the length is 0), at most
+/// CUZK_MAX_C1_JSON_BYTES. `info`: not NULL, a cuzk_c1_info with its `struct_size` set,
+/// written no further than that. `err`: NULL, or where to store the call's error. All are read
+/// or written during the call only.
 #[no_mangle]
 pub extern "C" fn cuzk_c1_info_parse(c1_json: *const u8, c1_json_len: usize, info: *mut cuzk_c1_info, err: *mut *mut cuzk_error) -> Status {
     boundary(err, || {
         let info = SizedOut::required(info, "info")?;
-        let c1 = porep::parse_c1(slice(c1_json, c1_json_len, "c1_json")?)?;
+        let c1 = porep::parse_c1(super::prove::c1_json(c1_json, c1_json_len, "c1_json")?)?;
         let config = porep::porep_config(c1.registered_proof)?;
         info.write(&cuzk_c1_info {
             struct_size: 0, // not written: the caller's stays
