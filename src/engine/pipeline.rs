@@ -1,5 +1,7 @@
 //! The prove pipeline of one call: the partitions of its sectors flow through two stages, so
 //! that one partition is synthesized while the one before it is proven.
+//! (One file past 500 lines: the two stages, the jobs they hand each other and the memory
+//! budget that couples them are one mechanism, whose private types no other file uses.)
 //!
 //! 1. Synthesis (a thread of the call, its parallel work on the engine's workers): per sector
 //!    decode and check the C1 output, get the proving key and the circuit shape, then
