@@ -61,6 +61,9 @@ pub struct Error {
     pub message: String,
 }
 
+/// The longest text of a dependency's error kept in a message, in characters.
+const DEPENDENCY_MESSAGE_CHARS: usize = 1000;
+
 impl Error {
     pub fn new(status: Status, message: impl Into<String>) -> Self {
         Error {
@@ -78,8 +81,15 @@ impl Error {
     }
 
     /// Wraps an error from a dependency (filecoin-proofs, bellperson) with what we were doing.
+    /// The dependency's text is cut at [`DEPENDENCY_MESSAGE_CHARS`]: parsers quote the input
+    /// they reject, which can be megabytes of caller data.
     pub fn from_dependency(status: Status, context: &str, err: impl fmt::Display) -> Self {
-        Self::new(status, format!("{context}: {err:#}"))
+        let text = format!("{err:#}");
+        let text = match text.char_indices().nth(DEPENDENCY_MESSAGE_CHARS) {
+            Some((cut, _)) => format!("{}… ({} bytes in all)", &text[..cut], text.len()),
+            None => text,
+        };
+        Self::new(status, format!("{context}: {text}"))
     }
 
     /// Prefixes the message with where it happened, keeping the status.

@@ -61,6 +61,21 @@ fn oversized_json_is_refused_without_parsing() {
 }
 
 #[test]
+fn a_rejected_input_is_not_echoed_whole_in_the_message() {
+    let f = fixture();
+    // Under the size limit, but not a C1: serde quotes the whole string it rejects.
+    let json = format!("\"{}\"", "a".repeat(3 << 20));
+    match prove(&engine(), json.as_bytes(), 1, &f.sector.prover_id, None) {
+        Ok(_) => panic!("a string proved"),
+        Err((status, message)) => {
+            assert_eq!(status, Status::ParseError, "{message}");
+            assert!(message.len() < 2000, "a {} byte message", message.len());
+            assert!(message.contains("bytes in all"), "{message}");
+        }
+    }
+}
+
+#[test]
 fn c1_of_another_sector_size_than_its_registered_proof() {
     let f = fixture();
     let mut c1: serde_json::Value = serde_json::from_slice(&f.c1_json).unwrap();
