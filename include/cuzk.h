@@ -38,11 +38,18 @@
 // not a C1 and would only exhaust memory.
 #define CUZK_MAX_C1_JSON_BYTES (1 << 28)
 
-// `cuzk_prove_options.priority`: calls in arrival order.
+// `cuzk_prove_options.priority`: the proof kind's class (WinningPoSt: the top class;
+// WindowPoSt: the WindowPoSt class; PoRep C2: sealing).
 #define CUZK_PRIORITY_NORMAL 0
 
-// `cuzk_prove_options.priority`: before every waiting normal call.
+// `cuzk_prove_options.priority`: the top class (block production), before every other.
 #define CUZK_PRIORITY_HIGH 1
+
+// `cuzk_prove_options.priority`: the WindowPoSt class, before sealing work.
+#define CUZK_PRIORITY_WINDOW_POST 2
+
+// `cuzk_prove_options.priority`: the sealing class (hours of slack), after every other.
+#define CUZK_PRIORITY_SEALING 3
 
 // The smallest `cuzk_prove_options.struct_size` accepted: the size of revision 1 (64-bit
 // targets).
@@ -54,6 +61,15 @@
 
 // The smallest `cuzk_c1_info.struct_size` accepted: the size of revision 1.
 #define CUZK_C1_INFO_SIZE_V1 140
+
+// Largest number of vanilla proofs or sectors one call accepts: a 32GiB WindowPoSt partition
+// has 2 349 sectors; a deadline (what `cuzk_verify_window_post` checks) at most 3 000
+// partitions of them.
+#define CUZK_MAX_POST_SECTORS (3000 * 2349)
+
+// Largest vanilla proof accepted, in bytes (a 32GiB sector's WindowPoSt vanilla proof is
+// ≈ 25 KB, its WinningPoSt one ≈ 170 KB).
+#define CUZK_MAX_VANILLA_PROOF_BYTES (1 << 22)
 
 // Version of the `cuzk_timings` layout this library writes.
 #define CUZK_TIMINGS_VERSION 4
@@ -86,6 +102,9 @@ typedef enum cuzk_status {
   CUZK_STATUS_ENGINE_STATE = 11,
   // A proof was produced but failed verification (self-verify), or a proof was rejected.
   CUZK_STATUS_VERIFY_FAILED = 12,
+  // PoSt vanilla proofs of some sectors do not verify (`cuzk_error_faulty_sectors` lists
+  // them): what filecoin-ffi reports as faulty sectors.
+  CUZK_STATUS_FAULTY_SECTORS = 13,
 } cuzk_status;
 
 // Which kind of backend ran a proof (the `backend` field of `cuzk_timings`).
@@ -136,7 +155,8 @@ typedef struct cuzk_cancel_token cuzk_cancel_token;
 // that uses it has returned.
 typedef struct cuzk_engine cuzk_engine;
 
-// An error: its status and a message. Owned by the caller; free with `cuzk_error_free`.
+// An error: its status, a message and, for CUZK_STATUS_FAULTY_SECTORS, the faulty sectors.
+// Owned by the caller; free with `cuzk_error_free`.
 typedef struct cuzk_error cuzk_error;
 
 // Bytes owned by the library (a proof). Free with `cuzk_bytes_free`.
@@ -276,9 +296,11 @@ typedef struct cuzk_prove_options {
   // Run the GPU phases on CUDA device `device` instead of the least busy one.
   bool pin_device;
   uint32_t device;
-  // CUZK_PRIORITY_NORMAL (0) or CUZK_PRIORITY_HIGH (1): latency work (WinningPoSt-like) whose
-  // partitions take each GPU before waiting normal calls' — so it overtakes a running batch
-  // at the batch's next partition boundary — and never wait for the host memory budget.
+  // The class of the call's work, by deadline: CUZK_PRIORITY_NORMAL (0: the proof kind's
+  // own class), CUZK_PRIORITY_HIGH (1: the top class, WinningPoSt's),
+  // CUZK_PRIORITY_WINDOW_POST (2) or CUZK_PRIORITY_SEALING (3). A class takes each GPU
+  // before waiting calls of lower classes — so it overtakes a running batch at the batch's
+  // next partition boundary; the top class never waits for the host memory budget.
   uint32_t priority;
   // NULL, or an array of `partition_timings_len` cuzk_timings, each with its `struct_size`
   // set: receives the timings of each partition the call proved, sector after sector (a
@@ -330,6 +352,19 @@ typedef struct cuzk_c1_info {
   uint8_t seed[32];
 } cuzk_c1_info;
 
+// Bytes the caller lends for the duration of a call (a vanilla proof).
+typedef struct cuzk_byte_slice {
+  // `len` readable bytes; NULL only when `len` is 0.
+  const uint8_t *data;
+  size_t len;
+} cuzk_byte_slice;
+
+// A challenged sector of a PoSt: its number and its comm_r (32 bytes).
+typedef struct cuzk_post_sector {
+  uint64_t sector_id;
+  uint8_t comm_r[32];
+} cuzk_post_sector;
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -351,6 +386,14 @@ enum cuzk_status cuzk_error_status(const struct cuzk_error *err);
 // `err`: NULL (answers "(no error)") or an error from this library not yet freed. The
 // message belongs to `err`: valid until `cuzk_error_free(err)`.
 const char *cuzk_error_message(const struct cuzk_error *err);
+
+// The sector numbers whose PoSt vanilla proofs do not verify, for an error of status
+// CUZK_STATUS_FAULTY_SECTORS (what filecoin-ffi reports as faulty sectors); 0 and NULL for
+// any other error. Returns their count and points `*sectors_out` at them.
+//
+// `err`: NULL (answers 0) or an error from this library not yet freed. `sectors_out`: NULL
+// or writable; the array belongs to `err`: valid until `cuzk_error_free(err)`.
+size_t cuzk_error_faulty_sectors(const struct cuzk_error *err, const uint64_t **sectors_out);
 
 // Frees an error.
 //
@@ -397,6 +440,10 @@ void cuzk_engine_free(struct cuzk_engine *engine);
 // read or written during the call only.
 enum cuzk_status cuzk_engine_preload_key(const struct cuzk_engine *engine, uint32_t registered_proof, uint64_t *srs_load_ns, uint64_t *srs_upload_ns, struct cuzk_error **err);
 
+// `cuzk_engine_preload_key` for a registered PoSt proof (go-state-types numbering): the
+// WindowPoSt or WinningPoSt key of a sector size.
+enum cuzk_status cuzk_engine_preload_post_key(const struct cuzk_engine *engine, uint32_t registered_post_proof, uint64_t *srs_load_ns, uint64_t *srs_upload_ns, struct cuzk_error **err);
+
 // Drops the proving key of `registered_proof` from host memory and from every GPU; calls
 // using it finish first. `*evicted_out` is true when it was resident anywhere.
 //
@@ -404,6 +451,9 @@ enum cuzk_status cuzk_engine_preload_key(const struct cuzk_engine *engine, uint3
 // writable (false on failure). `err`: NULL, or where to store the call's error. All are read
 // or written during the call only.
 enum cuzk_status cuzk_engine_evict_key(const struct cuzk_engine *engine, uint32_t registered_proof, bool *evicted_out, struct cuzk_error **err);
+
+// `cuzk_engine_evict_key` for a registered PoSt proof (go-state-types numbering).
+enum cuzk_status cuzk_engine_evict_post_key(const struct cuzk_engine *engine, uint32_t registered_post_proof, bool *evicted_out, struct cuzk_error **err);
 
 // What the engine holds and does, as a JSON object:
 // `{"version", "backend": "gpu"|"cpu", "worker_threads", "proofs_in_flight",
@@ -482,6 +532,49 @@ enum cuzk_status cuzk_verify_seal(const struct cuzk_engine *engine, uint32_t reg
 // written no further than that. `err`: NULL, or where to store the call's error. All are read
 // or written during the call only.
 enum cuzk_status cuzk_c1_info_parse(const uint8_t *c1_json, size_t c1_json_len, struct cuzk_c1_info *info, struct cuzk_error **err);
+
+// One WindowPoSt partition, with the inputs of filecoin-ffi's
+// `GenerateSinglePartitionWindowPoStWithVanilla`: the registered PoSt proof (go-state-types
+// numbering, a WindowPoSt one), the 32-byte prover id and randomness, the partition's vanilla
+// proofs (one per sector, as `GenerateSingleVanillaProof` returns them, in the partition's
+// sector order; fewer than a partition holds are padded as filecoin-proofs pads them) and the
+// partition's index in the deadline. On success `*proof_out` holds the partition's proof (192
+// bytes: filecoin-proofs-api's `PartitionSnarkProof`, to merge with the other partitions'); on
+// CUZK_STATUS_FAULTY_SECTORS `cuzk_error_faulty_sectors` lists the sectors whose vanilla proofs
+// do not verify.
+//
+// `engine`: not NULL, a handle from `cuzk_engine_new` not yet freed. `prover_id`,
+// `randomness`: not NULL, 32 readable bytes each (canonical field elements). `vanilla_proofs`:
+// `vanilla_proofs_len` readable slices (NULL only when the length is 0, which is an error).
+// `options`: NULL (all defaults) or a cuzk_prove_options (see there). `proof_out`: not NULL;
+// receives the proof (the caller's, free with `cuzk_bytes_free`), NULL on failure. `timings`:
+// NULL, or a cuzk_timings with its `struct_size` set. `err`: NULL, or where to store the
+// call's error. All are read or written during the call only.
+enum cuzk_status cuzk_generate_window_post_partition(const struct cuzk_engine *engine, uint32_t registered_post_proof, const uint8_t *prover_id, const uint8_t *randomness, const struct cuzk_byte_slice *vanilla_proofs, size_t vanilla_proofs_len, size_t partition_index, const struct cuzk_prove_options *options, struct cuzk_bytes **proof_out, struct cuzk_timings *timings, struct cuzk_error **err);
+
+// A WinningPoSt, with the inputs of filecoin-ffi's `GenerateWinningPoStWithVanilla`: the
+// registered PoSt proof (a WinningPoSt one), the 32-byte prover id and randomness, and the
+// challenged sector's vanilla proof (`vanilla_proofs_len` is 1). On success `*proof_out`
+// holds the proof (192 bytes); the rest as `cuzk_generate_window_post_partition`. Its class
+// is the top one: it takes each GPU before any other waiting work.
+enum cuzk_status cuzk_generate_winning_post(const struct cuzk_engine *engine, uint32_t registered_post_proof, const uint8_t *prover_id, const uint8_t *randomness, const struct cuzk_byte_slice *vanilla_proofs, size_t vanilla_proofs_len, const struct cuzk_prove_options *options, struct cuzk_bytes **proof_out, struct cuzk_timings *timings, struct cuzk_error **err);
+
+// filecoin-proofs-api's `verify_window_post`: whether `proof` (every partition's proof of a
+// deadline, merged in partition order) proves the `sectors` (all the proven sectors, in
+// partition order) for this prover id and randomness. `*valid_out` is false for a proof that
+// does not verify; an error is returned only for unusable arguments (CUZK_STATUS_INVALID_ARGUMENT)
+// or a missing verifying key.
+//
+// `engine`: not NULL, a handle from `cuzk_engine_new` not yet freed. `prover_id`,
+// `randomness`: not NULL, 32 readable bytes each. `sectors`: `sectors_len` readable entries.
+// `proof`: `proof_len` readable bytes. `valid_out`: not NULL, writable (false on failure).
+// `err`: NULL, or where to store the call's error. All are read or written during the call
+// only.
+enum cuzk_status cuzk_verify_window_post(const struct cuzk_engine *engine, uint32_t registered_post_proof, const uint8_t *prover_id, const uint8_t *randomness, const struct cuzk_post_sector *sectors, size_t sectors_len, const uint8_t *proof, size_t proof_len, bool *valid_out, struct cuzk_error **err);
+
+// filecoin-proofs-api's `verify_winning_post`: as `cuzk_verify_window_post`, for the one
+// challenged sector (`sectors_len` is 1) and a 192-byte proof.
+enum cuzk_status cuzk_verify_winning_post(const struct cuzk_engine *engine, uint32_t registered_post_proof, const uint8_t *prover_id, const uint8_t *randomness, const struct cuzk_post_sector *sectors, size_t sectors_len, const uint8_t *proof, size_t proof_len, bool *valid_out, struct cuzk_error **err);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -32,6 +32,9 @@ pub enum Status {
     EngineState = 11,
     /// A proof was produced but failed verification (self-verify), or a proof was rejected.
     VerifyFailed = 12,
+    /// PoSt vanilla proofs of some sectors do not verify (`cuzk_error_faulty_sectors` lists
+    /// them): what filecoin-ffi reports as faulty sectors.
+    FaultySectors = 13,
 }
 
 impl Status {
@@ -50,6 +53,7 @@ impl Status {
             Status::Internal => "internal error",
             Status::EngineState => "engine state",
             Status::VerifyFailed => "verification failed",
+            Status::FaultySectors => "faulty sectors",
         }
     }
 }
@@ -59,6 +63,8 @@ impl Status {
 pub struct Error {
     pub status: Status,
     pub message: String,
+    /// With `Status::FaultySectors`: the sector numbers whose vanilla proofs do not verify.
+    pub faulty_sectors: Vec<u64>,
 }
 
 /// The longest text of a dependency's error kept in a message, in characters.
@@ -69,7 +75,18 @@ impl Error {
         Error {
             status,
             message: message.into(),
+            faulty_sectors: Vec::new(),
         }
+    }
+
+    /// The vanilla proofs of `sectors` do not verify.
+    pub fn faulty_sectors(sectors: Vec<u64>) -> Self {
+        let mut error = Self::new(
+            Status::FaultySectors,
+            format!("the vanilla proofs of sectors {sectors:?} do not verify (faulty sectors)"),
+        );
+        error.faulty_sectors = sectors;
+        error
     }
 
     pub fn invalid(message: impl Into<String>) -> Self {

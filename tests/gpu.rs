@@ -11,7 +11,7 @@ use std::time::Instant;
 use bellperson::groth16::{create_proof_batch, generate_random_parameters, prepare_verifying_key, verify_proof};
 use blstrs::{Bls12, Scalar};
 use common::fixture;
-use cuzk::engine::{Engine, EngineConfig, ProveOptions, SectorProof, SplitPolicy};
+use cuzk::engine::{Engine, EngineConfig, ProveOptions, ProofOutput, SplitPolicy};
 use cuzk::error::Status;
 use cuzk::internals::device_count;
 use cuzk::internals::r1cs::CircuitShape;
@@ -175,7 +175,7 @@ fn porep_2k_gpu_proof_equals_bellperson_and_verifies() {
         randomness: Some(vec![(r, s)]),
         ..Default::default()
     };
-    let SectorProof { proof: ours, timings: t, .. } = engine
+    let ProofOutput { proof: ours, timings: t, .. } = engine
         .seal_commit_phase2(&f.c1_json, f.sector.sector_id, f.sector.prover_id, &options)
         .expect("GPU C2");
     assert_eq!(t.backend, BackendKind::Gpu as u32);
@@ -194,7 +194,7 @@ fn porep_2k_gpu_proof_equals_bellperson_and_verifies() {
     // A second, random-r,s proof: its phases account for the total within 2 % or 15 ms (6–10 ms
     // at 2KiB on the H200 were in no phase: thread hand-offs between the pipeline's stages and
     // freeing large vectors between timed phases).
-    let SectorProof { timings: t, .. } = engine
+    let ProofOutput { timings: t, .. } = engine
         .seal_commit_phase2(&f.c1_json, f.sector.sector_id, f.sector.prover_id, &ProveOptions::default())
         .unwrap();
     let parts: u64 = t.phases().iter().filter(|(n, _)| *n != "total").map(|(_, ns)| ns).sum();
@@ -242,7 +242,7 @@ fn porep_2k_key_cold_warm_evicted_preloaded() {
     let engine = gpu_engine();
     let proof = RegisteredSealProof::StackedDrg2KiBV1_1;
     let prove = || {
-        let SectorProof {
+        let ProofOutput {
             proof: bytes, timings: t, ..
         } = engine
             .seal_commit_phase2(&f.c1_json, f.sector.sector_id, f.sector.prover_id, &ProveOptions::default())

@@ -9,7 +9,7 @@ use bellperson::groth16::create_proof_batch;
 use blstrs::Scalar;
 use common::*;
 use cuzk::cancel::CancelToken;
-use cuzk::engine::{Engine as RustEngine, EngineConfig, ProveOptions, SectorProof};
+use cuzk::engine::{Engine as RustEngine, EngineConfig, ProveOptions, ProofOutput};
 use cuzk::error::Status;
 use cuzk::ffi::*;
 use cuzk::internals::porep;
@@ -149,7 +149,7 @@ fn fixed_randomness_proof_equals_bellperson_bit_for_bit() {
         randomness: Some(vec![(r, s)]),
         ..Default::default()
     };
-    let SectorProof { proof: ours, timings: t, .. } = engine
+    let ProofOutput { proof: ours, timings: t, .. } = engine
         .seal_commit_phase2(&f.c1_json, f.sector.sector_id, f.sector.prover_id, &options)
         .expect("cuzk proof");
     assert_eq!(t.r1cs_synthesis, 1, "the default synthesis is the R1CS path");

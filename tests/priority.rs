@@ -49,7 +49,7 @@ fn high_priority_call_overtakes_waiting_normal_calls_at_the_partition_boundary()
     };
     let normal = ProveOptions::default();
     let high = ProveOptions {
-        priority: Priority::High,
+        priority: Some(Priority::WinningPost),
         ..Default::default()
     };
 

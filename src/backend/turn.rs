@@ -1,10 +1,10 @@
 //! A device's turn: its GPU phases run one call at a time (sppark's kernels keep per-stream
 //! state in device memory, and the context's NTT and witness buffers are shared); on the CPU
 //! backend, the MSMs of one partition at a time (they use every core). Waiting calls take it
-//! in arrival order (tickets), except that every high-priority call goes before every waiting
-//! normal call: since a call takes the turn once per partition, latency work overtakes a
-//! running batch of C2s at its next partition boundary instead of waiting for the whole batch,
-//! and for the other normal calls queued before it.
+//! in arrival order (tickets) within their class, and a class goes before every waiting call
+//! of a lower class (WinningPoSt, then WindowPoSt, then sealing): since a call takes the turn
+//! once per partition, a PoSt overtakes a running batch of C2s at its next partition boundary
+//! instead of waiting for the whole batch, and for the calls of lower classes queued before it.
 //!
 //! Never wait for a turn on a worker of a pool whose jobs a holder may wait for (the engine's):
 //! a worker parked in `take` inside a job it stole would stall the holder's parallel work.
@@ -16,15 +16,23 @@ use std::time::Instant;
 
 use crate::timings::nanos;
 
-/// How a call's work is ordered against other calls' (`ProveOptions::priority`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// The class of a call's work, by deadline (`ProveOptions::priority`; each proof kind has its
+/// own by default). A class takes every device turn before waiting calls of lower classes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Priority {
-    /// In arrival order.
+    /// Sealing and updates (PoRep C2, SnapDeals): hours of slack.
     #[default]
-    Normal,
-    /// Latency work that must not wait behind batches (a WinningPoSt-like proof): first to
-    /// every device turn, and its partitions never wait for the pipeline's host memory budget.
-    High,
+    Sealing,
+    /// WindowPoSt partitions: a deadline in minutes.
+    WindowPost,
+    /// WinningPoSt (block production: seconds): first to every device turn, and its partitions
+    /// never wait for the pipeline's host memory budget.
+    WinningPost,
+}
+
+impl Priority {
+    /// Every class, lowest first.
+    pub const ALL: [Priority; 3] = [Priority::Sealing, Priority::WindowPost, Priority::WinningPost];
 }
 
 #[derive(Default)]
@@ -39,16 +47,18 @@ pub struct Turn {
 #[derive(Default)]
 struct TurnState {
     busy: bool,
-    high: Tickets,
-    normal: Tickets,
+    /// One queue per class, lowest first (`Priority as usize`).
+    queues: [Tickets; 3],
 }
 
 impl TurnState {
     fn queue(&mut self, priority: Priority) -> &mut Tickets {
-        match priority {
-            Priority::High => &mut self.high,
-            Priority::Normal => &mut self.normal,
-        }
+        &mut self.queues[priority as usize]
+    }
+
+    /// Whether a call of a class above `priority` waits.
+    fn higher_waiting(&self, priority: Priority) -> bool {
+        self.queues[priority as usize + 1..].iter().any(|q| q.waiting() > 0)
     }
 }
 
@@ -69,14 +79,13 @@ impl Tickets {
 pub struct TurnGuard<'a>(&'a Turn, Instant);
 
 impl Turn {
-    /// Waits for the turn: until it is free, every call of this priority that arrived earlier
-    /// has had it and, for a normal call, no high-priority call is waiting.
+    /// Waits for the turn: until it is free, every call of this class that arrived earlier has
+    /// had it and no call of a higher class is waiting.
     pub fn take(&self, priority: Priority) -> TurnGuard<'_> {
-        let high = priority == Priority::High;
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
         let ticket = state.queue(priority).issued;
         state.queue(priority).issued += 1;
-        while state.busy || state.queue(priority).served != ticket || (!high && state.high.waiting() > 0) {
+        while state.busy || state.queue(priority).served != ticket || state.higher_waiting(priority) {
             state = self.released.wait(state).unwrap_or_else(|p| p.into_inner());
         }
         state.queue(priority).served += 1;
@@ -112,31 +121,25 @@ mod tests {
     }
 
     #[test]
-    fn high_priority_overtakes_waiting_normal_calls() {
+    fn classes_take_the_turn_by_deadline_whatever_their_arrival() {
         let turn = Turn::default();
         let (order_tx, order) = mpsc::channel();
         std::thread::scope(|scope| {
-            let running = turn.take(Priority::Normal);
-            // A normal call queues first, then a high-priority one; both wait for `running`.
-            let normal_tx = order_tx.clone();
-            let turn = &turn;
-            scope.spawn(move || {
-                let _g = turn.take(Priority::Normal);
-                normal_tx.send("normal").unwrap();
-            });
-            // The normal call is blocked in take() before the high one arrives: it sees the
-            // turn busy with nobody high waiting.
-            std::thread::sleep(Duration::from_millis(50));
-            let high_tx = order_tx.clone();
-            scope.spawn(move || {
-                let _g = turn.take(Priority::High);
-                high_tx.send("high").unwrap();
-            });
-            wait_for_waiters(turn, |s| s.high.waiting() == 1);
+            let running = turn.take(Priority::Sealing);
+            // A sealing call queues first, then a WindowPoSt, then a WinningPoSt; all wait for
+            // `running`, each blocked in take() before the next arrives.
+            for (waiting, class) in [Priority::Sealing, Priority::WindowPost, Priority::WinningPost].into_iter().enumerate() {
+                let (turn, order_tx) = (&turn, order_tx.clone());
+                scope.spawn(move || {
+                    let _g = turn.take(class);
+                    order_tx.send(class).unwrap();
+                });
+                wait_for_waiters(turn, |s| s.queues.iter().map(Tickets::waiting).sum::<u64>() == waiting as u64 + 1);
+            }
             drop(running);
         });
-        let got: Vec<&str> = order.try_iter().collect();
-        assert_eq!(got, ["high", "normal"], "the high-priority call takes the turn first");
+        let got: Vec<Priority> = order.try_iter().collect();
+        assert_eq!(got, [Priority::WinningPost, Priority::WindowPost, Priority::Sealing]);
     }
 
     #[test]
@@ -144,15 +147,15 @@ mod tests {
         let turn = Turn::default();
         let (order_tx, order) = mpsc::channel();
         std::thread::scope(|scope| {
-            let running = turn.take(Priority::Normal);
+            let running = turn.take(Priority::Sealing);
             for i in 0..6 {
                 let (turn, order_tx) = (&turn, order_tx.clone());
                 scope.spawn(move || {
-                    let _g = turn.take(Priority::Normal);
+                    let _g = turn.take(Priority::WindowPost);
                     order_tx.send(i).unwrap();
                 });
                 // Call i has its ticket before call i + 1 asks for one.
-                wait_for_waiters(turn, |s| s.normal.waiting() == i + 1);
+                wait_for_waiters(turn, |s| s.queues[Priority::WindowPost as usize].waiting() == i + 1);
             }
             drop(running);
         });
@@ -169,7 +172,7 @@ mod tests {
                 let (turn, inside) = (&turn, &inside);
                 scope.spawn(move || {
                     for _ in 0..50 {
-                        let _g = turn.take(if i % 3 == 0 { Priority::High } else { Priority::Normal });
+                        let _g = turn.take(Priority::ALL[i % 3]);
                         assert_eq!(inside.fetch_add(1, std::sync::atomic::Ordering::SeqCst), 0, "two calls hold the turn");
                         inside.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
                     }
@@ -177,7 +180,7 @@ mod tests {
             }
         });
         let state = turn.state.lock().unwrap();
-        assert!(!state.busy && state.high.waiting() == 0 && state.normal.waiting() == 0);
+        assert!(!state.busy && state.queues.iter().all(|q| q.waiting() == 0));
     }
 
     #[test]
@@ -185,7 +188,7 @@ mod tests {
         let turn = Turn::default();
         let mut inside = Duration::ZERO;
         for _ in 0..3 {
-            let guard = turn.take(Priority::Normal);
+            let guard = turn.take(Priority::Sealing);
             let start = std::time::Instant::now();
             std::thread::sleep(Duration::from_millis(20));
             inside += start.elapsed();

@@ -18,7 +18,16 @@ pub use crate::backend::Priority;
 use crate::cancel::CancelToken;
 use crate::error::{Error, Result, Status};
 use crate::kinds::porep;
-pub use crate::kinds::porep::SealStatement;
+#[cfg(feature = "internals")]
+pub use crate::kinds::porep::MadeUpSector;
+#[cfg(not(feature = "internals"))]
+use crate::kinds::porep::SectorInput;
+pub use crate::kinds::porep::{SealStatement, SectorRequest};
+#[cfg(feature = "internals")]
+pub use crate::kinds::porep::SectorInput;
+pub use crate::kinds::post::{PostKind, PostRequest, PostStatement, MAX_VANILLA_PROOF_BYTES};
+use crate::kinds::{post, CircuitSource, ProofJob, ProofRequest};
+pub use crate::kinds::RegisteredProof;
 #[cfg(feature = "cuda")]
 use crate::prover::gpu_backend;
 use crate::prover::{fresh_randomness, Prover};
@@ -34,14 +43,8 @@ mod status;
 
 pub use config::{EngineConfig, SplitPolicy, DEFAULT_PARAMETER_CACHE};
 use keys::KeyStore;
-#[cfg(feature = "internals")]
-pub use pipeline::MadeUpSector;
-#[cfg(feature = "internals")]
-pub use pipeline::SectorInput;
-#[cfg(not(feature = "internals"))]
-use pipeline::SectorInput;
 use pipeline::{MemoryBudget, Occupancy};
-pub use pipeline::{SectorProof, SectorRequest};
+pub use pipeline::ProofOutput;
 use shapes::ShapeCache;
 pub use status::{DeviceStatus, EngineStatus, HostKeyStatus, PipelineStatus, PoolUsage, PreloadReport, ResidentKey, ResidentShape, ShapeStatus};
 
@@ -57,9 +60,9 @@ pub struct ProveOptions {
     pub randomness: Option<Vec<(Scalar, Scalar)>>,
     /// Run the GPU phases on this CUDA device instead of the least busy one.
     pub device: Option<u32>,
-    /// `High` for latency work: its partitions take every device turn before waiting normal
-    /// calls' and never wait for the pipeline's host memory budget (see `backend::turn`).
-    pub priority: Priority,
+    /// The class the call's work runs in (see `backend::turn`); None: its proof kind's
+    /// (WinningPoSt, WindowPoSt, sealing).
+    pub priority: Option<Priority>,
 }
 
 impl ProveOptions {
@@ -143,7 +146,7 @@ impl Engine {
     }
 
     /// PoRep commit phase 2: what filecoin-ffi's `seal_commit_phase2` does, with timings.
-    pub fn seal_commit_phase2(&self, c1_json: &[u8], sector_id: u64, prover_id: [u8; 32], options: &ProveOptions) -> Result<SectorProof> {
+    pub fn seal_commit_phase2(&self, c1_json: &[u8], sector_id: u64, prover_id: [u8; 32], options: &ProveOptions) -> Result<ProofOutput> {
         let sector = SectorRequest {
             c1_json,
             sector_id,
@@ -156,23 +159,37 @@ impl Engine {
     /// partition is synthesized while the previous one is proven, see `pipeline`). One result
     /// per sector, in order; a sector that fails fails alone. The call itself fails only when
     /// its options are unusable (a pinned device that does not exist).
-    pub fn seal_commit_phase2_batch(&self, sectors: &[SectorRequest], options: &ProveOptions) -> Result<Vec<Result<SectorProof>>> {
+    pub fn seal_commit_phase2_batch(&self, sectors: &[SectorRequest], options: &ProveOptions) -> Result<Vec<Result<ProofOutput>>> {
         let inputs: Vec<SectorInput> = sectors.iter().map(|s| SectorInput::Sealed(*s)).collect();
-        let results = self.run_pipeline(&inputs, options)?;
+        let requests: Vec<&dyn ProofRequest> = inputs.iter().map(|i| i as &dyn ProofRequest).collect();
+        let results = self.run_pipeline(&requests, options)?;
         for (sector, result) in sectors.iter().zip(&results) {
             if let Ok(proven) = result {
-                log_timings(sector.sector_id, &proven.timings);
+                log_timings(&format!("sector {}", sector.sector_id), &proven.timings);
             }
         }
         Ok(results)
     }
 
-    /// Proves `sectors` through the pipeline, one result per sector.
-    fn run_pipeline(&self, sectors: &[SectorInput], options: &ProveOptions) -> Result<Vec<Result<SectorProof>>> {
+    /// One WindowPoSt partition (`request.kind` Window) or a WinningPoSt (Winning): what
+    /// filecoin-proofs-api's `generate_single_window_post_with_vanilla` /
+    /// `generate_winning_post_with_vanilla` do, with timings. Vanilla proofs that do not
+    /// verify are a `Status::FaultySectors` error naming their sectors.
+    pub fn generate_post(&self, request: &PostRequest, options: &ProveOptions) -> Result<ProofOutput> {
+        let proven = self.run_pipeline(&[request as &dyn ProofRequest], options)?.pop().expect("one result per request")?;
+        log_timings(&format!("{:?}PoSt", request.kind), &proven.timings);
+        Ok(proven)
+    }
+
+    /// Proves `requests` through the pipeline, one result per request.
+    fn run_pipeline(&self, requests: &[&dyn ProofRequest], options: &ProveOptions) -> Result<Vec<Result<ProofOutput>>> {
         let start = Instant::now();
         let _in_flight = Counted::new(&self.in_flight);
-        let backend = self.prover.backend.for_call(options.device, options.priority)?;
-        Ok(pipeline::run(self, &*backend, sectors, options, start))
+        let class = options
+            .priority
+            .unwrap_or_else(|| requests.iter().map(|r| r.class()).max().unwrap_or_default());
+        let backend = self.prover.backend.for_call(options.device, class)?;
+        Ok(pipeline::run(self, &*backend, requests, options, class, start))
     }
 
     /// filecoin-proofs-api's `verify_seal`, with the verifying key from the engine's parameter
@@ -183,25 +200,38 @@ impl Engine {
             .install(|| with_porep_shape!(statement.registered_proof, verify_with_vk_file(self, statement, proof)))
     }
 
+    /// filecoin-proofs-api's `verify_window_post` (`statement.kind` Window: every partition's
+    /// proof, merged) or `verify_winning_post`, with the verifying key from the engine's
+    /// parameter directory.
+    pub fn verify_post(&self, statement: &PostStatement, proof: &[u8]) -> Result<bool> {
+        let (id, _) = RegisteredProof::Post(statement.registered_proof).circuit()?;
+        let vk = self.keys.verifying_key(&self.key_path(&id, true))?;
+        self.prover
+            .pool
+            .install(|| with_porep_shape!(statement.registered_proof, verify_post_with(statement, &vk, proof)))
+    }
+
     /// Reads the proving key of `proof` into host memory, copies it to every device the
     /// backend uses and extracts the circuit's shape, so that the first proof does none of it.
-    pub fn preload_key(&self, proof: RegisteredSealProof) -> Result<PreloadReport> {
-        let path = with_porep_shape!(proof, proving_key_path(self, proof))?;
+    pub fn preload_key(&self, proof: impl Into<RegisteredProof>) -> Result<PreloadReport> {
+        let (id, source) = proof.into().circuit()?;
         let mut report = PreloadReport::default();
-        let key = self.keys.proving_key(&path, &self.prover.pool, &mut report.srs_load_ns)?;
+        let key = self
+            .keys
+            .proving_key(&self.key_path(&id, false), &self.prover.pool, &mut report.srs_load_ns)?;
         report.srs_upload_ns = self.prover.backend.preload(&key, &self.prover.pool)?;
         let mut t = Timings::new();
-        self.porep_shape(proof, &mut t)?;
+        self.cached_shape(&id, source, &mut t)?;
         report.shape_extract_ns = t.shape_extract_ns;
         Ok(report)
     }
 
     /// Drops the proving key of `proof` from host memory and from every device (calls using
     /// it keep it until they end). True when it was resident anywhere.
-    pub fn evict_key(&self, proof: RegisteredSealProof) -> Result<bool> {
-        let path = with_porep_shape!(proof, proving_key_path(self, proof))?;
-        let shape = with_porep_shape!(proof, circuit_id(proof))?;
-        self.shapes.evict(&shape);
+    pub fn evict_key(&self, proof: impl Into<RegisteredProof>) -> Result<bool> {
+        let (id, _) = proof.into().circuit()?;
+        let path = self.key_path(&id, false);
+        self.shapes.evict(&id);
         let on_host = self.keys.evict_proving_key(&path);
         let on_devices = self.prover.backend.evict(&path.display().to_string());
         Ok(on_host || on_devices > 0)
@@ -210,8 +240,33 @@ impl Engine {
     /// The R1CS shape of `proof`'s partition circuits from the engine's cache (extracted on
     /// first use, timed into `t`); None when the engine synthesizes the classic way.
     pub fn porep_shape(&self, proof: RegisteredSealProof, t: &mut Timings) -> Result<Option<Arc<CircuitShape>>> {
-        let config = porep::porep_config(proof)?;
-        with_porep_shape!(proof, porep_shape(self, &config, t))
+        let (id, source) = RegisteredProof::Seal(proof).circuit()?;
+        self.cached_shape(&id, source, t)
+    }
+
+    /// The shape of `job`'s partition circuits, as `porep_shape`.
+    fn shape(&self, job: &dyn ProofJob, t: &mut Timings) -> Result<Option<Arc<CircuitShape>>> {
+        self.cached_shape(job.circuit_id(), Box::new(|| job.extract_shape()), t)
+    }
+
+    /// The shape of circuit `id` from the cache, extracted on the engine's workers on first use
+    /// (timed into `t`); None when the engine synthesizes the classic way. Never called on a
+    /// worker, for the reason `KeyStore::proving_key` gives.
+    fn cached_shape<'a>(
+        &self,
+        id: &str,
+        source: CircuitSource<'a>,
+        t: &mut Timings,
+    ) -> Result<Option<Arc<CircuitShape>>> {
+        if self.config.classic_synthesis {
+            return Ok(None);
+        }
+        if self.prover.pool.current_thread_index().is_some() {
+            return Err(Error::internal(
+                "a circuit shape was requested from one of the engine's workers (it may wait for an extraction that needs that worker)",
+            ));
+        }
+        self.shapes.get(id, || self.prover.pool.install(source), t).map(Some)
     }
 
     /// What the engine holds and does now.
@@ -242,10 +297,11 @@ impl Engine {
         }
     }
 
-    fn key_path<Tree: 'static + MerkleTreeTrait>(&self, config: &filecoin_proofs::types::PoRepConfig, vk: bool) -> Result<PathBuf> {
-        let id = porep::parameter_cache_id::<Tree>(config)?;
-        let file = if vk { verifying_key_id(&id) } else { parameter_id(&id) };
-        Ok(self.config.param_dir().join(file))
+    /// The proving key file (or with `vk` the verifying key file) of circuit `id` in the
+    /// parameter directory, in filecoin-proofs' naming.
+    fn key_path(&self, id: &str, vk: bool) -> PathBuf {
+        let file = if vk { verifying_key_id(id) } else { parameter_id(id) };
+        self.config.param_dir().join(file)
     }
 
     /// The proving lanes of a call on `backend` (its view for the call).
@@ -261,42 +317,6 @@ impl Engine {
     pub fn prover(&self) -> &Prover {
         &self.prover
     }
-}
-
-/// The shape of `config`'s partition circuits, extracted on the engine's workers on first use
-/// (timed into `t`); None when the engine synthesizes the classic way. Never called on a
-/// worker, for the reason `KeyStore::proving_key` gives.
-fn porep_shape<Tree: 'static + MerkleTreeTrait>(
-    engine: &Engine,
-    config: &filecoin_proofs::types::PoRepConfig,
-    t: &mut Timings,
-) -> Result<Option<Arc<CircuitShape>>> {
-    if engine.config.classic_synthesis {
-        return Ok(None);
-    }
-    if engine.prover.pool.current_thread_index().is_some() {
-        return Err(Error::internal(
-            "a circuit shape was requested from one of the engine's workers (it may wait for an extraction that needs that worker)",
-        ));
-    }
-    // Shapes do not depend on values: a made-up partition of the right geometry has the shape.
-    let extract = || {
-        engine
-            .prover
-            .pool
-            .install(|| CircuitShape::extract_parallel(&porep::synthetic_partition_circuit::<Tree>(config, 0)?))
-    };
-    engine.shapes.get(&porep::parameter_cache_id::<Tree>(config)?, extract, t).map(Some)
-}
-
-/// The identity of a proof kind's partition circuit: filecoin-proofs' parameter id, which
-/// names everything its shape depends on (sector size, PoRep parameters, version).
-fn circuit_id<Tree: 'static + MerkleTreeTrait>(proof: RegisteredSealProof) -> Result<String> {
-    porep::parameter_cache_id::<Tree>(&porep::porep_config(proof)?)
-}
-
-fn proving_key_path<Tree: 'static + MerkleTreeTrait>(engine: &Engine, proof: RegisteredSealProof) -> Result<PathBuf> {
-    engine.key_path::<Tree>(&porep::porep_config(proof)?, false)
 }
 
 /// GPU when one is usable and not switched off (`cpu_only`), else CPU.
@@ -325,14 +345,23 @@ fn verify_with_vk_file<Tree: 'static + MerkleTreeTrait>(engine: &Engine, stateme
             statement.registered_proof
         )));
     }
-    let vk = engine.keys.verifying_key(&engine.key_path::<Tree>(&config, true)?)?;
+    let id = porep::parameter_cache_id::<Tree>(&config)?;
+    let vk = engine.keys.verifying_key(&engine.key_path(&id, true))?;
     porep::verify_seal::<Tree>(statement, &vk, proof)
 }
 
-fn log_timings(sector_id: u64, t: &Timings) {
+fn verify_post_with<Tree: 'static + MerkleTreeTrait>(
+    statement: &PostStatement,
+    vk: &bellperson::groth16::PreparedVerifyingKey<blstrs::Bls12>,
+    proof: &[u8],
+) -> Result<bool> {
+    post::verify_post::<Tree>(statement, vk, proof)
+}
+
+fn log_timings(what: &str, t: &Timings) {
     if log::log_enabled!(log::Level::Debug) {
         for (phase, ns) in t.phases() {
-            log::debug!("sector {sector_id}: {phase:<12} {:>10.3} ms", ns as f64 / 1e6);
+            log::debug!("{what}: {phase:<12} {:>10.3} ms", ns as f64 / 1e6);
         }
     }
 }
@@ -341,8 +370,9 @@ fn log_timings(sector_id: u64, t: &Timings) {
 #[cfg(feature = "internals")]
 impl Engine {
     /// Proves `sectors` as `seal_commit_phase2_batch` does, made-up ones included.
-    pub fn prove_sectors(&self, sectors: &[SectorInput], options: &ProveOptions) -> Result<Vec<Result<SectorProof>>> {
-        self.run_pipeline(sectors, options)
+    pub fn prove_sectors(&self, sectors: &[SectorInput], options: &ProveOptions) -> Result<Vec<Result<ProofOutput>>> {
+        let requests: Vec<&dyn ProofRequest> = sectors.iter().map(|s| s as &dyn ProofRequest).collect();
+        self.run_pipeline(&requests, options)
     }
 
     /// The proving lanes of a call that may use every device.

@@ -1,21 +1,22 @@
-//! The prove pipeline of one call: the partitions of its sectors flow through two stages, so
-//! that one partition is synthesized while the one before it is proven.
+//! The prove pipeline of one call: the partitions of its proofs (sectors' C2s, a WindowPoSt
+//! partition, a WinningPoSt: any `kinds::ProofRequest`) flow through two stages, so that one
+//! partition is synthesized while the one before it is proven.
 //! (One file past 500 lines: the two stages, the jobs they hand each other and the memory
 //! budget that couples them are one mechanism, whose private types no other file uses.)
 //!
-//! 1. Synthesis (a thread of the call, its parallel work on the engine's workers): per sector
-//!    decode and check the C1 output, get the proving key and the circuit shape, then
-//!    synthesize its partitions in order.
+//! 1. Synthesis (a thread of the call, its parallel work on the engine's workers): per proof
+//!    decode and check its input, get the proving key and the circuit shape, then synthesize
+//!    its partitions in order.
 //! 2. Proving (lanes: threads of the call, two per GPU it may use, see
 //!    `Engine::proving_lanes`): each synthesized partition on the backend, taken in order by
 //!    the next free lane, which waits there for the backend's turn (never on a worker); the
-//!    lane that proves a sector's last partition self-verifies the sector.
+//!    lane that proves a proof's last partition self-verifies the proof.
 //!
 //! A synthesized partition holds a, b, c and the witness (32GiB: ≈ 17 GB). Synthesis takes a
 //! share of the host memory budget for each one before making it and proving returns it when
 //! the proof is made, so what waits between the stages stays within the budget (one partition
-//! at a time is always allowed, however small the budget). A sector that fails fails alone:
-//! its remaining partitions are skipped, the next sector goes on.
+//! at a time is always allowed, however small the budget). A proof that fails fails alone:
+//! its remaining partitions are skipped, the next proof goes on.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
@@ -24,62 +25,20 @@ use std::time::Instant;
 
 use bellperson::groth16::Proof;
 use blstrs::Bls12;
-use filecoin_proofs::types::MerkleTreeTrait;
-#[cfg(feature = "internals")]
-use filecoin_proofs_api::RegisteredSealProof;
 
 use super::{Counted, Engine, ProveOptions, GROTH_PROOF_BYTES};
 use crate::backend::{Backend, Priority};
 use crate::error::{Error, Result, Status};
 use crate::groth16::ProvingKey;
-use crate::kinds::porep::{self, SealStatement};
+use crate::kinds::{ProofJob, ProofRequest, SynthesisPath};
 use crate::prover::prove_synthesized;
-use crate::synthesis::{synthesize_classic, synthesize_with_shape, SynthesizedCircuit};
+use crate::synthesis::SynthesizedCircuit;
 use crate::timings::{nanos, timed, Timings};
-use crate::with_porep_shape;
 
-/// One sector of a call: the arguments of filecoin-ffi's `seal_commit_phase2`.
-#[derive(Clone, Copy, Debug)]
-pub struct SectorRequest<'a> {
-    pub c1_json: &'a [u8],
-    pub sector_id: u64,
-    pub prover_id: [u8; 32],
-}
-
-/// What the pipeline proves for one sector.
+/// A proof made by the pipeline: its bytes (192 bytes per partition, filecoin-proofs'
+/// format), its timings and those of each of its partitions (in order).
 #[derive(Clone, Debug)]
-pub enum SectorInput<'a> {
-    /// A sealed sector's C1 output.
-    Sealed(SectorRequest<'a>),
-    /// Made-up partitions of a proof kind's exact shape: PERFORMANCE ONLY.
-    #[cfg(feature = "internals")]
-    MadeUp(MadeUpSector),
-}
-
-#[cfg(feature = "internals")]
-/// `partitions` partitions of `proof`'s circuit made from made-up vanilla proofs (partition
-/// k: `porep::synthetic_partition_circuit` with seed `(seed << 8) + k + 1`), proven with `key`: for
-/// benchmarking the pipeline at sizes no sector can be sealed for here. Their proofs cannot
-/// verify, so none is self-verified.
-#[derive(Clone)]
-pub struct MadeUpSector {
-    pub proof: RegisteredSealProof,
-    pub partitions: usize,
-    pub seed: u64,
-    pub key: Arc<ProvingKey>,
-}
-
-#[cfg(feature = "internals")]
-impl std::fmt::Debug for MadeUpSector {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "MadeUpSector({:?}, {} partitions, seed {})", self.proof, self.partitions, self.seed)
-    }
-}
-
-/// A proven sector: its proof (192 bytes per partition, filecoin-proofs' format), its timings
-/// and those of each of its partitions (in order).
-#[derive(Clone, Debug)]
-pub struct SectorProof {
+pub struct ProofOutput {
     pub proof: Vec<u8>,
     pub timings: Timings,
     pub partitions: Vec<Timings>,
@@ -87,11 +46,11 @@ pub struct SectorProof {
 
 /// What synthesis hands to proving, in order.
 enum Job<'e> {
-    /// Sector `index`'s `partitions` partitions follow, to be proven with `key` (and verified
-    /// against `statement` when there is one).
-    Sector {
+    /// Proof `index`'s `partitions` partitions follow, to be proven with `key` (and verified
+    /// as `job` says).
+    Proof {
         index: usize,
-        statement: Option<SealStatement>,
+        job: Arc<dyn ProofJob>,
         key: Arc<ProvingKey>,
         partitions: usize,
         timings: Timings,
@@ -182,11 +141,11 @@ impl MemoryBudget {
     }
 
     /// Waits until `bytes` fit beside what is taken (or nothing is taken) and takes them; a
-    /// high-priority call takes them at once (latency work may exceed the budget by its
-    /// partitions rather than wait behind a batch).
+    /// call of the top class (WinningPoSt) takes them at once (block production may exceed the
+    /// budget by its one small partition rather than wait behind a batch).
     fn take(self: &Arc<Self>, bytes: u64, priority: Priority) -> BudgetShare {
         let mut used = self.used.lock().unwrap_or_else(|p| p.into_inner());
-        while priority == Priority::Normal && *used > 0 && *used + bytes > self.limit {
+        while priority != Priority::WinningPost && *used > 0 && *used + bytes > self.limit {
             used = self.returned.wait(used).unwrap_or_else(|p| p.into_inner());
         }
         *used += bytes;
@@ -223,24 +182,26 @@ fn partition_bytes(key: &ProvingKey, backend: &dyn Backend) -> u64 {
     32 * (products + assignment)
 }
 
-/// Proves `sectors` (results in their order), the call having started at `start`.
+/// Proves `requests` (results in their order) in the call's `class`, the call having started
+/// at `start`.
 pub(super) fn run(
     engine: &Engine,
     backend: &dyn Backend,
-    sectors: &[SectorInput],
+    requests: &[&dyn ProofRequest],
     options: &ProveOptions,
+    class: Priority,
     start: Instant,
-) -> Vec<Result<SectorProof>> {
-    let mut results: Vec<Option<Result<SectorProof>>> = sectors.iter().map(|_| None).collect();
+) -> Vec<Result<ProofOutput>> {
+    let mut results: Vec<Option<Result<ProofOutput>>> = requests.iter().map(|_| None).collect();
     let (sender, receiver) = mpsc::channel();
     std::thread::scope(|scope| {
         // The synthesis thread owns the sender: proving ends when it is done.
         scope.spawn(move || {
-            for (index, input) in sectors.iter().enumerate() {
+            for (index, request) in requests.iter().enumerate() {
                 let mut t = Timings::new();
                 t.queue_wait_ns = nanos(start.elapsed());
                 t.sector_index = index as u32;
-                if let Err(error) = synthesize_sector(engine, backend, index, input, options, &sender, &mut t) {
+                if let Err(error) = synthesize_proof(engine, backend, index, *request, options, class, &sender, &mut t) {
                     if sender.send(Job::Failed { index, error }).is_err() {
                         return;
                     }
@@ -251,156 +212,61 @@ pub(super) fn run(
     });
     results
         .into_iter()
-        .map(|r| r.unwrap_or_else(|| Err(Error::internal("a sector of the call got no result"))))
+        .map(|r| r.unwrap_or_else(|| Err(Error::internal("a proof of the call got no result"))))
         .collect()
 }
 
-/// Stage 1 for one sector: everything up to its synthesized partitions, sent in order.
-fn synthesize_sector<'e>(
+/// Stage 1 for one proof: its input checked, its key and shape, then its partitions
+/// synthesized and sent in order.
+#[allow(clippy::too_many_arguments)]
+fn synthesize_proof<'e>(
     engine: &'e Engine,
     backend: &dyn Backend,
     index: usize,
-    input: &SectorInput,
+    request: &dyn ProofRequest,
     options: &ProveOptions,
+    class: Priority,
     sender: &mpsc::Sender<Job<'e>>,
     t: &mut Timings,
 ) -> Result<()> {
     options.check_cancel()?;
-    match input {
-        SectorInput::Sealed(request) => {
-            let c1 = timed(&mut t.input_check_ns, || porep::parse_c1(request.c1_json))?;
-            with_porep_shape!(
-                c1.registered_proof,
-                synthesize_sealed(engine, backend, index, request, c1, options, sender, t)
-            )
-        }
-        #[cfg(feature = "internals")]
-        SectorInput::MadeUp(sector) => with_porep_shape!(sector.proof, synthesize_made_up(engine, backend, index, sector, options, sender, t)),
-    }
-}
-
-#[allow(clippy::too_many_arguments)]
-fn synthesize_sealed<'e, Tree: 'static + MerkleTreeTrait>(
-    engine: &'e Engine,
-    backend: &dyn Backend,
-    index: usize,
-    request: &SectorRequest,
-    c1: filecoin_proofs_api::seal::SealCommitPhase1Output,
-    options: &ProveOptions,
-    sender: &mpsc::Sender<Job<'e>>,
-    t: &mut Timings,
-) -> Result<()> {
-    let statement = SealStatement {
-        registered_proof: c1.registered_proof,
-        comm_r: c1.comm_r,
-        comm_d: c1.comm_d,
-        prover_id: request.prover_id,
-        sector_id: request.sector_id,
-        ticket: c1.ticket,
-        seed: c1.seed,
-    };
-    let inputs = engine.prover.pool.install(|| {
-        timed(&mut t.input_check_ns, || {
-            porep::check_c1::<Tree>(c1, request.prover_id, request.sector_id)
-        })
-    })?;
+    let job: Arc<dyn ProofJob> = engine.prover.pool.install(|| request.check(t))?.into();
     options.check_cancel()?;
     // Key and shape are waited for on this thread, not on a worker (see `KeyStore::proving_key`).
-    let key = engine
-        .keys
-        .proving_key(&engine.key_path::<Tree>(&inputs.config, false)?, &engine.prover.pool, &mut t.srs_load_ns)?;
-    let sector = SectorPlan {
-        index,
-        statement: Some(statement),
-        key,
-        partitions: inputs.vanilla_proofs.len(),
+    let key = match job.own_key() {
+        Some(key) => key,
+        None => engine
+            .keys
+            .proving_key(&engine.key_path(job.circuit_id(), false), &engine.prover.pool, &mut t.srs_load_ns)?,
     };
-    synthesize_partitions(
-        engine,
-        backend,
-        sector,
-        &inputs.config,
-        |k| porep::partition_circuit(&inputs, k),
-        options,
-        sender,
-        t,
-    )
-}
-
-#[cfg(feature = "internals")]
-fn synthesize_made_up<'e, Tree: 'static + MerkleTreeTrait>(
-    engine: &'e Engine,
-    backend: &dyn Backend,
-    index: usize,
-    sector: &MadeUpSector,
-    options: &ProveOptions,
-    sender: &mpsc::Sender<Job<'e>>,
-    t: &mut Timings,
-) -> Result<()> {
-    let config = porep::porep_config(sector.proof)?;
-    let plan = SectorPlan {
-        index,
-        statement: None,
-        key: sector.key.clone(),
-        partitions: sector.partitions,
-    };
-    // Distinct values per sector and partition, as real sectors have.
-    let circuit = |k: usize| porep::synthetic_partition_circuit::<Tree>(&config, (sector.seed << 8) + k as u64 + 1);
-    synthesize_partitions(engine, backend, plan, &config, circuit, options, sender, t)
-}
-
-/// A sector whose partitions are about to be synthesized.
-struct SectorPlan {
-    index: usize,
-    statement: Option<SealStatement>,
-    key: Arc<ProvingKey>,
-    partitions: usize,
-}
-
-#[allow(clippy::too_many_arguments)]
-fn synthesize_partitions<'e, Tree: 'static + MerkleTreeTrait>(
-    engine: &'e Engine,
-    backend: &dyn Backend,
-    sector: SectorPlan,
-    config: &filecoin_proofs::types::PoRepConfig,
-    circuit: impl Fn(usize) -> Result<porep::PartitionCircuit<Tree>> + Sync,
-    options: &ProveOptions,
-    sender: &mpsc::Sender<Job<'e>>,
-    t: &mut Timings,
-) -> Result<()> {
-    let SectorPlan {
-        index,
-        statement,
-        key,
-        partitions,
-    } = sector;
+    let partitions = job.partitions();
     t.partitions = partitions as u32;
     // Every partition circuit of a proof kind has the same shape (the proving key is made for
     // it); a witness that does not fit it is refused by `synthesized`, never proven.
-    let shape = super::porep_shape::<Tree>(engine, config, t)?;
+    let path = match engine.shape(&*job, t)? {
+        Some(shape) => SynthesisPath::Shape {
+            shape,
+            defer_products: backend.evaluates_products(),
+        },
+        None => SynthesisPath::Classic,
+    };
     let bytes = partition_bytes(&key, backend);
-    let sector = Job::Sector {
+    let proof = Job::Proof {
         index,
-        statement,
+        job: job.clone(),
         key,
         partitions,
         timings: std::mem::replace(t, Timings::new()),
     };
-    sender.send(sector).map_err(|_| Error::internal("the proving stage ended early"))?;
+    sender.send(proof).map_err(|_| Error::internal("the proving stage ended early"))?;
     let cancel = options.cancel.as_ref();
     let occupancy = &engine.occupancy;
     for k in 0..partitions {
         options.check_cancel()?;
-        let share = engine.pipeline_budget.take(bytes, options.priority);
+        let share = engine.pipeline_budget.take(bytes, class);
         let synthesis_start = Instant::now();
         let synthesized = occupancy.stage(&occupancy.synthesizing, &occupancy.synthesis_busy_ns, || {
-            engine.prover.pool.install(|| -> Result<SynthesizedCircuit> {
-                let circuit = timed(&mut t.synthesis_ns, || circuit(k))?;
-                match &shape {
-                    Some(shape) => synthesize_with_shape(backend.evaluates_products(), shape, &circuit, cancel, t),
-                    None => synthesize_classic(circuit, cancel, t),
-                }
-            })
+            engine.prover.pool.install(|| job.synthesize(k, &path, cancel, t))
         })?;
         let mut timings = std::mem::replace(t, Timings::new());
         (timings.sector_index, timings.partition_index, timings.partitions) = (index as u32, k as i32, 1);
@@ -424,7 +290,7 @@ fn synthesize_partitions<'e, Tree: 'static + MerkleTreeTrait>(
 /// A sector in stage 2: what its partitions' lanes fill in.
 struct Proving {
     index: usize,
-    statement: Option<SealStatement>,
+    job: Arc<dyn ProofJob>,
     key: Arc<ProvingKey>,
     timings: Timings,
     /// Each partition's proof bytes and timings, by partition.
@@ -458,10 +324,10 @@ fn prove_jobs<'e>(
     receiver: mpsc::Receiver<Job<'e>>,
     start: Instant,
     lanes: usize,
-    results: &mut [Option<Result<SectorProof>>],
+    results: &mut [Option<Result<ProofOutput>>],
 ) {
     let results = Mutex::new(results);
-    let record = |index: usize, result: Result<SectorProof>| results.lock().unwrap_or_else(|p| p.into_inner())[index] = Some(result);
+    let record = |index: usize, result: Result<ProofOutput>| results.lock().unwrap_or_else(|p| p.into_inner())[index] = Some(result);
     // A lane takes the next partition only when it is free, so partitions enter proving (and
     // the device turns) in order.
     let (to_lanes, from_dispatch) = mpsc::sync_channel::<LaneJob<'e>>(0);
@@ -480,9 +346,9 @@ fn prove_jobs<'e>(
         let mut sectors: Vec<Option<Arc<Mutex<Proving>>>> = Vec::new();
         for job in receiver {
             match job {
-                Job::Sector {
+                Job::Proof {
                     index,
-                    statement,
+                    job,
                     key,
                     partitions,
                     mut timings,
@@ -491,7 +357,7 @@ fn prove_jobs<'e>(
                     let proofs = (0..partitions).map(|_| None).collect();
                     let sector = Proving {
                         index,
-                        statement,
+                        job,
                         key,
                         timings,
                         proofs,
@@ -546,7 +412,7 @@ fn prove_partition(
     options: &ProveOptions,
     start: Instant,
     job: LaneJob,
-) -> Option<(usize, Result<SectorProof>)> {
+) -> Option<(usize, Result<ProofOutput>)> {
     let LaneJob {
         sector,
         k,
@@ -606,9 +472,9 @@ fn write_proof(proof: &Proof<Bls12>, bytes: &mut Vec<u8>, t: &mut Timings) -> Re
     timed(&mut t.assembly_ns, || proof.write(bytes)).map_err(|e| Error::internal(format!("writing proof: {e}")))
 }
 
-/// A sector's result once all its partitions are proven: its proof bytes and timings in
-/// partition order, self-verified when configured and the sector has a statement.
-fn finish_sector(engine: &Engine, options: &ProveOptions, sector: &mut Proving, start: Instant) -> Result<SectorProof> {
+/// A proof's result once all its partitions are proven: its bytes and timings in partition
+/// order, self-verified when configured and the job has something to verify against.
+fn finish_sector(engine: &Engine, options: &ProveOptions, sector: &mut Proving, start: Instant) -> Result<ProofOutput> {
     let (mut bytes, mut partitions) = (
         Vec::with_capacity(sector.proofs.len() * GROTH_PROOF_BYTES),
         Vec::with_capacity(sector.proofs.len()),
@@ -620,35 +486,26 @@ fn finish_sector(engine: &Engine, options: &ProveOptions, sector: &mut Proving, 
     }
     options.check_cancel()?;
     let mut timings = sector.timings;
-    if let (true, Some(statement)) = (engine.config.self_verify, &sector.statement) {
+    if engine.config.self_verify {
         let verify_start = Instant::now();
-        let vk = porep::prepare_vk(&sector.key.vk);
-        let valid = engine
-            .prover
-            .pool
-            .install(|| with_porep_shape!(statement.registered_proof, verify_statement(statement, &vk, &bytes)))?;
+        let vk = bellperson::groth16::prepare_verifying_key(&sector.key.vk);
+        let verified = engine.prover.pool.install(|| sector.job.verify(&vk, &bytes));
         timings.verify_ns += nanos(verify_start.elapsed());
-        if !valid {
-            return Err(Error::new(
-                Status::VerifyFailed,
-                "the proof failed self-verification (inconsistent proving key?)",
-            ));
+        if let Some(valid) = verified {
+            if !valid? {
+                return Err(Error::new(
+                    Status::VerifyFailed,
+                    "the proof failed self-verification (inconsistent proving key?)",
+                ));
+            }
         }
     }
     timings.total_ns = nanos(start.elapsed());
-    Ok(SectorProof {
+    Ok(ProofOutput {
         proof: bytes,
         timings,
         partitions,
     })
-}
-
-fn verify_statement<Tree: 'static + MerkleTreeTrait>(
-    statement: &SealStatement,
-    vk: &bellperson::groth16::PreparedVerifyingKey<Bls12>,
-    proof: &[u8],
-) -> Result<bool> {
-    porep::verify_seal::<Tree>(statement, vk, proof)
 }
 
 #[cfg(test)]
@@ -660,14 +517,14 @@ mod tests {
     #[test]
     fn budget_blocks_normal_takes_and_lets_high_priority_through() {
         let budget = MemoryBudget::new(100);
-        let first = budget.take(80, Priority::Normal);
+        let first = budget.take(80, Priority::Sealing);
         // Over the limit, but latency work does not wait.
-        let high = budget.take(80, Priority::High);
+        let high = budget.take(80, Priority::WinningPost);
         assert_eq!(budget.used(), 160);
         let taken = AtomicBool::new(false);
         std::thread::scope(|scope| {
             scope.spawn(|| {
-                let _share = budget.take(30, Priority::Normal);
+                let _share = budget.take(30, Priority::Sealing);
                 taken.store(true, Ordering::SeqCst);
             });
             std::thread::sleep(Duration::from_millis(50));

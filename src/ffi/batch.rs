@@ -3,7 +3,7 @@
 use super::boundary::{array32, boundary, error_object, owned_bytes, slice, slice_mut};
 use super::prove::{c1_json, prove_options, TimingsOut};
 use super::{cuzk_bytes, cuzk_engine, cuzk_error, cuzk_prove_options, engine::engine_of};
-use crate::engine::{SectorProof, SectorRequest};
+use crate::engine::{ProofOutput, SectorRequest};
 use crate::error::{Error, Result, Status};
 use crate::timings::Timings;
 
@@ -84,7 +84,7 @@ pub extern "C" fn cuzk_seal_commit_phase2_batch(
         let valid: Vec<SectorRequest> = requests.iter().filter_map(|r| r.as_ref().ok().map(|(request, _)| *request)).collect();
         let mut proven = engine.seal_commit_phase2_batch(&valid, &options)?.into_iter();
         // Each sector's outcome, numbered as the caller's array (the unreadable left out).
-        let outcomes: Vec<Result<SectorProof>> = requests
+        let outcomes: Vec<Result<ProofOutput>> = requests
             .into_iter()
             .enumerate()
             .map(|(index, request)| {

@@ -34,7 +34,11 @@ pub(super) fn boundary(err_out: *mut *mut cuzk_error, f: impl FnOnce() -> Result
 /// An owned error object for the caller (free with `cuzk_error_free`).
 pub(super) fn error_object(err: Error) -> *mut cuzk_error {
     let message = CString::new(err.message.replace('\0', "\\0")).expect("NULs were replaced");
-    into_owned(cuzk_error { status: err.status, message })
+    into_owned(cuzk_error {
+        status: err.status,
+        message,
+        faulty_sectors: err.faulty_sectors,
+    })
 }
 
 fn null_argument(name: &str) -> Error {

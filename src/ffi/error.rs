@@ -2,7 +2,7 @@
 
 use std::ffi::{c_char, CStr, CString};
 
-use super::boundary::{free_owned, free_owned_bytes, optional};
+use super::boundary::{free_owned, free_owned_bytes, optional, optional_mut};
 use super::CUZK_ABI_VERSION;
 use crate::error::Status;
 
@@ -11,10 +11,12 @@ static VERSION: &CStr = match CStr::from_bytes_with_nul(concat!(env!("CARGO_PKG_
     Err(_) => panic!("version string"),
 };
 
-/// An error: its status and a message. Owned by the caller; free with `cuzk_error_free`.
+/// An error: its status, a message and, for CUZK_STATUS_FAULTY_SECTORS, the faulty sectors.
+/// Owned by the caller; free with `cuzk_error_free`.
 pub struct cuzk_error {
     pub(super) status: Status,
     pub(super) message: CString,
+    pub(super) faulty_sectors: Vec<u64>,
 }
 
 /// Bytes owned by the library (a proof). Free with `cuzk_bytes_free`.
@@ -55,6 +57,21 @@ pub extern "C" fn cuzk_error_message(err: *const cuzk_error) -> *const c_char {
         Some(e) => e.message.as_ptr(),
         None => c"(no error)".as_ptr(),
     }
+}
+
+/// The sector numbers whose PoSt vanilla proofs do not verify, for an error of status
+/// CUZK_STATUS_FAULTY_SECTORS (what filecoin-ffi reports as faulty sectors); 0 and NULL for
+/// any other error. Returns their count and points `*sectors_out` at them.
+///
+/// `err`: NULL (answers 0) or an error from this library not yet freed. `sectors_out`: NULL
+/// or writable; the array belongs to `err`: valid until `cuzk_error_free(err)`.
+#[no_mangle]
+pub extern "C" fn cuzk_error_faulty_sectors(err: *const cuzk_error, sectors_out: *mut *const u64) -> usize {
+    let sectors = optional(err).map_or(&[][..], |e| &e.faulty_sectors[..]);
+    if let Some(out) = optional_mut(sectors_out) {
+        *out = if sectors.is_empty() { std::ptr::null() } else { sectors.as_ptr() };
+    }
+    sectors.len()
 }
 
 /// Frees an error.

@@ -1,9 +1,10 @@
 //! Proving keys kept resident by the engine, and the engine's status.
 
 use super::boundary::{boundary, optional_mut, owned_bytes, required_mut};
-use super::registered_proof::seal_proof_from_abi;
+use super::registered_proof::{post_proof_from_abi, seal_proof_from_abi};
 use super::{cuzk_bytes, cuzk_engine, cuzk_error, engine::engine_of};
-use crate::error::{Error, Status};
+use crate::engine::RegisteredProof;
+use crate::error::{Error, Result, Status};
 
 /// Reads the proving key of `registered_proof` (filecoin-ffi numbering) from the parameter
 /// directory and makes it resident on every GPU the engine uses, so that the next proof of
@@ -22,15 +23,36 @@ pub extern "C" fn cuzk_engine_preload_key(
     err: *mut *mut cuzk_error,
 ) -> Status {
     boundary(err, || {
-        let report = engine_of(engine)?.preload_key(seal_proof_from_abi(registered_proof)?)?;
-        if let Some(out) = optional_mut(srs_load_ns) {
-            *out = report.srs_load_ns;
-        }
-        if let Some(out) = optional_mut(srs_upload_ns) {
-            *out = report.srs_upload_ns;
-        }
-        Ok(())
+        let proof = seal_proof_from_abi(registered_proof)?.into();
+        preload(engine, proof, srs_load_ns, srs_upload_ns)
     })
+}
+
+/// `cuzk_engine_preload_key` for a registered PoSt proof (go-state-types numbering): the
+/// WindowPoSt or WinningPoSt key of a sector size.
+#[no_mangle]
+pub extern "C" fn cuzk_engine_preload_post_key(
+    engine: *const cuzk_engine,
+    registered_post_proof: u32,
+    srs_load_ns: *mut u64,
+    srs_upload_ns: *mut u64,
+    err: *mut *mut cuzk_error,
+) -> Status {
+    boundary(err, || {
+        let proof = post_proof_from_abi(registered_post_proof)?.into();
+        preload(engine, proof, srs_load_ns, srs_upload_ns)
+    })
+}
+
+fn preload(engine: *const cuzk_engine, proof: RegisteredProof, srs_load_ns: *mut u64, srs_upload_ns: *mut u64) -> Result<()> {
+    let report = engine_of(engine)?.preload_key(proof)?;
+    if let Some(out) = optional_mut(srs_load_ns) {
+        *out = report.srs_load_ns;
+    }
+    if let Some(out) = optional_mut(srs_upload_ns) {
+        *out = report.srs_upload_ns;
+    }
+    Ok(())
 }
 
 /// Drops the proving key of `registered_proof` from host memory and from every GPU; calls
@@ -46,12 +68,25 @@ pub extern "C" fn cuzk_engine_evict_key(
     evicted_out: *mut bool,
     err: *mut *mut cuzk_error,
 ) -> Status {
-    boundary(err, || {
-        let evicted_out = required_mut(evicted_out, "evicted_out")?;
-        *evicted_out = false;
-        *evicted_out = engine_of(engine)?.evict_key(seal_proof_from_abi(registered_proof)?)?;
-        Ok(())
-    })
+    boundary(err, || evict(engine, || Ok(seal_proof_from_abi(registered_proof)?.into()), evicted_out))
+}
+
+/// `cuzk_engine_evict_key` for a registered PoSt proof (go-state-types numbering).
+#[no_mangle]
+pub extern "C" fn cuzk_engine_evict_post_key(
+    engine: *const cuzk_engine,
+    registered_post_proof: u32,
+    evicted_out: *mut bool,
+    err: *mut *mut cuzk_error,
+) -> Status {
+    boundary(err, || evict(engine, || Ok(post_proof_from_abi(registered_post_proof)?.into()), evicted_out))
+}
+
+fn evict(engine: *const cuzk_engine, proof: impl FnOnce() -> Result<RegisteredProof>, evicted_out: *mut bool) -> Result<()> {
+    let evicted_out = required_mut(evicted_out, "evicted_out")?;
+    *evicted_out = false;
+    *evicted_out = engine_of(engine)?.evict_key(proof()?)?;
+    Ok(())
 }
 
 /// What the engine holds and does, as a JSON object:

@@ -38,12 +38,15 @@ mod batch;
 
 mod verify;
 
+mod post;
+
 pub use batch::*;
 pub use engine::*;
 pub use error::*;
 pub use keys::*;
+pub use post::*;
 pub use prove::*;
-pub use registered_proof::{seal_proof_from_abi, seal_proof_to_abi};
+pub use registered_proof::{post_proof_from_abi, seal_proof_from_abi, seal_proof_to_abi};
 pub use verify::*;
 
 /// Version of the C ABI in include/cuzk.h. Bumped only for incompatible changes.

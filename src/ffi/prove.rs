@@ -9,7 +9,7 @@ use super::boundary::{
 use super::{cuzk_bytes, cuzk_engine, cuzk_error, engine::engine_of};
 use crate::cancel::CancelToken;
 use crate::engine::Priority;
-use crate::engine::{ProveOptions, SectorProof};
+use crate::engine::{ProveOptions, ProofOutput};
 use crate::error::{Error, Result, Status};
 use crate::timings::Timings;
 
@@ -43,9 +43,11 @@ pub struct cuzk_prove_options {
     pub pin_device: bool,
     pub device: u32,
     // Revision 3.
-    /// CUZK_PRIORITY_NORMAL (0) or CUZK_PRIORITY_HIGH (1): latency work (WinningPoSt-like) whose
-    /// partitions take each GPU before waiting normal calls' — so it overtakes a running batch
-    /// at the batch's next partition boundary — and never wait for the host memory budget.
+    /// The class of the call's work, by deadline: CUZK_PRIORITY_NORMAL (0: the proof kind's
+    /// own class), CUZK_PRIORITY_HIGH (1: the top class, WinningPoSt's),
+    /// CUZK_PRIORITY_WINDOW_POST (2) or CUZK_PRIORITY_SEALING (3). A class takes each GPU
+    /// before waiting calls of lower classes — so it overtakes a running batch at the batch's
+    /// next partition boundary; the top class never waits for the host memory budget.
     pub priority: u32,
     // Revision 4.
     /// NULL, or an array of `partition_timings_len` cuzk_timings, each with its `struct_size`
@@ -74,10 +76,15 @@ impl Default for cuzk_prove_options {
     }
 }
 
-/// `cuzk_prove_options.priority`: calls in arrival order.
+/// `cuzk_prove_options.priority`: the proof kind's class (WinningPoSt: the top class;
+/// WindowPoSt: the WindowPoSt class; PoRep C2: sealing).
 pub const CUZK_PRIORITY_NORMAL: u32 = 0;
-/// `cuzk_prove_options.priority`: before every waiting normal call.
+/// `cuzk_prove_options.priority`: the top class (block production), before every other.
 pub const CUZK_PRIORITY_HIGH: u32 = 1;
+/// `cuzk_prove_options.priority`: the WindowPoSt class, before sealing work.
+pub const CUZK_PRIORITY_WINDOW_POST: u32 = 2;
+/// `cuzk_prove_options.priority`: the sealing class (hours of slack), after every other.
+pub const CUZK_PRIORITY_SEALING: u32 = 3;
 
 /// The smallest `cuzk_prove_options.struct_size` accepted: the size of revision 1 (64-bit
 /// targets).
@@ -151,11 +158,13 @@ pub(super) fn prove_options<'a>(options: *const cuzk_prove_options) -> Result<(P
         prove_options.cancel = optional(options.cancel).map(|t| t.token.clone());
         prove_options.device = options.pin_device.then_some(options.device);
         prove_options.priority = match options.priority {
-            CUZK_PRIORITY_NORMAL => Priority::Normal,
-            CUZK_PRIORITY_HIGH => Priority::High,
+            CUZK_PRIORITY_NORMAL => None,
+            CUZK_PRIORITY_HIGH => Some(Priority::WinningPost),
+            CUZK_PRIORITY_WINDOW_POST => Some(Priority::WindowPost),
+            CUZK_PRIORITY_SEALING => Some(Priority::Sealing),
             other => {
                 return Err(Error::invalid(format!(
-                    "cuzk_prove_options.priority = {other}: expected CUZK_PRIORITY_NORMAL or CUZK_PRIORITY_HIGH"
+                    "cuzk_prove_options.priority = {other}: expected CUZK_PRIORITY_NORMAL, _HIGH, _WINDOW_POST or _SEALING"
                 )))
             }
         };
@@ -180,7 +189,7 @@ pub(super) struct PartitionTimingsOut<'a>(Vec<TimingsOut<'a>>);
 
 impl PartitionTimingsOut<'_> {
     /// Writes the partitions of `sectors` (caller's sector index, proven sector) in order.
-    pub(super) fn write<'s>(self, sectors: impl Iterator<Item = (usize, &'s SectorProof)>) {
+    pub(super) fn write<'s>(self, sectors: impl Iterator<Item = (usize, &'s ProofOutput)>) {
         let partitions = sectors.flat_map(|(index, proven)| {
             proven.partitions.iter().map(move |t| Timings {
                 sector_index: index as u32,

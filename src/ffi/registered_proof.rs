@@ -1,7 +1,7 @@
-//! The `registered_proof` numbers of the ABI: filecoin-ffi's `RegisteredSealProof` numbering
-//! (the same as go-state-types' abi package).
+//! The `registered_proof` numbers of the ABI: filecoin-ffi's `RegisteredSealProof` and
+//! `RegisteredPoStProof` numberings (the same as go-state-types' abi package).
 
-use filecoin_proofs_api::RegisteredSealProof;
+use filecoin_proofs_api::{RegisteredPoStProof, RegisteredSealProof};
 
 use crate::error::{Error, Result};
 
@@ -46,6 +46,36 @@ pub fn seal_proof_to_abi(proof: RegisteredSealProof) -> u32 {
         .expect("every registered proof has an ABI number") as u32
 }
 
+/// The PoSt proofs in the order of their ABI numbers (go-state-types names the last five
+/// `StackedDrgWindow*V1_1`; filecoin-proofs-api `..V1_2`).
+const POST_PROOFS: [RegisteredPoStProof; 15] = {
+    use RegisteredPoStProof::*;
+    [
+        StackedDrgWinning2KiBV1,
+        StackedDrgWinning8MiBV1,
+        StackedDrgWinning512MiBV1,
+        StackedDrgWinning32GiBV1,
+        StackedDrgWinning64GiBV1,
+        StackedDrgWindow2KiBV1,
+        StackedDrgWindow8MiBV1,
+        StackedDrgWindow512MiBV1,
+        StackedDrgWindow32GiBV1,
+        StackedDrgWindow64GiBV1,
+        StackedDrgWindow2KiBV1_2,
+        StackedDrgWindow8MiBV1_2,
+        StackedDrgWindow512MiBV1_2,
+        StackedDrgWindow32GiBV1_2,
+        StackedDrgWindow64GiBV1_2,
+    ]
+};
+
+pub fn post_proof_from_abi(n: u32) -> Result<RegisteredPoStProof> {
+    POST_PROOFS
+        .get(n as usize)
+        .copied()
+        .ok_or_else(|| Error::invalid(format!("unknown registered PoSt proof {n}")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -58,5 +88,8 @@ mod tests {
         }
         assert_eq!(seal_proof_from_abi(5).unwrap(), RegisteredSealProof::StackedDrg2KiBV1_1);
         assert_eq!(seal_proof_from_abi(20).unwrap_err().status, Status::InvalidArgument);
+        assert_eq!(post_proof_from_abi(0).unwrap(), RegisteredPoStProof::StackedDrgWinning2KiBV1);
+        assert_eq!(post_proof_from_abi(13).unwrap(), RegisteredPoStProof::StackedDrgWindow32GiBV1_2);
+        assert_eq!(post_proof_from_abi(15).unwrap_err().status, Status::InvalidArgument);
     }
 }

@@ -54,7 +54,7 @@ impl Backend for CpuBackend {
         cancel: &CancelToken,
         t: &mut Timings,
     ) -> Result<MsmResults> {
-        self.compute_in_turn(Priority::Normal, key, circuit, pool, cancel, t)
+        self.compute_in_turn(Priority::Sealing, key, circuit, pool, cancel, t)
     }
 }
 

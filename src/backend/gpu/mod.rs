@@ -305,7 +305,7 @@ impl Backend for GpuBackend {
         cancel: &CancelToken,
         t: &mut Timings,
     ) -> Result<MsmResults> {
-        self.compute_on(self.least_busy_device(), Priority::Normal, key, circuit, pool, cancel, t)
+        self.compute_on(self.least_busy_device(), Priority::Sealing, key, circuit, pool, cancel, t)
     }
 
     fn for_call(&self, device: Option<u32>, priority: Priority) -> Result<Box<dyn Backend + '_>> {
@@ -323,7 +323,7 @@ impl Backend for GpuBackend {
         check_not_a_worker(pool)?;
         let mut upload_ns = 0;
         for device in &self.devices {
-            let _turn = device.turn.take(Priority::Normal);
+            let _turn = device.turn.take(Priority::Sealing);
             let mut t = Timings::new();
             let buffer = device.staging.acquire(&mut t.pin_ns)?;
             device.resident_key(key, &staging(&buffer), &mut t)?;
@@ -337,7 +337,7 @@ impl Backend for GpuBackend {
             .iter()
             .map(|device| {
                 // Inside the turn: no call is reading the copy while it is freed.
-                let _turn = device.turn.take(Priority::Normal);
+                let _turn = device.turn.take(Priority::Sealing);
                 device.keys.evict_label(label)
             })
             .sum()

@@ -2,7 +2,7 @@
 //! building the partition circuits, and verifying the result with filecoin-proofs' own
 //! verification path (StackedCompound::verify → bellperson's batch verifier).
 
-use bellperson::groth16::{PreparedVerifyingKey, VerifyingKey};
+use bellperson::groth16::PreparedVerifyingKey;
 use bellperson::{Circuit, ConstraintSystem, SynthesisError};
 use blstrs::Bls12;
 use blstrs::Scalar;
@@ -29,10 +29,16 @@ use storage_proofs_porep::stacked::{
 use typenum::{Unsigned, U0, U2};
 
 use crate::cancel::CancelToken;
+use crate::kinds::CircuitSource;
 use crate::synthesis::r1cs::{SegmentedCircuit, Witness};
 
+mod job;
 mod sha256;
 mod witness;
+
+#[cfg(feature = "internals")]
+pub use job::MadeUpSector;
+pub use job::{SectorInput, SectorRequest};
 
 use crate::error::{Error, Result, Status};
 
@@ -232,6 +238,13 @@ impl<Tree: 'static + MerkleTreeTrait> Circuit<Scalar> for PartitionCircuit<Tree>
     }
 }
 
+/// The parameter id of `proof`'s partition circuit and the extraction of its shape.
+pub(crate) fn circuit_of<Tree: 'static + MerkleTreeTrait>(proof: RegisteredSealProof) -> Result<(String, CircuitSource<'static>)> {
+    let config = porep_config(proof)?;
+    let id = parameter_cache_id::<Tree>(&config)?;
+    Ok((id, Box::new(move || job::extract_shape::<Tree>(&config))))
+}
+
 /// The circuit of partition `k`.
 pub fn partition_circuit<Tree: 'static + MerkleTreeTrait>(inputs: &SealInputs<Tree>, k: usize) -> Result<PartitionCircuit<Tree>> {
     let proofs = inputs
@@ -379,9 +392,4 @@ pub fn verify_seal<Tree: 'static + MerkleTreeTrait>(statement: &SealStatement, v
         },
     )
     .map_err(|e| Error::from_dependency(Status::Internal, "verifying the seal proof", e))
-}
-
-/// Prepares a verifying key for pairing checks.
-pub fn prepare_vk(vk: &VerifyingKey<Bls12>) -> PreparedVerifyingKey<Bls12> {
-    bellperson::groth16::prepare_verifying_key(vk)
 }

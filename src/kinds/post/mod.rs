@@ -1,0 +1,542 @@
+//! WindowPoSt (one partition) and WinningPoSt on top of filecoin-proofs: the vanilla proofs
+//! filecoin-ffi's `GenerateSingleVanillaProof` returns, checked; the circuit filecoin-proofs
+//! builds (`FallbackPoStCompound::circuit`: one sub-circuit per challenged sector, synthesized
+//! apart); verification with filecoin-proofs' own verifier.
+//!
+//! Both kinds prove one Groth16 circuit of `sector_count` slots, each a sector's comm_r check
+//! and `challenge_count` inclusion paths in its tree_r_last:
+//! - a WindowPoSt partition: its sectors (2 349 for 32GiB) × 10 challenges; a short partition
+//!   repeats its last sector, as filecoin-proofs pads it;
+//! - WinningPoSt: one sector's 66 challenges as 66 slots of one challenge each.
+
+use std::ops::Range;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use bellperson::groth16::{PreparedVerifyingKey, Proof};
+use bellperson::{Circuit, ConstraintSystem, SynthesisError};
+use bincode::Options;
+use blstrs::{Bls12, Scalar};
+use filecoin_hashers::{Domain, HashFunction, Hasher};
+use filecoin_proofs::parameters::{window_post_public_params, winning_post_public_params};
+use filecoin_proofs::types::{MerkleTreeTrait, PoStConfig};
+use filecoin_proofs::{FallbackPoStSectorProof, PoStType};
+use filecoin_proofs_api::RegisteredPoStProof;
+use storage_proofs_core::compound_proof::{self, CompoundProof};
+use storage_proofs_core::gadgets::por::PoRCompound;
+use storage_proofs_core::merkle::{base_path_length, compound_path_length, MerkleProof, MerkleProofTrait};
+use storage_proofs_core::multi_proof::MultiProof;
+use storage_proofs_core::por;
+use storage_proofs_core::sector::SectorId;
+use storage_proofs_core::util::NODE_SIZE;
+use storage_proofs_post::fallback::{
+    self, generate_leaf_challenge, get_challenge_index, FallbackPoSt, FallbackPoStCompound, PublicSector, Sector, SectorProof,
+};
+use typenum::Unsigned;
+
+use crate::backend::Priority;
+use crate::cancel::CancelToken;
+use crate::error::{Error, Result, Status};
+use crate::kinds::{CircuitSource, ProofJob, ProofRequest, SynthesisPath};
+use crate::synthesis::r1cs::{CircuitShape, SegmentedCircuit};
+use crate::synthesis::SynthesizedCircuit;
+use crate::timings::{timed, Timings};
+use crate::with_porep_shape;
+
+/// Largest vanilla proof accepted, in bytes. A 32GiB sector's WindowPoSt vanilla proof is
+/// ≈ 25 KB, its WinningPoSt one ≈ 170 KB; anything past this is not a vanilla proof.
+pub const MAX_VANILLA_PROOF_BYTES: usize = 1 << 22;
+
+/// Which PoSt a request is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PostKind {
+    Window,
+    Winning,
+}
+
+/// One PoSt to prove: the arguments of filecoin-ffi's `GenerateSinglePartitionWindowPoStWithVanilla`
+/// (with `partition_index`) or `GenerateWinningPoStWithVanilla` (`partition_index` 0).
+#[derive(Clone, Copy, Debug)]
+pub struct PostRequest<'a> {
+    pub kind: PostKind,
+    pub registered_proof: RegisteredPoStProof,
+    pub prover_id: [u8; 32],
+    pub randomness: [u8; 32],
+    /// One per sector, as filecoin-proofs-api's `generate_single_vanilla_proof` returns them
+    /// (bincode of `FallbackPoStSectorProof`), in the partition's sector order.
+    pub vanilla_proofs: &'a [&'a [u8]],
+    pub partition_index: usize,
+}
+
+impl ProofRequest for PostRequest<'_> {
+    fn check(&self, t: &mut Timings) -> Result<Box<dyn ProofJob>> {
+        timed(&mut t.input_check_ns, || with_porep_shape!(self.registered_proof, post_job(self)))
+    }
+
+    fn class(&self) -> Priority {
+        match self.kind {
+            PostKind::Window => Priority::WindowPost,
+            PostKind::Winning => Priority::WinningPost,
+        }
+    }
+}
+
+/// filecoin-proofs' configuration of a registered PoSt proof of `kind`, or why cuzk can't
+/// prove it.
+pub fn post_config(proof: RegisteredPoStProof, kind: PostKind) -> Result<PoStConfig> {
+    if proof.major_version() != 1 {
+        return Err(Error::invalid(format!("{proof:?}: unsupported proof version")));
+    }
+    let typ = match proof.typ() {
+        PoStType::Window => PostKind::Window,
+        PoStType::Winning => PostKind::Winning,
+    };
+    if typ != kind {
+        return Err(Error::invalid(format!("{proof:?} is a {typ:?}PoSt proof, this call makes {kind:?}PoSt proofs")));
+    }
+    Ok(proof.as_v1_config())
+}
+
+fn dependency(context: &'static str) -> impl Fn(anyhow::Error) -> Error {
+    move |e| Error::from_dependency(Status::InvalidArgument, context, e)
+}
+
+/// The vanilla parameters of `config`'s circuit: its slots (`sector_count`) and challenges per
+/// slot.
+fn public_params<Tree: 'static + MerkleTreeTrait>(config: &PoStConfig) -> Result<fallback::PublicParams> {
+    match config.typ {
+        PoStType::Window => window_post_public_params::<Tree>(config),
+        PoStType::Winning => winning_post_public_params::<Tree>(config),
+    }
+    .map_err(dependency("PoSt public parameters"))
+}
+
+/// The parameter id of `proof`'s circuit and the extraction of its shape.
+pub(crate) fn circuit_of<Tree: 'static + MerkleTreeTrait>(proof: RegisteredPoStProof) -> Result<(String, CircuitSource<'static>)> {
+    let kind = match proof.typ() {
+        PoStType::Window => PostKind::Window,
+        PoStType::Winning => PostKind::Winning,
+    };
+    let config = post_config(proof, kind)?;
+    Ok((circuit_id::<Tree>(&config)?, Box::new(move || extract_shape::<Tree>(&config))))
+}
+
+/// filecoin-proofs' parameter id of `config`'s circuit.
+pub fn circuit_id<Tree: 'static + MerkleTreeTrait>(config: &PoStConfig) -> Result<String> {
+    config
+        .get_cache_identifier::<Tree>()
+        .map_err(|e| Error::from_dependency(Status::Internal, "circuit identifier", e))
+}
+
+/// The shape of `config`'s circuit, from filecoin-proofs' blank circuit (no values).
+pub fn extract_shape<Tree: 'static + MerkleTreeTrait>(config: &PoStConfig) -> Result<CircuitShape> {
+    blank_shape::<Tree>(&public_params::<Tree>(config)?)
+}
+
+fn blank_shape<Tree: 'static + MerkleTreeTrait>(params: &fallback::PublicParams) -> Result<CircuitShape> {
+    let blank = PostCircuit::<Tree> {
+        slots: (0..params.sector_count).map(|_| Sector::blank_circuit(params)).collect(),
+    };
+    CircuitShape::extract_parallel(&blank)
+}
+
+type TreeDomain<Tree> = <<Tree as MerkleTreeTrait>::Hasher as Hasher>::Domain;
+type TreeSectorProof<Tree> = SectorProof<<Tree as MerkleTreeTrait>::Proof>;
+type TreePath<Tree> = MerkleProof<
+    <Tree as MerkleTreeTrait>::Hasher,
+    <Tree as MerkleTreeTrait>::Arity,
+    <Tree as MerkleTreeTrait>::SubTreeArity,
+    <Tree as MerkleTreeTrait>::TopTreeArity,
+>;
+
+/// A field element given as 32 little-endian bytes, refused unless canonical (< the modulus).
+fn canonical<D: Domain>(bytes: &[u8; 32], what: &str) -> Result<D> {
+    if Option::<Scalar>::from(Scalar::from_bytes_le(bytes)).is_none() {
+        return Err(Error::invalid(format!("{what} is not a canonical field element (it is ≥ the BLS12-381 scalar modulus)")));
+    }
+    D::try_from_bytes(bytes).map_err(|e| Error::from_dependency(Status::InvalidArgument, what, e))
+}
+
+fn is_canonical<D: Domain>(value: &D) -> bool {
+    let bytes: Option<[u8; 32]> = value.as_ref().try_into().ok();
+    bytes.is_some_and(|b| Option::<Scalar>::from(Scalar::from_bytes_le(&b)).is_some())
+}
+
+/// A checked PoSt: the circuit's slots and public inputs.
+struct PostJob<Tree: 'static + MerkleTreeTrait> {
+    params: fallback::PublicParams,
+    circuit_id: String,
+    randomness: TreeDomain<Tree>,
+    /// The partition index WindowPoSt challenges are derived with (0 for WinningPoSt).
+    k: usize,
+    /// The real slots (padding excluded), in circuit order.
+    slots: Vec<(PublicSector<TreeDomain<Tree>>, TreeSectorProof<Tree>)>,
+}
+
+fn post_job<Tree: 'static + MerkleTreeTrait>(request: &PostRequest) -> Result<Box<dyn ProofJob>> {
+    let config = post_config(request.registered_proof, request.kind)?;
+    let params = public_params::<Tree>(&config)?;
+    let randomness: TreeDomain<Tree> = canonical(&request.randomness, "randomness")?;
+    canonical::<TreeDomain<Tree>>(&request.prover_id, "prover_id")?;
+    let proofs = decode_vanilla_proofs::<Tree>(request, &config)?;
+    let slots = match request.kind {
+        PostKind::Window => proofs
+            .into_iter()
+            .map(|p| {
+                let sector = PublicSector { id: p.sector_id, comm_r: p.comm_r };
+                let proof = p.vanilla_proof.sectors.into_iter().next().expect("checked: one sector proof");
+                (sector, proof)
+            })
+            .collect(),
+        // One sector's challenges as slots of one challenge each, as filecoin-proofs unrolls them.
+        PostKind::Winning => {
+            let p = proofs.into_iter().next().expect("checked: one vanilla proof");
+            let sector = PublicSector { id: p.sector_id, comm_r: p.comm_r };
+            let proof = p.vanilla_proof.sectors.into_iter().next().expect("checked: one sector proof");
+            let (comm_c, comm_r_last) = (proof.comm_c, proof.comm_r_last);
+            proof
+                .inclusion_proofs
+                .into_iter()
+                .map(|path| {
+                    let slot = SectorProof {
+                        inclusion_proofs: vec![path],
+                        comm_c,
+                        comm_r_last,
+                    };
+                    (sector.clone(), slot)
+                })
+                .collect()
+        }
+    };
+    let job = PostJob::<Tree> {
+        circuit_id: circuit_id::<Tree>(&config)?,
+        params,
+        randomness,
+        k: request.partition_index,
+        slots,
+    };
+    job.check_slots()?;
+    Ok(Box::new(job))
+}
+
+/// Decodes the vanilla proofs and checks their structure: count, sizes, one sector proof each
+/// with the configured number of inclusion paths of the sector size's tree shape, canonical
+/// field elements, distinct sectors. Errors name the proof (index and sector).
+fn decode_vanilla_proofs<Tree: 'static + MerkleTreeTrait>(request: &PostRequest, config: &PoStConfig) -> Result<Vec<FallbackPoStSectorProof<Tree>>> {
+    let count = request.vanilla_proofs.len();
+    // WindowPoSt: sectors per partition and challenges per sector; WinningPoSt: 1 sector, 66
+    // challenges.
+    let (most, paths) = (config.sector_count, config.challenge_count);
+    if count == 0 {
+        return Err(Error::invalid(format!("no vanilla proofs: a {:?} proof needs 1 to {most}", request.registered_proof)));
+    }
+    if count > most {
+        return Err(Error::invalid(format!(
+            "{count} vanilla proofs: a {:?} {} holds at most {most} sectors",
+            request.registered_proof,
+            if request.kind == PostKind::Window { "partition" } else { "proof" }
+        )));
+    }
+    if request.kind == PostKind::Window && request.partition_index > u32::MAX as usize {
+        return Err(Error::invalid(format!("partition index {} is out of range", request.partition_index)));
+    }
+    if request.kind == PostKind::Winning && request.partition_index != 0 {
+        return Err(Error::invalid("WinningPoSt has one partition: its partition index is 0"));
+    }
+    let leaves = u64::from(config.sector_size) as usize / NODE_SIZE;
+    let mut seen = std::collections::HashSet::new();
+    let mut proofs = Vec::with_capacity(count);
+    for (i, bytes) in request.vanilla_proofs.iter().enumerate() {
+        let proof = decode_one::<Tree>(bytes).map_err(|e| e.context(&format!("vanilla proof {i}")))?;
+        let sector = u64::from(proof.sector_id);
+        let named = |message: String| Error::invalid(format!("vanilla proof {i} (sector {sector}): {message}"));
+        if !seen.insert(sector) {
+            return Err(named("the sector appears twice".into()));
+        }
+        if !is_canonical(&proof.comm_r) {
+            return Err(named("comm_r is not a canonical field element".into()));
+        }
+        let [sector_proof] = proof.vanilla_proof.sectors.as_slice() else {
+            return Err(named(format!("{} sector proofs, expected 1", proof.vanilla_proof.sectors.len())));
+        };
+        if !is_canonical(&sector_proof.comm_c) || !is_canonical(&sector_proof.comm_r_last) {
+            return Err(named("comm_c or comm_r_last is not a canonical field element".into()));
+        }
+        if sector_proof.inclusion_proofs.len() != paths {
+            return Err(named(format!(
+                "{} inclusion paths, a {:?} proof has {paths}",
+                sector_proof.inclusion_proofs.len(),
+                request.registered_proof
+            )));
+        }
+        for (n, path) in sector_proof.inclusion_proofs.iter().enumerate() {
+            check_path_shape::<Tree>(path, leaves).map_err(|m| named(format!("inclusion path {n}: {m}")))?;
+        }
+        proofs.push(proof);
+    }
+    Ok(proofs)
+}
+
+fn decode_one<Tree: 'static + MerkleTreeTrait>(bytes: &[u8]) -> Result<FallbackPoStSectorProof<Tree>> {
+    if bytes.len() > MAX_VANILLA_PROOF_BYTES {
+        return Err(Error::invalid(format!(
+            "{} bytes, more than the {MAX_VANILLA_PROOF_BYTES} byte limit",
+            bytes.len()
+        )));
+    }
+    // filecoin-proofs-api's encoding (bincode's defaults), with nothing left over.
+    bincode::DefaultOptions::new()
+        .with_fixint_encoding()
+        .with_limit(bytes.len() as u64)
+        .reject_trailing_bytes()
+        .deserialize(bytes)
+        .map_err(|e| Error::from_dependency(Status::ParseError, "not a FallbackPoStSectorProof of this sector size", e))
+}
+
+/// Whether an inclusion path has the tree's shape (what filecoin-proofs' hashing assumes and
+/// would panic on): the proof variant of the tree's layers, the path length for `leaves`,
+/// arity − 1 siblings and an index below the arity at every level, canonical values.
+fn check_path_shape<Tree: MerkleTreeTrait>(path: &TreePath<Tree>, leaves: usize) -> std::result::Result<(), String> {
+    let (base, sub, top) = (Tree::Arity::to_usize(), Tree::SubTreeArity::to_usize(), Tree::TopTreeArity::to_usize());
+    // The serialized proof starts with its variant: 0 one tree, 1 with sub-trees, 2 with a top tree.
+    let variant = bincode::serialize(path).map_err(|e| e.to_string())?;
+    let expected_variant: u8 = if top > 0 { 2 } else if sub > 0 { 1 } else { 0 };
+    if variant.get(..4) != Some(&[expected_variant, 0, 0, 0][..]) {
+        return Err("its layers do not match the sector size's tree".into());
+    }
+    let levels = path.path();
+    let expected = compound_path_length::<Tree::Arity, Tree::SubTreeArity, Tree::TopTreeArity>(leaves);
+    if levels.len() != expected {
+        return Err(format!("{} levels, the tree has {expected}", levels.len()));
+    }
+    let base_levels = base_path_length::<Tree::Arity, Tree::SubTreeArity, Tree::TopTreeArity>(leaves);
+    let arities = std::iter::repeat_n(base, base_levels).chain([sub, top].into_iter().filter(|&a| a > 0));
+    for (height, ((siblings, index), arity)) in levels.iter().zip(arities).enumerate() {
+        if siblings.len() + 1 != arity || *index >= arity {
+            return Err(format!(
+                "level {height} has {} siblings and index {index}, the tree's arity there is {arity}",
+                siblings.len()
+            ));
+        }
+        if !siblings.iter().all(is_canonical) {
+            return Err(format!("level {height} has a non-canonical field element"));
+        }
+    }
+    if !is_canonical(&path.leaf()) || !is_canonical(&path.root()) {
+        return Err("its leaf or root is not a canonical field element".into());
+    }
+    Ok(())
+}
+
+impl<Tree: 'static + MerkleTreeTrait> PostJob<Tree> {
+    /// The leaf challenged by challenge `n` of slot `i`, as filecoin-proofs derives it.
+    fn challenged_leaf(&self, i: usize, sector: SectorId, n: usize) -> u64 {
+        let slot_index = self.k * self.params.sector_count + i;
+        let index = get_challenge_index(self.params.api_version, slot_index, self.params.challenge_count, n);
+        generate_leaf_challenge(&self.params, self.randomness, u64::from(sector), index)
+    }
+
+    /// What filecoin-proofs' vanilla verifier checks, slot by slot, so that a sector whose
+    /// proof does not verify is named: comm_r = H(comm_c ‖ comm_r_last), every path from the
+    /// challenged leaf to comm_r_last. Any failure is the faulty sectors' error.
+    fn check_slots(&self) -> Result<()> {
+        use rayon::prelude::*;
+        let faulty: Vec<u64> = self
+            .slots
+            .par_iter()
+            .enumerate()
+            .filter(|(i, (sector, proof))| !catch_unwind(AssertUnwindSafe(|| self.slot_is_valid(*i, sector, proof))).unwrap_or(false))
+            .map(|(_, (sector, _))| u64::from(sector.id))
+            .collect();
+        if faulty.is_empty() {
+            return Ok(());
+        }
+        let mut faulty = faulty;
+        faulty.dedup();
+        Err(Error::faulty_sectors(faulty))
+    }
+
+    fn slot_is_valid(&self, i: usize, sector: &PublicSector<TreeDomain<Tree>>, proof: &TreeSectorProof<Tree>) -> bool {
+        let comm_r_last = proof.comm_r_last;
+        let hashed = <Tree::Hasher as Hasher>::Function::hash2(&proof.comm_c, &comm_r_last);
+        hashed == sector.comm_r
+            && proof
+                .inclusion_proofs
+                .iter()
+                .enumerate()
+                .all(|(n, path)| path.root() == comm_r_last && path.validate(self.challenged_leaf(i, sector.id, n) as usize))
+    }
+
+    /// The slots the circuit has: the real ones, then the last repeated up to `sector_count`.
+    fn padded_slots(&self) -> impl Iterator<Item = &(PublicSector<TreeDomain<Tree>>, TreeSectorProof<Tree>)> {
+        let last = self.slots.last().expect("checked: at least one slot");
+        self.slots.iter().chain(std::iter::repeat(last)).take(self.params.sector_count)
+    }
+
+    fn circuit(&self) -> Result<PostCircuit<Tree>> {
+        let slots = self
+            .padded_slots()
+            .map(|(sector, proof)| Sector::circuit(sector, proof).map_err(dependency("the PoSt circuit")))
+            .collect::<Result<_>>()?;
+        Ok(PostCircuit { slots })
+    }
+
+    /// The circuit's public inputs, as `FallbackPoStCompound::generate_public_inputs` makes them
+    /// for this partition: per real slot its comm_r and each challenge's leaf index; padding
+    /// repeats the last real slot's.
+    fn public_inputs(&self) -> Result<Vec<Scalar>> {
+        let por_params = por::PublicParams {
+            leaves: self.params.sector_size as usize / NODE_SIZE,
+            private: true,
+        };
+        let mut per_slot = Vec::with_capacity(self.slots.len());
+        for (i, (sector, _)) in self.slots.iter().enumerate() {
+            let mut inputs = vec![sector.comm_r.into()];
+            for n in 0..self.params.challenge_count {
+                let challenge = por::PublicInputs {
+                    commitment: None,
+                    challenge: self.challenged_leaf(i, sector.id, n) as usize,
+                };
+                let leaf_inputs = PoRCompound::<Tree>::generate_public_inputs(&challenge, &por_params, Some(self.k))
+                    .map_err(|e| Error::from_dependency(Status::Internal, "PoSt public inputs", e))?;
+                inputs.extend(leaf_inputs);
+            }
+            per_slot.push(inputs);
+        }
+        let last = per_slot.last().expect("checked: at least one slot").clone();
+        per_slot.resize(self.params.sector_count, last);
+        Ok(per_slot.concat())
+    }
+}
+
+impl<Tree: 'static + MerkleTreeTrait> ProofJob for PostJob<Tree> {
+    fn circuit_id(&self) -> &str {
+        &self.circuit_id
+    }
+
+    fn partitions(&self) -> usize {
+        1
+    }
+
+    fn extract_shape(&self) -> Result<CircuitShape> {
+        blank_shape::<Tree>(&self.params)
+    }
+
+    fn synthesize(&self, k: usize, path: &SynthesisPath, cancel: Option<&CancelToken>, t: &mut Timings) -> Result<SynthesizedCircuit> {
+        if k != 0 {
+            return Err(Error::internal(format!("a PoSt has one partition; partition {k} was asked for")));
+        }
+        let circuit = timed(&mut t.synthesis_ns, || self.circuit())?;
+        path.run(circuit, cancel, t)
+    }
+
+    fn verify(&self, vk: &PreparedVerifyingKey<Bls12>, proof: &[u8]) -> Option<Result<bool>> {
+        let verify = || -> Result<bool> {
+            let proof = Proof::<Bls12>::read(proof).map_err(|e| Error::from_dependency(Status::Internal, "reading the proof", e))?;
+            bellperson::groth16::verify_proof(vk, &proof, &self.public_inputs()?)
+                .map_err(|e| Error::from_dependency(Status::Internal, "verifying the proof", e))
+        };
+        Some(verify())
+    }
+}
+
+/// `FallbackPoStCircuit` with its slots as segments: slot i's sub-circuit allocates its own
+/// variables only (its comm_r input, comm_c, comm_r_last and paths), so the slots synthesize
+/// apart and in parallel; the prefix is empty.
+struct PostCircuit<Tree: 'static + MerkleTreeTrait> {
+    slots: Vec<Sector<Tree>>,
+}
+
+impl<Tree: 'static + MerkleTreeTrait> SegmentedCircuit for PostCircuit<Tree> {
+    fn num_segments(&self) -> usize {
+        self.slots.len()
+    }
+
+    fn synthesize_segments<CS: ConstraintSystem<Scalar>>(&self, cs: &mut CS, segments: Range<usize>) -> std::result::Result<(), SynthesisError> {
+        for i in segments {
+            Circuit::synthesize(&self.slots[i], &mut cs.namespace(|| format!("sector_{i}")))?;
+        }
+        Ok(())
+    }
+}
+
+impl<Tree: 'static + MerkleTreeTrait> Circuit<Scalar> for PostCircuit<Tree> {
+    fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> std::result::Result<(), SynthesisError> {
+        self.synthesize_segments(cs, 0..self.slots.len())
+    }
+}
+
+/// What a PoSt proof is verified against: filecoin-proofs-api's `verify_window_post` /
+/// `verify_winning_post` arguments.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PostStatement {
+    pub kind: PostKind,
+    pub registered_proof: RegisteredPoStProof,
+    pub randomness: [u8; 32],
+    pub prover_id: [u8; 32],
+    /// (sector id, comm_r) of every challenged sector: all the deadline's proven sectors for
+    /// WindowPoSt, in partition order; the one sector for WinningPoSt.
+    pub sectors: Vec<(u64, [u8; 32])>,
+}
+
+/// filecoin-proofs' `verify_window_post` / `verify_winning_post` with the verifying key
+/// supplied by the caller (from the engine's parameter directory): `proof` is every
+/// partition's proof, in order.
+pub fn verify_post<Tree: 'static + MerkleTreeTrait>(statement: &PostStatement, vk: &PreparedVerifyingKey<Bls12>, proof: &[u8]) -> Result<bool> {
+    let config = post_config(statement.registered_proof, statement.kind)?;
+    let params = public_params::<Tree>(&config)?;
+    if statement.sectors.is_empty() {
+        return Err(Error::invalid("no sectors to verify the PoSt against"));
+    }
+    if proof.is_empty() || proof.len() % crate::engine::GROTH_PROOF_BYTES != 0 {
+        return Err(Error::invalid(format!("a PoSt proof is 192 bytes per partition, not {}", proof.len())));
+    }
+    let randomness: TreeDomain<Tree> = canonical(&statement.randomness, "randomness")?;
+    let prover_id: TreeDomain<Tree> = canonical(&statement.prover_id, "prover_id")?;
+    let mut sectors = Vec::with_capacity(statement.sectors.len());
+    for (id, comm_r) in &statement.sectors {
+        let comm_r = canonical(comm_r, &format!("comm_r of sector {id}"))?;
+        sectors.push(PublicSector { id: SectorId::from(*id), comm_r });
+    }
+    let partitions = match statement.kind {
+        PostKind::Window => sectors.len().div_ceil(params.sector_count),
+        PostKind::Winning => {
+            if sectors.len() != config.sector_count {
+                return Err(Error::invalid(format!("a WinningPoSt is verified against {} sector(s)", config.sector_count)));
+            }
+            // One public sector per slot, as filecoin-proofs' verifier lays them out.
+            sectors = std::iter::repeat_n(sectors[0].clone(), params.sector_count).collect();
+            1
+        }
+    };
+    if proof.len() != partitions * crate::engine::GROTH_PROOF_BYTES {
+        return Err(Error::invalid(format!(
+            "the proof is {} bytes; {} sector(s) make {partitions} partition(s) of 192 bytes",
+            proof.len(),
+            statement.sectors.len()
+        )));
+    }
+    let setup = compound_proof::SetupParams {
+        vanilla_params: fallback::SetupParams {
+            sector_size: params.sector_size,
+            challenge_count: params.challenge_count,
+            sector_count: params.sector_count,
+            api_version: params.api_version,
+        },
+        partitions: (partitions > 1).then_some(partitions),
+        priority: false,
+    };
+    let compound = FallbackPoStCompound::<Tree>::setup(&setup).map_err(dependency("PoSt public parameters"))?;
+    let inputs = fallback::PublicInputs {
+        randomness,
+        prover_id,
+        sectors,
+        k: None,
+    };
+    let multi_proof = MultiProof::new_from_bytes((partitions > 1).then_some(partitions), proof, vk)
+        .map_err(|e| Error::from_dependency(Status::InvalidArgument, "proof bytes", e))?;
+    let requirements = fallback::ChallengeRequirements {
+        minimum_challenge_count: config.challenge_count * config.sector_count,
+    };
+    <FallbackPoStCompound<Tree> as CompoundProof<FallbackPoSt<Tree>, _>>::verify(&compound, &inputs, &multi_proof, &requirements)
+        .map_err(|e| Error::from_dependency(Status::Internal, "verifying the PoSt proof", e))
+}
