@@ -42,6 +42,9 @@ pub mod internals {
     pub use crate::engine::SectorInput;
     pub use crate::groth16::{assemble, check_key_fits, decode_parameters, MsmResults};
     pub use crate::kinds::porep;
+    pub use crate::kinds::post;
+    pub use crate::kinds::post::MadeUpPost;
+    pub use crate::kinds::{ProofJob, ProofRequest, SynthesisPath};
     pub use crate::synthesis::r1cs;
     pub use crate::synthesis::{synthesize, synthesize_classic, synthesize_with_shape, Density, Products, SynthesizedCircuit};
 }

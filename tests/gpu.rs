@@ -11,7 +11,7 @@ use std::time::Instant;
 use bellperson::groth16::{create_proof_batch, generate_random_parameters, prepare_verifying_key, verify_proof};
 use blstrs::{Bls12, Scalar};
 use common::fixture;
-use cuzk::engine::{Engine, EngineConfig, ProveOptions, ProofOutput, SplitPolicy};
+use cuzk::engine::{Engine, EngineConfig, ProofOutput, ProveOptions, SplitPolicy};
 use cuzk::error::Status;
 use cuzk::internals::device_count;
 use cuzk::internals::r1cs::CircuitShape;

@@ -9,7 +9,7 @@ use bellperson::groth16::create_proof_batch;
 use blstrs::Scalar;
 use common::*;
 use cuzk::cancel::CancelToken;
-use cuzk::engine::{Engine as RustEngine, EngineConfig, ProveOptions, ProofOutput};
+use cuzk::engine::{Engine as RustEngine, EngineConfig, ProofOutput, ProveOptions};
 use cuzk::error::Status;
 use cuzk::ffi::*;
 use cuzk::internals::porep;

@@ -1,6 +1,6 @@
-//! Priorities, in a process of its own (the engine is one per process): a high-priority call
-//! takes the backend's turn at the next partition boundary, before normal calls that were
-//! waiting for it longer. On the CPU backend (explicitly), whose turn orders the MSMs of
+//! Priorities, in a process of its own (the engine is one per process): a call of a higher
+//! class (WindowPoSt, WinningPoSt) takes the backend's turn at the next partition boundary,
+//! before sealing calls that were waiting for it longer. On the CPU backend (explicitly), whose turn orders the MSMs of
 //! partitions exactly as a device's turn orders its GPU phases.
 
 use std::sync::Arc;
@@ -24,7 +24,7 @@ fn wait_for_proving(engine: &Engine, ready: impl Fn(u64) -> bool) {
 }
 
 #[test]
-fn high_priority_call_overtakes_waiting_normal_calls_at_the_partition_boundary() {
+fn higher_classes_overtake_waiting_sealing_calls_at_the_partition_boundary() {
     let engine = Engine::acquire(EngineConfig {
         cpu_only: true,
         ..Default::default()
@@ -47,9 +47,17 @@ fn high_priority_call_overtakes_waiting_normal_calls_at_the_partition_boundary()
             key: key.clone(),
         })]
     };
+    // One class after the other: the two must not share the turn.
+    for class in [Priority::WindowPost, Priority::WinningPost] {
+        overtakes(&engine, &sector, class);
+    }
+}
+
+/// Two sealing calls, then one of `class`: the latter proves second.
+fn overtakes(engine: &Engine, sector: &(dyn Fn(u64) -> [SectorInput<'static>; 1] + Sync), class: Priority) {
     let normal = ProveOptions::default();
     let high = ProveOptions {
-        priority: Some(Priority::WinningPost),
+        priority: Some(class),
         ..Default::default()
     };
 
@@ -65,10 +73,10 @@ fn high_priority_call_overtakes_waiting_normal_calls_at_the_partition_boundary()
     let (first, second, urgent) = std::thread::scope(|scope| {
         // The first normal call holds the turn: its partition is proving.
         let first = scope.spawn(|| prove(1, &normal));
-        wait_for_proving(&engine, |n| n == 1);
+        wait_for_proving(engine, |n| n == 1);
         // The second normal call's partition waits for the turn.
         let second = scope.spawn(|| prove(2, &normal));
-        wait_for_proving(&engine, |n| n == 2);
+        wait_for_proving(engine, |n| n == 2);
         // The high-priority call arrives last; its partition is synthesized while the first
         // call still proves (a 2KiB partition's MSMs take ~40 s on 2 cores, its synthesis ~2 s).
         let urgent = scope.spawn(|| prove(3, &high));
@@ -82,7 +90,7 @@ fn high_priority_call_overtakes_waiting_normal_calls_at_the_partition_boundary()
         second.1.timings.proving_wait_ns as f64 / 1e9,
         urgent.1.timings.proving_wait_ns as f64 / 1e9
     );
-    eprintln!("{report}");
+    eprintln!("{class:?}: {report}");
     // In arrival order the second call would prove before the high-priority one.
     assert!(
         first.0 < urgent.0 && urgent.0 < second.0,

@@ -22,12 +22,12 @@ use crate::kinds::porep;
 pub use crate::kinds::porep::MadeUpSector;
 #[cfg(not(feature = "internals"))]
 use crate::kinds::porep::SectorInput;
-pub use crate::kinds::porep::{SealStatement, SectorRequest};
 #[cfg(feature = "internals")]
 pub use crate::kinds::porep::SectorInput;
+pub use crate::kinds::porep::{SealStatement, SectorRequest};
 pub use crate::kinds::post::{PostKind, PostRequest, PostStatement, MAX_VANILLA_PROOF_BYTES};
-use crate::kinds::{post, CircuitSource, ProofJob, ProofRequest};
 pub use crate::kinds::RegisteredProof;
+use crate::kinds::{post, CircuitSource, ProofJob, ProofRequest};
 #[cfg(feature = "cuda")]
 use crate::prover::gpu_backend;
 use crate::prover::{fresh_randomness, Prover};
@@ -43,8 +43,8 @@ mod status;
 
 pub use config::{EngineConfig, SplitPolicy, DEFAULT_PARAMETER_CACHE};
 use keys::KeyStore;
-use pipeline::{MemoryBudget, Occupancy};
 pub use pipeline::ProofOutput;
+use pipeline::{MemoryBudget, Occupancy};
 use shapes::ShapeCache;
 pub use status::{DeviceStatus, EngineStatus, HostKeyStatus, PipelineStatus, PoolUsage, PreloadReport, ResidentKey, ResidentShape, ShapeStatus};
 
@@ -176,7 +176,10 @@ impl Engine {
     /// `generate_winning_post_with_vanilla` do, with timings. Vanilla proofs that do not
     /// verify are a `Status::FaultySectors` error naming their sectors.
     pub fn generate_post(&self, request: &PostRequest, options: &ProveOptions) -> Result<ProofOutput> {
-        let proven = self.run_pipeline(&[request as &dyn ProofRequest], options)?.pop().expect("one result per request")?;
+        let proven = self
+            .run_pipeline(&[request as &dyn ProofRequest], options)?
+            .pop()
+            .expect("one result per request")?;
         log_timings(&format!("{:?}PoSt", request.kind), &proven.timings);
         Ok(proven)
     }
@@ -252,12 +255,7 @@ impl Engine {
     /// The shape of circuit `id` from the cache, extracted on the engine's workers on first use
     /// (timed into `t`); None when the engine synthesizes the classic way. Never called on a
     /// worker, for the reason `KeyStore::proving_key` gives.
-    fn cached_shape<'a>(
-        &self,
-        id: &str,
-        source: CircuitSource<'a>,
-        t: &mut Timings,
-    ) -> Result<Option<Arc<CircuitShape>>> {
+    fn cached_shape<'a>(&self, id: &str, source: CircuitSource<'a>, t: &mut Timings) -> Result<Option<Arc<CircuitShape>>> {
         if self.config.classic_synthesis {
             return Ok(None);
         }
@@ -373,6 +371,12 @@ impl Engine {
     pub fn prove_sectors(&self, sectors: &[SectorInput], options: &ProveOptions) -> Result<Vec<Result<ProofOutput>>> {
         let requests: Vec<&dyn ProofRequest> = sectors.iter().map(|s| s as &dyn ProofRequest).collect();
         self.run_pipeline(&requests, options)
+    }
+
+    /// Proves any proof requests (made-up PoSts included) through the pipeline, one result per
+    /// request.
+    pub fn prove_requests(&self, requests: &[&dyn ProofRequest], options: &ProveOptions) -> Result<Vec<Result<ProofOutput>>> {
+        self.run_pipeline(requests, options)
     }
 
     /// The proving lanes of a call that may use every device.

@@ -79,7 +79,9 @@ pub extern "C" fn cuzk_engine_evict_post_key(
     evicted_out: *mut bool,
     err: *mut *mut cuzk_error,
 ) -> Status {
-    boundary(err, || evict(engine, || Ok(post_proof_from_abi(registered_post_proof)?.into()), evicted_out))
+    boundary(err, || {
+        evict(engine, || Ok(post_proof_from_abi(registered_post_proof)?.into()), evicted_out)
+    })
 }
 
 fn evict(engine: *const cuzk_engine, proof: impl FnOnce() -> Result<RegisteredProof>, evicted_out: *mut bool) -> Result<()> {

@@ -115,7 +115,18 @@ pub extern "C" fn cuzk_generate_window_post_partition(
     boundary(err, || {
         let vanilla = (vanilla_proofs, vanilla_proofs_len);
         let kind = PostKind::Window;
-        generate(engine, kind, registered_post_proof, prover_id, randomness, vanilla, partition_index, options, proof_out, timings)
+        generate(
+            engine,
+            kind,
+            registered_post_proof,
+            prover_id,
+            randomness,
+            vanilla,
+            partition_index,
+            options,
+            proof_out,
+            timings,
+        )
     })
 }
 
@@ -141,7 +152,18 @@ pub extern "C" fn cuzk_generate_winning_post(
     boundary(err, || {
         let vanilla = (vanilla_proofs, vanilla_proofs_len);
         let kind = PostKind::Winning;
-        generate(engine, kind, registered_post_proof, prover_id, randomness, vanilla, 0, options, proof_out, timings)
+        generate(
+            engine,
+            kind,
+            registered_post_proof,
+            prover_id,
+            randomness,
+            vanilla,
+            0,
+            options,
+            proof_out,
+            timings,
+        )
     })
 }
 
@@ -200,7 +222,16 @@ pub extern "C" fn cuzk_verify_window_post(
 ) -> Status {
     boundary(err, || {
         let kind = PostKind::Window;
-        verify(engine, kind, registered_post_proof, prover_id, randomness, (sectors, sectors_len), (proof, proof_len), valid_out)
+        verify(
+            engine,
+            kind,
+            registered_post_proof,
+            prover_id,
+            randomness,
+            (sectors, sectors_len),
+            (proof, proof_len),
+            valid_out,
+        )
     })
 }
 
@@ -222,6 +253,15 @@ pub extern "C" fn cuzk_verify_winning_post(
 ) -> Status {
     boundary(err, || {
         let kind = PostKind::Winning;
-        verify(engine, kind, registered_post_proof, prover_id, randomness, (sectors, sectors_len), (proof, proof_len), valid_out)
+        verify(
+            engine,
+            kind,
+            registered_post_proof,
+            prover_id,
+            randomness,
+            (sectors, sectors_len),
+            (proof, proof_len),
+            valid_out,
+        )
     })
 }

@@ -9,7 +9,7 @@ use super::boundary::{
 use super::{cuzk_bytes, cuzk_engine, cuzk_error, engine::engine_of};
 use crate::cancel::CancelToken;
 use crate::engine::Priority;
-use crate::engine::{ProveOptions, ProofOutput};
+use crate::engine::{ProofOutput, ProveOptions};
 use crate::error::{Error, Result, Status};
 use crate::timings::Timings;
 

@@ -11,9 +11,9 @@
 use std::sync::Arc;
 
 use bellperson::groth16::PreparedVerifyingKey;
-use filecoin_proofs_api::{RegisteredPoStProof, RegisteredSealProof};
 use bellperson::Circuit;
 use blstrs::{Bls12, Scalar};
+use filecoin_proofs_api::{RegisteredPoStProof, RegisteredSealProof};
 
 use crate::backend::Priority;
 use crate::cancel::CancelToken;
@@ -75,7 +75,12 @@ pub enum SynthesisPath {
 
 impl SynthesisPath {
     /// Synthesizes `circuit` this way.
-    pub fn run<C: SegmentedCircuit + Circuit<Scalar>>(&self, circuit: C, cancel: Option<&CancelToken>, t: &mut Timings) -> Result<SynthesizedCircuit> {
+    pub fn run<C: SegmentedCircuit + Circuit<Scalar>>(
+        &self,
+        circuit: C,
+        cancel: Option<&CancelToken>,
+        t: &mut Timings,
+    ) -> Result<SynthesizedCircuit> {
         match self {
             SynthesisPath::Classic => synthesize_classic(circuit, cancel, t),
             SynthesisPath::Shape { shape, defer_products } => synthesize_with_shape(*defer_products, shape, &circuit, cancel, t),

@@ -96,7 +96,11 @@ fn seal_job<Tree: 'static + MerkleTreeTrait>(
     };
     let inputs = timed(&mut t.input_check_ns, || check_c1::<Tree>(c1, request.prover_id, request.sector_id))?;
     let circuit_id = parameter_cache_id::<Tree>(&inputs.config)?;
-    Ok(Box::new(SealJob { inputs, statement, circuit_id }))
+    Ok(Box::new(SealJob {
+        inputs,
+        statement,
+        circuit_id,
+    }))
 }
 
 /// A sector's checked C1 output.

@@ -11,6 +11,7 @@
 
 use std::ops::Range;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
 
 use bellperson::groth16::{PreparedVerifyingKey, Proof};
 use bellperson::{Circuit, ConstraintSystem, SynthesisError};
@@ -36,6 +37,7 @@ use typenum::Unsigned;
 use crate::backend::Priority;
 use crate::cancel::CancelToken;
 use crate::error::{Error, Result, Status};
+use crate::groth16::ProvingKey;
 use crate::kinds::{CircuitSource, ProofJob, ProofRequest, SynthesisPath};
 use crate::synthesis::r1cs::{CircuitShape, SegmentedCircuit};
 use crate::synthesis::SynthesizedCircuit;
@@ -91,7 +93,9 @@ pub fn post_config(proof: RegisteredPoStProof, kind: PostKind) -> Result<PoStCon
         PoStType::Winning => PostKind::Winning,
     };
     if typ != kind {
-        return Err(Error::invalid(format!("{proof:?} is a {typ:?}PoSt proof, this call makes {kind:?}PoSt proofs")));
+        return Err(Error::invalid(format!(
+            "{proof:?} is a {typ:?}PoSt proof, this call makes {kind:?}PoSt proofs"
+        )));
     }
     Ok(proof.as_v1_config())
 }
@@ -151,7 +155,9 @@ type TreePath<Tree> = MerkleProof<
 /// A field element given as 32 little-endian bytes, refused unless canonical (< the modulus).
 fn canonical<D: Domain>(bytes: &[u8; 32], what: &str) -> Result<D> {
     if Option::<Scalar>::from(Scalar::from_bytes_le(bytes)).is_none() {
-        return Err(Error::invalid(format!("{what} is not a canonical field element (it is ≥ the BLS12-381 scalar modulus)")));
+        return Err(Error::invalid(format!(
+            "{what} is not a canonical field element (it is ≥ the BLS12-381 scalar modulus)"
+        )));
     }
     D::try_from_bytes(bytes).map_err(|e| Error::from_dependency(Status::InvalidArgument, what, e))
 }
@@ -163,6 +169,8 @@ fn is_canonical<D: Domain>(value: &D) -> bool {
 
 /// A checked PoSt: the circuit's slots and public inputs.
 struct PostJob<Tree: 'static + MerkleTreeTrait> {
+    /// The made-up inputs' synthetic key (nothing to verify then); None for real inputs.
+    own_key: Option<Arc<ProvingKey>>,
     params: fallback::PublicParams,
     circuit_id: String,
     randomness: TreeDomain<Tree>,
@@ -182,7 +190,10 @@ fn post_job<Tree: 'static + MerkleTreeTrait>(request: &PostRequest) -> Result<Bo
         PostKind::Window => proofs
             .into_iter()
             .map(|p| {
-                let sector = PublicSector { id: p.sector_id, comm_r: p.comm_r };
+                let sector = PublicSector {
+                    id: p.sector_id,
+                    comm_r: p.comm_r,
+                };
                 let proof = p.vanilla_proof.sectors.into_iter().next().expect("checked: one sector proof");
                 (sector, proof)
             })
@@ -190,7 +201,10 @@ fn post_job<Tree: 'static + MerkleTreeTrait>(request: &PostRequest) -> Result<Bo
         // One sector's challenges as slots of one challenge each, as filecoin-proofs unrolls them.
         PostKind::Winning => {
             let p = proofs.into_iter().next().expect("checked: one vanilla proof");
-            let sector = PublicSector { id: p.sector_id, comm_r: p.comm_r };
+            let sector = PublicSector {
+                id: p.sector_id,
+                comm_r: p.comm_r,
+            };
             let proof = p.vanilla_proof.sectors.into_iter().next().expect("checked: one sector proof");
             let (comm_c, comm_r_last) = (proof.comm_c, proof.comm_r_last);
             proof
@@ -208,6 +222,7 @@ fn post_job<Tree: 'static + MerkleTreeTrait>(request: &PostRequest) -> Result<Bo
         }
     };
     let job = PostJob::<Tree> {
+        own_key: None,
         circuit_id: circuit_id::<Tree>(&config)?,
         params,
         randomness,
@@ -227,7 +242,10 @@ fn decode_vanilla_proofs<Tree: 'static + MerkleTreeTrait>(request: &PostRequest,
     // challenges.
     let (most, paths) = (config.sector_count, config.challenge_count);
     if count == 0 {
-        return Err(Error::invalid(format!("no vanilla proofs: a {:?} proof needs 1 to {most}", request.registered_proof)));
+        return Err(Error::invalid(format!(
+            "no vanilla proofs: a {:?} proof needs 1 to {most}",
+            request.registered_proof
+        )));
     }
     if count > most {
         return Err(Error::invalid(format!(
@@ -299,7 +317,13 @@ fn check_path_shape<Tree: MerkleTreeTrait>(path: &TreePath<Tree>, leaves: usize)
     let (base, sub, top) = (Tree::Arity::to_usize(), Tree::SubTreeArity::to_usize(), Tree::TopTreeArity::to_usize());
     // The serialized proof starts with its variant: 0 one tree, 1 with sub-trees, 2 with a top tree.
     let variant = bincode::serialize(path).map_err(|e| e.to_string())?;
-    let expected_variant: u8 = if top > 0 { 2 } else if sub > 0 { 1 } else { 0 };
+    let expected_variant: u8 = if top > 0 {
+        2
+    } else if sub > 0 {
+        1
+    } else {
+        0
+    };
     if variant.get(..4) != Some(&[expected_variant, 0, 0, 0][..]) {
         return Err("its layers do not match the sector size's tree".into());
     }
@@ -430,12 +454,19 @@ impl<Tree: 'static + MerkleTreeTrait> ProofJob for PostJob<Tree> {
     }
 
     fn verify(&self, vk: &PreparedVerifyingKey<Bls12>, proof: &[u8]) -> Option<Result<bool>> {
+        if self.own_key.is_some() {
+            return None;
+        }
         let verify = || -> Result<bool> {
             let proof = Proof::<Bls12>::read(proof).map_err(|e| Error::from_dependency(Status::Internal, "reading the proof", e))?;
             bellperson::groth16::verify_proof(vk, &proof, &self.public_inputs()?)
                 .map_err(|e| Error::from_dependency(Status::Internal, "verifying the proof", e))
         };
         Some(verify())
+    }
+
+    fn own_key(&self) -> Option<Arc<ProvingKey>> {
+        self.own_key.clone()
     }
 }
 
@@ -495,13 +526,19 @@ pub fn verify_post<Tree: 'static + MerkleTreeTrait>(statement: &PostStatement, v
     let mut sectors = Vec::with_capacity(statement.sectors.len());
     for (id, comm_r) in &statement.sectors {
         let comm_r = canonical(comm_r, &format!("comm_r of sector {id}"))?;
-        sectors.push(PublicSector { id: SectorId::from(*id), comm_r });
+        sectors.push(PublicSector {
+            id: SectorId::from(*id),
+            comm_r,
+        });
     }
     let partitions = match statement.kind {
         PostKind::Window => sectors.len().div_ceil(params.sector_count),
         PostKind::Winning => {
             if sectors.len() != config.sector_count {
-                return Err(Error::invalid(format!("a WinningPoSt is verified against {} sector(s)", config.sector_count)));
+                return Err(Error::invalid(format!(
+                    "a WinningPoSt is verified against {} sector(s)",
+                    config.sector_count
+                )));
             }
             // One public sector per slot, as filecoin-proofs' verifier lays them out.
             sectors = std::iter::repeat_n(sectors[0].clone(), params.sector_count).collect();
@@ -539,4 +576,104 @@ pub fn verify_post<Tree: 'static + MerkleTreeTrait>(statement: &PostStatement, v
     };
     <FallbackPoStCompound<Tree> as CompoundProof<FallbackPoSt<Tree>, _>>::verify(&compound, &inputs, &multi_proof, &requirements)
         .map_err(|e| Error::from_dependency(Status::Internal, "verifying the PoSt proof", e))
+}
+
+/// A PoSt of `kind` for `proof` made from made-up vanilla proofs: `sectors` sectors (WindowPoSt;
+/// WinningPoSt has one) whose inclusion paths have the tree's exact shape and random values
+/// (`seed`), so the circuit and its witness have a real one's shape and density but nothing is
+/// consistent: for benchmarks at sizes no sector can be sealed for here (PERFORMANCE ONLY: its
+/// proof cannot verify, so none is verified). Proven with `key` (a synthetic key); without one
+/// it can only be synthesized (to make that key from).
+#[cfg(feature = "internals")]
+#[derive(Clone)]
+pub struct MadeUpPost {
+    pub kind: PostKind,
+    pub proof: RegisteredPoStProof,
+    pub sectors: usize,
+    pub seed: u64,
+    pub key: Option<Arc<ProvingKey>>,
+}
+
+#[cfg(feature = "internals")]
+impl ProofRequest for MadeUpPost {
+    fn check(&self, t: &mut Timings) -> Result<Box<dyn ProofJob>> {
+        timed(&mut t.input_check_ns, || with_porep_shape!(self.proof, made_up_job(self)))
+    }
+
+    fn class(&self) -> Priority {
+        match self.kind {
+            PostKind::Window => Priority::WindowPost,
+            PostKind::Winning => Priority::WinningPost,
+        }
+    }
+}
+
+#[cfg(feature = "internals")]
+fn made_up_job<Tree: 'static + MerkleTreeTrait>(made_up: &MadeUpPost) -> Result<Box<dyn ProofJob>> {
+    use ff::Field;
+    use rand::{Rng, SeedableRng};
+
+    let config = post_config(made_up.proof, made_up.kind)?;
+    let params = public_params::<Tree>(&config)?;
+    let leaves = params.sector_size as usize / NODE_SIZE;
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(made_up.seed);
+    let value = |rng: &mut rand_chacha::ChaCha8Rng| -> TreeDomain<Tree> { Scalar::random(rng).into() };
+    let base_levels = base_path_length::<Tree::Arity, Tree::SubTreeArity, Tree::TopTreeArity>(leaves);
+    let arities: Vec<usize> = std::iter::repeat_n(Tree::Arity::to_usize(), base_levels)
+        .chain(
+            [Tree::SubTreeArity::to_usize(), Tree::TopTreeArity::to_usize()]
+                .into_iter()
+                .filter(|&a| a > 0),
+        )
+        .collect();
+    let path = |root: TreeDomain<Tree>, rng: &mut rand_chacha::ChaCha8Rng| -> TreePath<Tree> {
+        let levels = arities
+            .iter()
+            .map(|&arity| ((1..arity).map(|_| value(rng)).collect(), rng.gen_range(0..arity)))
+            .collect();
+        MerkleProof::from_parts(value(rng), root, levels)
+    };
+    let sector = |id: u64, paths: usize, rng: &mut rand_chacha::ChaCha8Rng| {
+        let (comm_c, comm_r_last) = (value(rng), value(rng));
+        let proof = SectorProof {
+            inclusion_proofs: (0..paths).map(|_| path(comm_r_last, rng)).collect(),
+            comm_c,
+            comm_r_last,
+        };
+        (
+            PublicSector {
+                id: SectorId::from(id),
+                comm_r: value(rng),
+            },
+            proof,
+        )
+    };
+    let slots = match made_up.kind {
+        PostKind::Window => (0..made_up.sectors.clamp(1, params.sector_count))
+            .map(|i| sector(made_up.seed * 10_000 + i as u64, params.challenge_count, &mut rng))
+            .collect(),
+        PostKind::Winning => {
+            let (public, proof) = sector(made_up.seed, params.sector_count, &mut rng);
+            proof
+                .inclusion_proofs
+                .into_iter()
+                .map(|path| {
+                    let slot = SectorProof {
+                        inclusion_proofs: vec![path],
+                        comm_c: proof.comm_c,
+                        comm_r_last: proof.comm_r_last,
+                    };
+                    (public.clone(), slot)
+                })
+                .collect()
+        }
+    };
+    Ok(Box::new(PostJob::<Tree> {
+        own_key: made_up.key.clone(),
+        circuit_id: circuit_id::<Tree>(&config)?,
+        randomness: value(&mut rng),
+        params,
+        k: 0,
+        slots,
+    }))
 }

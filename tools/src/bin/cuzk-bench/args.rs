@@ -3,10 +3,10 @@
 use std::path::PathBuf;
 
 use anyhow::{anyhow, bail, Context, Result};
-use cuzk::engine::{EngineConfig, SplitPolicy};
+use cuzk::engine::{EngineConfig, PostKind, SplitPolicy};
 use filecoin_proofs_api::RegisteredSealProof;
 
-const USAGE: &str = "usage: cuzk-bench c2 --system cuzk|cuzk-streamed|cuzk-cpu|bellperson --fixture DIR --params DIR [--repeat N]\n       cuzk-bench circuit --system cuzk|cuzk-streamed|cuzk-cpu|bellperson --log-constraints K [--witness porep|uniform|sha] [--setup-key] [--write-key FILE] [--repeat N]\n       cuzk-bench porep-partition --system cuzk|cuzk-streamed|cuzk-cpu --sector-size 2KiB|8MiB|512MiB|32GiB|64GiB [--check-shape] [--compare-spmv] [--repeat N]\n       cuzk-bench porep-sector --system cuzk|cuzk-cpu --sector-size 2KiB|8MiB|512MiB|32GiB|64GiB [--sectors N,N..] [--partitions P] [--lanes L] [--repeat N]";
+const USAGE: &str = "usage: cuzk-bench c2 --system cuzk|cuzk-streamed|cuzk-cpu|bellperson --fixture DIR --params DIR [--repeat N]\n       cuzk-bench circuit --system cuzk|cuzk-streamed|cuzk-cpu|bellperson --log-constraints K [--witness porep|uniform|sha] [--setup-key] [--write-key FILE] [--repeat N]\n       cuzk-bench porep-partition --system cuzk|cuzk-streamed|cuzk-cpu --sector-size 2KiB|8MiB|512MiB|32GiB|64GiB [--check-shape] [--compare-spmv] [--repeat N]\n       cuzk-bench porep-sector --system cuzk|cuzk-cpu --sector-size 2KiB|8MiB|512MiB|32GiB|64GiB [--sectors N,N..] [--partitions P] [--lanes L] [--repeat N]\n       cuzk-bench post --system cuzk|cuzk-cpu --sector-size 2KiB|8MiB|512MiB|32GiB|64GiB [--post window|winning|both] [--partition-sectors N] [--repeat N]";
 
 /// The entry of `choices` (names and what they stand for) named `text`.
 fn choose<T: Copy>(what: &str, text: &str, choices: &[(&'static str, T)]) -> Result<T> {
@@ -40,6 +40,7 @@ pub enum Workload {
     Circuit,
     PorepPartition,
     PorepSector,
+    Post,
 }
 
 impl Named for Workload {
@@ -49,6 +50,7 @@ impl Named for Workload {
         ("circuit", Workload::Circuit),
         ("porep-partition", Workload::PorepPartition),
         ("porep-sector", Workload::PorepSector),
+        ("post", Workload::Post),
     ];
 }
 
@@ -147,6 +149,10 @@ pub struct Args {
     pub partitions: Option<usize>,
     /// porep-sector: the engine's proving lanes (`EngineConfig::proving_lanes`; 0: automatic).
     pub lanes: usize,
+    /// post: which PoSts (`--post window|winning|both`).
+    pub post_kinds: Vec<PostKind>,
+    /// post: sectors in the WindowPoSt partition (default: a full partition).
+    pub partition_sectors: Option<usize>,
 }
 
 impl Args {
@@ -178,6 +184,8 @@ impl Args {
             sectors: vec![1],
             partitions: None,
             lanes: 0,
+            post_kinds: vec![PostKind::Window, PostKind::Winning],
+            partition_sectors: None,
         };
         while let Some(flag) = argv.next() {
             match flag.as_str() {
@@ -198,6 +206,15 @@ impl Args {
                         "--sectors" => args.sectors = value.split(',').map(|n| n.parse().context("--sectors")).collect::<Result<_>>()?,
                         "--partitions" => args.partitions = Some(value.parse().context("--partitions")?),
                         "--lanes" => args.lanes = value.parse().context("--lanes")?,
+                        "--post" => {
+                            args.post_kinds = match value.as_str() {
+                                "window" => vec![PostKind::Window],
+                                "winning" => vec![PostKind::Winning],
+                                "both" => vec![PostKind::Window, PostKind::Winning],
+                                other => bail!("unknown --post {other:?} (window, winning, both)"),
+                            }
+                        }
+                        "--partition-sectors" => args.partition_sectors = Some(value.parse().context("--partition-sectors")?),
                         _ => bail!("unknown flag {flag}"),
                     }
                 }
@@ -207,7 +224,7 @@ impl Args {
             bail!("--setup-key: a random setup above 2^20 constraints takes too long; use the synthetic key");
         }
         args.system = system.context("--system is required")?;
-        if matches!(args.workload, Workload::PorepPartition | Workload::PorepSector) && !args.system.is_cuzk() {
+        if matches!(args.workload, Workload::PorepPartition | Workload::PorepSector | Workload::Post) && !args.system.is_cuzk() {
             bail!("--system {} cannot run {}", args.system.name(), args.workload.name());
         }
         Ok(args)

@@ -39,6 +39,7 @@ mod c2;
 mod circuit;
 mod porep_partition;
 mod porep_sector;
+mod post;
 mod record;
 
 use std::process::ExitCode;
@@ -110,6 +111,7 @@ fn run() -> Result<()> {
         Workload::Circuit => circuit::run(&bench),
         Workload::PorepPartition => porep_partition::run(&bench),
         Workload::PorepSector => porep_sector::run(&bench),
+        Workload::Post => post::run(&bench),
     }
 }
 

@@ -1,0 +1,492 @@
+//! 2KiB WindowPoSt partitions and WinningPoSt through the C ABI, from vanilla proofs made by
+//! filecoin-proofs-api for freshly sealed sectors: accepted by filecoin-proofs-api's own
+//! verifiers, equal to bellperson's proofs for the same r, s, and every bad input a clean error
+//! (faulty sectors named) with the engine still proving afterwards.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+
+use blstrs::Scalar;
+use common::{engine_for, take_error, Engine};
+use cuzk::engine::{Engine as RustEngine, EngineConfig, PostKind, PostRequest, ProveOptions};
+use cuzk::error::Status;
+use cuzk::ffi::*;
+use cuzk::timings::Timings;
+use cuzk_tools::fixtures::default_test_params_dir;
+use cuzk_tools::post_fixtures::{make_post_fixture, PostFixture};
+use cuzk_tools::post_oracle::{bellperson_window_post, bellperson_winning_post};
+use ff::Field;
+use filecoin_proofs_api::post::{verify_window_post, verify_winning_post};
+use filecoin_proofs_api::{PublicReplicaInfo, SectorId};
+use rand::SeedableRng;
+
+/// Three sealed 2KiB sectors (partition 0 full, partition 1 short) and their vanilla proofs,
+/// made once per test process.
+fn fixture() -> &'static PostFixture {
+    static FIXTURE: OnceLock<PostFixture> = OnceLock::new();
+    FIXTURE.get_or_init(|| {
+        let params = default_test_params_dir();
+        // filecoin-proofs' own verifier (the independent check) reads this once.
+        std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &params);
+        let work = std::env::temp_dir().join(format!("cuzk-test-post-{}", std::process::id()));
+        let mut rng = rand_chacha::ChaCha20Rng::from_entropy();
+        let fixture = make_post_fixture("2KiB", 1000, 3, &work, &mut rng).expect("2KiB PoSt fixture");
+        let _ = std::fs::remove_dir_all(&work);
+        fixture
+    })
+}
+
+fn c_engine() -> Engine {
+    engine_for(&default_test_params_dir()).expect("engine")
+}
+
+fn slices(proofs: &[Vec<u8>]) -> Vec<cuzk_byte_slice> {
+    proofs
+        .iter()
+        .map(|p| cuzk_byte_slice {
+            data: p.as_ptr(),
+            len: p.len(),
+        })
+        .collect()
+}
+
+/// `cuzk_generate_window_post_partition` (`partition` Some) or `cuzk_generate_winning_post`.
+fn generate(
+    engine: &Engine,
+    abi_proof: u32,
+    prover_id: &[u8; 32],
+    randomness: &[u8; 32],
+    vanilla: &[Vec<u8>],
+    partition: Option<usize>,
+) -> Result<(Vec<u8>, Timings), (Status, String, Vec<u64>)> {
+    let vanilla = slices(vanilla);
+    let mut proof = std::ptr::null_mut();
+    let mut timings = Timings {
+        struct_size: std::mem::size_of::<Timings>() as u32,
+        ..Default::default()
+    };
+    let mut err = std::ptr::null_mut();
+    let (e, id, rnd, vp, n) = (engine.0, prover_id.as_ptr(), randomness.as_ptr(), vanilla.as_ptr(), vanilla.len());
+    let none = std::ptr::null();
+    let status = match partition {
+        Some(k) => cuzk_generate_window_post_partition(e, abi_proof, id, rnd, vp, n, k, none, &mut proof, &mut timings, &mut err),
+        None => cuzk_generate_winning_post(e, abi_proof, id, rnd, vp, n, none, &mut proof, &mut timings, &mut err),
+    };
+    if status != Status::Ok {
+        assert!(proof.is_null(), "no proof on failure");
+        let mut ids = std::ptr::null();
+        let count = cuzk_error_faulty_sectors(err, &mut ids);
+        let faulty = if count == 0 {
+            Vec::new()
+        } else {
+            unsafe { std::slice::from_raw_parts(ids, count) }.to_vec()
+        };
+        let (s, m) = take_error(err);
+        assert_eq!(s, status);
+        return Err((s, m, faulty));
+    }
+    let bytes = unsafe { std::slice::from_raw_parts((*proof).data, (*proof).len) }.to_vec();
+    cuzk_bytes_free(proof);
+    Ok((bytes, timings))
+}
+
+fn window(engine: &Engine, partition: usize) -> Result<Vec<u8>, (Status, String, Vec<u64>)> {
+    let f = fixture();
+    let p = &f.window.partitions[partition];
+    generate(
+        engine,
+        f.window.abi_proof,
+        &f.prover_id,
+        &f.randomness,
+        &p.vanilla_proofs(),
+        Some(p.index),
+    )
+    .map(|(proof, _)| proof)
+}
+
+fn winning(engine: &Engine) -> Result<Vec<u8>, (Status, String, Vec<u64>)> {
+    let f = fixture();
+    generate(
+        engine,
+        f.winning.abi_proof,
+        &f.prover_id,
+        &f.randomness,
+        &f.winning.vanilla_proofs(),
+        None,
+    )
+    .map(|(proof, _)| proof)
+}
+
+/// `cuzk_verify_window_post` / `cuzk_verify_winning_post`.
+fn c_verify(
+    engine: &Engine,
+    kind: PostKind,
+    abi_proof: u32,
+    randomness: &[u8; 32],
+    sectors: &[(u64, [u8; 32])],
+    proof: &[u8],
+) -> Result<bool, (Status, String)> {
+    let sectors: Vec<cuzk_post_sector> = sectors
+        .iter()
+        .map(|&(sector_id, comm_r)| cuzk_post_sector { sector_id, comm_r })
+        .collect();
+    let (mut valid, mut err) = (false, std::ptr::null_mut());
+    let f = fixture();
+    let verify = match kind {
+        PostKind::Window => cuzk_verify_window_post,
+        PostKind::Winning => cuzk_verify_winning_post,
+    };
+    let status = verify(
+        engine.0,
+        abi_proof,
+        f.prover_id.as_ptr(),
+        randomness.as_ptr(),
+        sectors.as_ptr(),
+        sectors.len(),
+        proof.as_ptr(),
+        proof.len(),
+        &mut valid,
+        &mut err,
+    );
+    match status {
+        Status::Ok => Ok(valid),
+        _ => Err(take_error(err)),
+    }
+}
+
+fn all_window_sectors() -> Vec<(u64, [u8; 32])> {
+    fixture()
+        .window
+        .partitions
+        .iter()
+        .flat_map(|p| p.sectors.iter().map(|s| (s.sector_id, s.comm_r)))
+        .collect()
+}
+
+/// filecoin-proofs-api's `verify_window_post` of a merged proof over every sector.
+fn filecoin_verify_window(randomness: &[u8; 32], proof: &[u8]) -> bool {
+    let f = fixture();
+    let replicas: BTreeMap<SectorId, PublicReplicaInfo> = all_window_sectors()
+        .into_iter()
+        .map(|(id, comm_r)| (SectorId::from(id), PublicReplicaInfo::new(f.window.registered_proof, comm_r).unwrap()))
+        .collect();
+    let proofs = [(f.window.registered_proof, proof.to_vec())];
+    verify_window_post(randomness, &proofs, &replicas, f.prover_id).expect("filecoin-proofs verify_window_post")
+}
+
+fn filecoin_verify_winning(randomness: &[u8; 32], proof: &[u8]) -> bool {
+    let f = fixture();
+    let sector = &f.winning.sectors[0];
+    let replicas = [(
+        SectorId::from(sector.sector_id),
+        PublicReplicaInfo::new(f.winning.registered_proof, sector.comm_r).unwrap(),
+    )];
+    let proofs = [(f.winning.registered_proof, proof.to_vec())];
+    verify_winning_post(randomness, &proofs, &replicas, f.prover_id).expect("filecoin-proofs verify_winning_post")
+}
+
+#[test]
+fn window_post_partitions_are_accepted_by_filecoin_proofs_and_by_cuzk() {
+    let f = fixture();
+    let engine = c_engine();
+    assert!(f.window.partitions.len() >= 2, "a full and a short partition");
+    let mut merged = Vec::new();
+    for partition in 0..f.window.partitions.len() {
+        let proof = window(&engine, partition).expect("WindowPoSt partition through the C ABI");
+        assert_eq!(proof.len(), 192);
+        merged.extend_from_slice(&proof);
+    }
+    assert!(
+        filecoin_verify_window(&f.randomness, &merged),
+        "filecoin-proofs-api verify_window_post rejects the proof"
+    );
+    let sectors = all_window_sectors();
+    assert_eq!(
+        c_verify(&engine, PostKind::Window, f.window.abi_proof, &f.randomness, &sectors, &merged),
+        Ok(true)
+    );
+    let mut other = f.randomness;
+    other[0] ^= 1;
+    assert!(!filecoin_verify_window(&other, &merged));
+    assert_eq!(
+        c_verify(&engine, PostKind::Window, f.window.abi_proof, &other, &sectors, &merged),
+        Ok(false)
+    );
+}
+
+#[test]
+fn winning_post_is_accepted_by_filecoin_proofs_and_by_cuzk() {
+    let f = fixture();
+    let engine = c_engine();
+    let proof = winning(&engine).expect("WinningPoSt through the C ABI");
+    assert_eq!(proof.len(), 192);
+    assert!(
+        filecoin_verify_winning(&f.randomness, &proof),
+        "filecoin-proofs-api verify_winning_post rejects the proof"
+    );
+    let sector = [(f.winning.sectors[0].sector_id, f.winning.sectors[0].comm_r)];
+    assert_eq!(
+        c_verify(&engine, PostKind::Winning, f.winning.abi_proof, &f.randomness, &sector, &proof),
+        Ok(true)
+    );
+    let mut other = f.randomness;
+    other[5] ^= 1;
+    assert!(!filecoin_verify_winning(&other, &proof));
+    assert_eq!(
+        c_verify(&engine, PostKind::Winning, f.winning.abi_proof, &other, &sector, &proof),
+        Ok(false)
+    );
+}
+
+#[test]
+fn fixed_randomness_proofs_equal_bellperson_bit_for_bit() {
+    let f = fixture();
+    let engine = RustEngine::acquire(EngineConfig {
+        param_cache_dir: Some(default_test_params_dir()),
+        ..Default::default()
+    })
+    .unwrap();
+    let mut rng = rand::thread_rng();
+    let params = default_test_params_dir();
+    // The short partition (padded) and the full one, and the WinningPoSt.
+    for p in f.window.partitions.iter().rev() {
+        let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
+        let vanilla = p.vanilla_proofs();
+        let request = PostRequest {
+            kind: PostKind::Window,
+            registered_proof: f.window.registered_proof,
+            prover_id: f.prover_id,
+            randomness: f.randomness,
+            vanilla_proofs: &vanilla.iter().map(Vec::as_slice).collect::<Vec<_>>(),
+            partition_index: p.index,
+        };
+        let options = ProveOptions {
+            randomness: Some(vec![(r, s)]),
+            ..Default::default()
+        };
+        let ours = engine.generate_post(&request, &options).expect("cuzk WindowPoSt").proof;
+        let theirs = bellperson_window_post(f.window.registered_proof, &f.randomness, f.prover_id, &vanilla, p.index, &params, r, s).unwrap();
+        assert_eq!(ours, theirs, "partition {}: cuzk and bellperson proofs differ for the same r, s", p.index);
+    }
+    let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
+    let vanilla = f.winning.vanilla_proofs();
+    let request = PostRequest {
+        kind: PostKind::Winning,
+        registered_proof: f.winning.registered_proof,
+        prover_id: f.prover_id,
+        randomness: f.randomness,
+        vanilla_proofs: &vanilla.iter().map(Vec::as_slice).collect::<Vec<_>>(),
+        partition_index: 0,
+    };
+    let options = ProveOptions {
+        randomness: Some(vec![(r, s)]),
+        ..Default::default()
+    };
+    let ours = engine.generate_post(&request, &options).expect("cuzk WinningPoSt").proof;
+    let theirs = bellperson_winning_post(f.winning.registered_proof, &f.randomness, f.prover_id, &vanilla, &params, r, s).unwrap();
+    assert_eq!(ours, theirs, "WinningPoSt: cuzk and bellperson proofs differ for the same r, s");
+    assert!(filecoin_verify_winning(&f.randomness, &ours));
+}
+
+/// Flips the lowest bit of a vanilla proof's comm_c (its bincode ends with comm_c and
+/// comm_r_last, 32 little-endian bytes each): still a canonical field element, the structure
+/// intact, but H(comm_c ‖ comm_r_last) is no longer the sector's comm_r.
+fn tampered(vanilla: &[u8]) -> Vec<u8> {
+    let mut out = vanilla.to_vec();
+    out[vanilla.len() - 64] ^= 0x01;
+    out
+}
+
+#[test]
+fn faulty_vanilla_proofs_name_their_sectors_and_the_engine_keeps_proving() {
+    let f = fixture();
+    let engine = c_engine();
+    let p = &f.window.partitions[0];
+    let mut vanilla = p.vanilla_proofs();
+    vanilla[1] = tampered(&vanilla[1]);
+    let err = generate(&engine, f.window.abi_proof, &f.prover_id, &f.randomness, &vanilla, Some(p.index)).unwrap_err();
+    assert_eq!((err.0, err.2), (Status::FaultySectors, vec![p.sectors[1].sector_id]), "{}", err.1);
+    assert!(err.1.contains(&p.sectors[1].sector_id.to_string()), "{}", err.1);
+    let winning_vanilla = vec![tampered(&f.winning.vanilla_proofs()[0])];
+    let err = generate(&engine, f.winning.abi_proof, &f.prover_id, &f.randomness, &winning_vanilla, None).unwrap_err();
+    assert_eq!((err.0, err.2), (Status::FaultySectors, vec![f.winning.sectors[0].sector_id]), "{}", err.1);
+    // Other randomness: every sector's paths are for other challenges.
+    let mut other = f.randomness;
+    other[3] ^= 0x10;
+    let err = generate(&engine, f.window.abi_proof, &f.prover_id, &other, &p.vanilla_proofs(), Some(p.index)).unwrap_err();
+    assert_eq!(err.0, Status::FaultySectors, "{}", err.1);
+    let mut expected: Vec<u64> = p.sectors.iter().map(|s| s.sector_id).collect();
+    expected.sort();
+    let mut got = err.2.clone();
+    got.sort();
+    assert_eq!(got, expected);
+    let err = generate(&engine, f.winning.abi_proof, &f.prover_id, &other, &f.winning.vanilla_proofs(), None).unwrap_err();
+    assert_eq!((err.0, err.2), (Status::FaultySectors, vec![f.winning.sectors[0].sector_id]));
+    assert!(winning(&engine).is_ok(), "the engine proves after bad input");
+}
+
+#[test]
+fn bad_arguments_are_clean_errors() {
+    let f = fixture();
+    let engine = c_engine();
+    let p = &f.window.partitions[0];
+    let (id, rnd) = (&f.prover_id, &f.randomness);
+    let window_abi = f.window.abi_proof;
+    let check = |result: Result<(Vec<u8>, Timings), (Status, String, Vec<u64>)>, status: Status, needle: &str| {
+        let (s, m, _) = result.expect_err("an error");
+        assert_eq!(s, status, "{m}");
+        assert!(m.to_lowercase().contains(&needle.to_lowercase()), "{m:?} does not mention {needle:?}");
+    };
+    check(
+        generate(&engine, window_abi, id, rnd, &[], Some(0)),
+        Status::InvalidArgument,
+        "no vanilla proofs",
+    );
+    check(
+        generate(&engine, 99, id, rnd, &p.vanilla_proofs(), Some(0)),
+        Status::InvalidArgument,
+        "unknown registered PoSt proof",
+    );
+    check(
+        generate(&engine, f.winning.abi_proof, id, rnd, &p.vanilla_proofs(), Some(0)),
+        Status::InvalidArgument,
+        "Winning",
+    );
+    check(
+        generate(&engine, window_abi, id, rnd, &f.winning.vanilla_proofs(), None),
+        Status::InvalidArgument,
+        "Window",
+    );
+    // 8MiB WindowPoSt with 2KiB vanilla proofs: same tree type, other depth.
+    check(
+        generate(&engine, window_abi + 1, id, rnd, &p.vanilla_proofs(), Some(0)),
+        Status::InvalidArgument,
+        "levels",
+    );
+    check(
+        generate(&engine, window_abi, id, rnd, &[b"garbage".to_vec()], Some(0)),
+        Status::ParseError,
+        "vanilla proof 0",
+    );
+    let vanilla = p.vanilla_proofs();
+    let truncated = vanilla[0][..vanilla[0].len() - 7].to_vec();
+    check(
+        generate(&engine, window_abi, id, rnd, &[truncated], Some(0)),
+        Status::ParseError,
+        "vanilla proof 0",
+    );
+    let mut longer = vanilla[0].clone();
+    longer.push(0);
+    check(
+        generate(&engine, window_abi, id, rnd, &[longer], Some(0)),
+        Status::ParseError,
+        "vanilla proof 0",
+    );
+    let all: Vec<Vec<u8>> = f.window.partitions.iter().flat_map(|p| p.vanilla_proofs()).collect();
+    check(
+        generate(&engine, window_abi, id, rnd, &all, Some(0)),
+        Status::InvalidArgument,
+        "at most 2",
+    );
+    check(
+        generate(&engine, window_abi, id, rnd, &[vanilla[0].clone(), vanilla[0].clone()], Some(0)),
+        Status::InvalidArgument,
+        "twice",
+    );
+    let mut high = *rnd;
+    high[31] = 0xff;
+    check(
+        generate(&engine, window_abi, id, &high, &vanilla, Some(0)),
+        Status::InvalidArgument,
+        "randomness",
+    );
+    check(
+        generate(&engine, window_abi, &[0xff; 32], rnd, &vanilla, Some(0)),
+        Status::InvalidArgument,
+        "prover_id",
+    );
+    check(
+        generate(&engine, window_abi, id, rnd, &vanilla, Some(usize::MAX)),
+        Status::InvalidArgument,
+        "partition index",
+    );
+    // NULL pointers.
+    let none = std::ptr::null();
+    let mut proof = std::ptr::null_mut();
+    let mut err = std::ptr::null_mut();
+    let slice = slices(&vanilla);
+    let status = cuzk_generate_window_post_partition(
+        engine.0,
+        window_abi,
+        none,
+        rnd.as_ptr(),
+        slice.as_ptr(),
+        slice.len(),
+        0,
+        none,
+        &mut proof,
+        std::ptr::null_mut(),
+        &mut err,
+    );
+    assert_eq!(take_error(err).0, Status::NullArgument);
+    assert_eq!(status, Status::NullArgument);
+    let status = cuzk_generate_winning_post(
+        engine.0,
+        0,
+        id.as_ptr(),
+        rnd.as_ptr(),
+        none,
+        1,
+        none,
+        &mut proof,
+        std::ptr::null_mut(),
+        std::ptr::null_mut(),
+    );
+    assert_eq!(status, Status::NullArgument);
+    let holes = [cuzk_byte_slice { data: none, len: 10 }];
+    let status = cuzk_generate_winning_post(
+        engine.0,
+        0,
+        id.as_ptr(),
+        rnd.as_ptr(),
+        holes.as_ptr(),
+        1,
+        none,
+        &mut proof,
+        std::ptr::null_mut(),
+        std::ptr::null_mut(),
+    );
+    assert_eq!(status, Status::NullArgument);
+    let status = cuzk_generate_winning_post(
+        engine.0,
+        0,
+        id.as_ptr(),
+        rnd.as_ptr(),
+        slice.as_ptr(),
+        1,
+        none,
+        std::ptr::null_mut(),
+        std::ptr::null_mut(),
+        std::ptr::null_mut(),
+    );
+    assert_eq!(status, Status::NullArgument);
+    // Verify calls: wrong proof length, no sectors, wrong kind.
+    let sectors = all_window_sectors();
+    assert_eq!(
+        c_verify(&engine, PostKind::Window, window_abi, rnd, &sectors, &[0; 191]).unwrap_err().0,
+        Status::InvalidArgument
+    );
+    assert_eq!(
+        c_verify(&engine, PostKind::Window, window_abi, rnd, &[], &[0; 192]).unwrap_err().0,
+        Status::InvalidArgument
+    );
+    assert_eq!(
+        c_verify(&engine, PostKind::Winning, window_abi, rnd, &sectors[..1], &[0; 192])
+            .unwrap_err()
+            .0,
+        Status::InvalidArgument
+    );
+    assert!(winning(&engine).is_ok(), "the engine proves after bad input");
+}
