@@ -186,8 +186,9 @@ int cuzk_gpu_batch_add(cuzk_gpu_context *ctx, const cuzk_gpu_points *points,
                        cuzk_gpu_g1 *out, cuzk_gpu_message *msg);
 
 /* Σ sᵢ·P_{indices[i]} over n scalars (canonical little-endian, 32 bytes each). With a
- * resident key the points are gathered on the device by `indices`; with host points,
- * `points->host` holds the n points already gathered and indices is unused. */
+ * resident key the points are gathered on the device by `indices`, or, when indices is NULL
+ * (dense: scalar i belongs to point i), the query's first n points are read in place; with
+ * host points, `points->host` holds the n points already gathered and indices is unused. */
 int cuzk_gpu_msm(cuzk_gpu_context *ctx, const cuzk_gpu_points *points, const uint32_t *indices,
                  const void *scalars, size_t n, cuzk_gpu_g1 *out, cuzk_gpu_message *msg);
 

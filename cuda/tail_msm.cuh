@@ -1,7 +1,9 @@
 // Stage tail MSM: Pippenger over the few full-width scalars left after the 0/1 split. Each
 // call gets its own msm_t, whose window width sppark derives from that MSM's size (the
 // tails of L, A and B_G1 differ by an order of magnitude). With a resident key the tail's
-// points are gathered on the device from the query, so only the indices cross PCIe.
+// points are gathered on the device from the query, so only the indices cross PCIe; a dense
+// tail (every point of the query, as in a PoSt, whose witness is almost all full-width) is
+// read in place.
 #pragma once
 
 // out[i] = points[indices[i]], a point being `words` 16-byte words (G1 and G2 alike).
@@ -30,6 +32,12 @@ static point_t tail_msm_on_device(cuzk_gpu_context& ctx, const cuzk_gpu_points& 
     msm_type msm{nullptr, n, sizeof(affine_t), gpu.id()};
     if (!src.key) {
         check(msm.invoke(out, (const affine_t*)src.host, n, canonical_scalars, false));
+        return out;
+    }
+    if (indices == nullptr) {
+        // Dense: scalar i belongs to point i of the query, read where it lies (a gathered
+        // copy of a whole query would be as large as the query: 12 GB for a 32GiB PoSt's L).
+        check(msm.invoke(out, resident_msm_points<affine_t>(src, n), n, canonical_scalars, false));
         return out;
     }
     const uint32_t words = point_bytes(src.query) / sizeof(uint4);

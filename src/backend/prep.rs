@@ -19,6 +19,9 @@ pub struct ClassifiedScalars {
     /// Indices and canonical little-endian bytes of the other non-zero scalars.
     pub tail_indices: Vec<u32>,
     pub tail_scalars: Vec<[u8; 32]>,
+    /// The tail is dense: `tail_scalars[i]` is point i's scalar for every point of the query
+    /// (zeros and ones included), `ones` and `tail_indices` are empty.
+    pub dense: bool,
 }
 
 /// Scalars per parallel task; a multiple of 64, so that a task's density bits are whole words.
@@ -83,6 +86,32 @@ impl ClassifiedScalars {
         let one = Scalar::ONE.to_repr();
         self.tail_scalars.extend(std::iter::repeat_n(one, self.ones.len()));
         self.tail_indices.append(&mut self.ones);
+    }
+
+    /// These scalars as one dense tail over a query of `npoints` (see `dense`), made on all
+    /// cores: for a device that then reads the query's points in place instead of gathering a
+    /// copy of the tail's, which pays when most scalars are full-width (a PoSt's witness).
+    pub fn densified(&self, npoints: usize) -> Self {
+        let one = Scalar::ONE.to_repr();
+        let mut dense = vec![[0u8; 32]; npoints];
+        // Both index lists ascend: each task fills its range from their slices inside it.
+        dense.par_chunks_mut(CHUNK).enumerate().for_each(|(k, out)| {
+            let range = (k * CHUNK) as u32..(k * CHUNK + out.len()) as u32;
+            let within = |indices: &[u32]| indices.partition_point(|&i| i < range.start)..indices.partition_point(|&i| i < range.end);
+            for &i in &self.ones[within(&self.ones)] {
+                out[(i - range.start) as usize] = one;
+            }
+            let tail = within(&self.tail_indices);
+            for (&i, s) in self.tail_indices[tail.clone()].iter().zip(&self.tail_scalars[tail]) {
+                out[(i - range.start) as usize] = *s;
+            }
+        });
+        ClassifiedScalars {
+            ones: Vec::new(),
+            tail_indices: Vec::new(),
+            tail_scalars: dense,
+            dense: true,
+        }
     }
 
     /// One bit per point of a query of `npoints`, set where the scalar is 1 (bit i in word i/32),
@@ -214,6 +243,13 @@ mod tests {
         let mut bitmap = vec![0u32; (n + 2).div_ceil(32)];
         p.b.ones.iter().for_each(|&i| bitmap[i as usize / 32] |= 1 << (i % 32));
         assert_eq!(p.b.ones_bitmap(n + 2), bitmap);
+
+        // Dense: scalar i at point i, over chunk boundaries, with the points past the last
+        // scalar zero.
+        let dense = l.densified(n + 70);
+        let expected: Vec<[u8; 32]> = (0..n + 70).map(|i| if i < n { scalar(i).to_repr() } else { [0; 32] }).collect();
+        assert!(dense.dense && dense.ones.is_empty() && dense.tail_indices.is_empty());
+        assert_eq!(dense.tail_scalars, expected);
     }
 
     #[test]

@@ -488,8 +488,7 @@ fn finish_sector(engine: &Engine, options: &ProveOptions, sector: &mut Proving, 
     let mut timings = sector.timings;
     if engine.config.self_verify {
         let verify_start = Instant::now();
-        let vk = bellperson::groth16::prepare_verifying_key(&sector.key.vk);
-        let verified = engine.prover.pool.install(|| sector.job.verify(&vk, &bytes));
+        let verified = engine.prover.pool.install(|| sector.job.verify(&sector.key.vk, &bytes));
         timings.verify_ns += nanos(verify_start.elapsed());
         if let Some(valid) = verified {
             if !valid? {

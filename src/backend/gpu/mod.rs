@@ -223,7 +223,8 @@ impl GpuBackend {
                     G1Msm::plan("B_G1", sys::QUERY_B_G1, &key.b_g1, &p.b, policy, resident),
                 ];
                 // B_G2 always splits (below): B_G1's bitmap unless its ones went to the tail.
-                let same_as_b_g1 = matches!(g1[2].classes, Cow::Borrowed(_)) && key.b_g1.len() == key.b_g2.len();
+                // A dense B_G1 tail serves B_G2 (below), ones included: no bitmap then.
+                let same_as_b_g1 = !matches!(g1[2].classes, Cow::Owned(ref c) if !c.dense) && key.b_g1.len() == key.b_g2.len();
                 let b_g2_bitmap = if same_as_b_g1 || p.b.ones.is_empty() {
                     Vec::new()
                 } else {
@@ -280,8 +281,10 @@ impl GpuBackend {
         let b_g1 = b_q.run(device, &src, &staging, pool, &mut t.batch_add_ns, &mut t.msm_b_g1_ns)?;
         // On the device, not on the CPU cores beside it: measured faster at every size
         // (docs/PERFORMANCE.md). Always split: the cost model was fitted to G1 only.
+        // A dense B_G1 tail serves B_G2 too (same scalars, as many points).
+        let b_g2_classes = if b_q.classes.dense && key.b_g1.len() == key.b_g2.len() { &*b_q.classes } else { &p.b };
         let b_g2_bitmap = if b_g2_bitmap.is_empty() { &b_q.ones_bitmap } else { &b_g2_bitmap };
-        let b_g2 = Self::b_g2_msm(device, &src, &key.b_g2, &p.b, b_g2_bitmap, &staging, pool, t)?;
+        let b_g2 = Self::b_g2_msm(device, &src, &key.b_g2, b_g2_classes, b_g2_bitmap, &staging, pool, t)?;
         drop((copy, buffer, device_turn));
         device.proofs.fetch_add(1, Ordering::Relaxed);
         Ok(MsmResults { h, l, a, b_g1, b_g2 })

@@ -57,6 +57,12 @@ impl SplitPolicy {
     /// The classes the device uses for a query of `npoints`: as they are, or with the 1-scalars
     /// moved into the tail when their batch addition does not pay.
     fn apply<'a>(self, name: &str, npoints: usize, classes: &'a ClassifiedScalars, resident: bool) -> Cow<'a, ClassifiedScalars> {
+        if resident && classes.tail_indices.len() * 2 > npoints {
+            // Mostly full-width (a PoSt's witness): one MSM over the query in place beats a
+            // gathered copy of nearly all of it, and needs no memory beside the key.
+            log::debug!("{name}: {} of {npoints} scalars are full-width: one dense MSM", classes.tail_indices.len());
+            return Cow::Owned(classes.densified(npoints));
+        }
         let mut classes = Cow::Borrowed(classes);
         if !self.split_pays(npoints, classes.ones.len(), resident) {
             log::debug!(
@@ -115,12 +121,11 @@ impl<'a> G1Msm<'a> {
             timed(batch_ns, || GpuBackend::batch_add(device, &query, &self.ones_bitmap, staging))?
         };
         let tail = timed(tail_ns, || {
-            let host_tail = if src.is_resident() {
-                Vec::new()
-            } else {
-                pool.install(|| gather_tail(self.points, &self.classes))
+            let host_tail = host_tail(src, self.points, &self.classes, pool);
+            let tail_points = match &host_tail {
+                None => query,
+                Some(points) => src.points(self.query, points),
             };
-            let tail_points = if src.is_resident() { query } else { src.points(self.query, &host_tail) };
             GpuBackend::tail_msm(device, &tail_points, &self.classes)
         })?;
         Ok(ones + tail)
@@ -150,18 +155,24 @@ impl GpuBackend {
         };
         t.batch_add_ns += nanos(start.elapsed());
         let start = Instant::now();
-        let gathered = if src.is_resident() {
-            Vec::new()
-        } else {
-            pool.install(|| gather_tail(points, classes))
-        };
-        let tail_points = if src.is_resident() {
-            query
-        } else {
-            src.points(sys::QUERY_B_G2, &gathered)
+        let gathered = host_tail(src, points, classes, pool);
+        let tail_points = match &gathered {
+            None => query,
+            Some(points) => src.points(sys::QUERY_B_G2, points),
         };
         let tail = Self::tail_msm_g2(device, &tail_points, classes)?;
         t.msm_b_g2_ns += nanos(start.elapsed());
         Ok(ones + tail)
+    }
+}
+
+/// The tail's points as the device reads them from the host: None for a resident key (the
+/// device gathers them, or reads a dense tail in place); else the gathered tail points, or the
+/// whole query for a dense tail.
+fn host_tail<'p, P: Copy + Send + Sync>(src: &PointSource, points: &'p [P], classes: &ClassifiedScalars, pool: &ThreadPool) -> Option<Cow<'p, [P]>> {
+    match (src.is_resident(), classes.dense) {
+        (true, _) => None,
+        (false, true) => Some(Cow::Borrowed(points)),
+        (false, false) => Some(Cow::Owned(pool.install(|| gather_tail(points, classes)))),
     }
 }

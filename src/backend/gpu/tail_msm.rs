@@ -1,6 +1,7 @@
 //! Tail MSMs on the device (cuda/tail_msm.cuh): Pippenger over the full-width scalars left
 //! after the 0/1 split, in G1 and in G2 (B_G2). A resident key's tail points are gathered on
-//! the device by index; a streamed key's are gathered on the host and sent.
+//! the device by index, or read in place for a dense tail; a streamed key's are gathered on
+//! the host and sent.
 
 use std::ffi::c_void;
 
@@ -22,7 +23,7 @@ impl GpuBackend {
             sys::cuzk_gpu_msm(
                 device.ctx.ptr(),
                 points,
-                classes.tail_indices.as_ptr(),
+                tail_indices(classes),
                 classes.tail_scalars.as_ptr() as *const c_void,
                 classes.tail_scalars.len(),
                 &mut out,
@@ -40,7 +41,7 @@ impl GpuBackend {
             sys::cuzk_gpu_msm_g2(
                 device.ctx.ptr(),
                 points,
-                classes.tail_indices.as_ptr(),
+                tail_indices(classes),
                 classes.tail_scalars.as_ptr() as *const c_void,
                 classes.tail_scalars.len(),
                 &mut out,
@@ -48,6 +49,15 @@ impl GpuBackend {
             )
         })?;
         Ok(to_projective_g2(&out))
+    }
+}
+
+/// The tail's indices as the device takes them: NULL for a dense tail (point i, scalar i).
+fn tail_indices(classes: &ClassifiedScalars) -> *const u32 {
+    if classes.dense {
+        std::ptr::null()
+    } else {
+        classes.tail_indices.as_ptr()
     }
 }
 
