@@ -108,6 +108,7 @@ macro_rules! with_post_shape {
         }
     }};
 }
+pub(crate) use with_post_shape;
 
 /// filecoin-proofs' public parameters of a PoSt proof (Window or Winning): what its circuit,
 /// its parameter file name and its vanilla proofs' partitioning are derived from.
