@@ -1,7 +1,8 @@
 //! Test fixtures made with filecoin-proofs itself: random-setup Groth16 parameters for the small
-//! sector sizes, and freshly sealed random sectors with their C1 output. FOR TESTS ONLY: the
-//! parameters carry the production file names but come from a random setup, so they never
-//! verify against the network's keys — keep them in a test cache directory.
+//! sector sizes (PoRep, WindowPoSt, WinningPoSt), freshly sealed random sectors with their C1
+//! output, and sealed sectors' PoSt vanilla proofs. FOR TESTS ONLY: the parameters carry the
+//! production file names but come from a random setup, so they never verify against the
+//! network's keys — keep them in a test cache directory.
 
 use std::fs;
 use std::io::Cursor;
@@ -9,15 +10,17 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, ensure, Context, Result};
 use filecoin_proofs::constants::DefaultPieceHasher;
-use filecoin_proofs::parameters::public_params;
-use filecoin_proofs::types::MerkleTreeTrait;
-use filecoin_proofs_api::seal::{self, SealCommitPhase1Output};
-use filecoin_proofs_api::{PaddedBytesAmount, RegisteredSealProof, SectorId, UnpaddedBytesAmount};
+use filecoin_proofs::parameters::{public_params, window_post_public_params, winning_post_public_params};
+use filecoin_proofs::types::{MerkleTreeTrait, PoStConfig, PoStType};
+use filecoin_proofs_api::seal::{self, SealCommitPhase1Output, SealPreCommitPhase2Output};
+use filecoin_proofs_api::{post, PrivateReplicaInfo, PublicReplicaInfo, RegisteredPoStProof};
+use filecoin_proofs_api::{PaddedBytesAmount, PieceInfo, RegisteredSealProof, SectorId, UnpaddedBytesAmount};
 use rand::{Rng, RngCore};
 use serde::{Deserialize, Serialize};
 use storage_proofs_core::compound_proof::CompoundProof;
 use storage_proofs_core::parameter_cache::{parameter_cache_dir, CacheableParameters};
 use storage_proofs_porep::stacked::StackedCompound;
+use storage_proofs_post::fallback::{self, FallbackPoStCompound};
 
 use cuzk::internals::porep::porep_config;
 
@@ -90,17 +93,125 @@ pub fn ensure_params(proof: RegisteredSealProof, dir: &Path, rng: &mut (impl Rng
     cuzk::with_porep_shape!(proof, generate_params(proof, rng)).map_err(|e| anyhow::anyhow!("{e}"))
 }
 
-/// Seals a sector of random data (PC1, PC2, C1) in `work_dir` and returns its C1 JSON plus the
-/// statement its proof must verify against. Needs no Groth16 parameters.
-pub fn seal_random_sector(
+/// Calls `$f::<Tree>(args)` with the Merkle tree shape of a PoSt proof's sector size; an
+/// anyhow error for sizes filecoin-proofs doesn't know.
+macro_rules! with_post_shape {
+    ($proof:expr, $f:ident ( $($arg:expr),* $(,)? )) => {{
+        use filecoin_proofs::constants as c;
+        match u64::from($proof.sector_size()) {
+            c::SECTOR_SIZE_2_KIB => $f::<c::SectorShape2KiB>($($arg),*),
+            c::SECTOR_SIZE_8_MIB => $f::<c::SectorShape8MiB>($($arg),*),
+            c::SECTOR_SIZE_512_MIB => $f::<c::SectorShape512MiB>($($arg),*),
+            c::SECTOR_SIZE_32_GIB => $f::<c::SectorShape32GiB>($($arg),*),
+            c::SECTOR_SIZE_64_GIB => $f::<c::SectorShape64GiB>($($arg),*),
+            other => Err(anyhow::anyhow!("unsupported sector size {other}")),
+        }
+    }};
+}
+pub(crate) use with_post_shape;
+
+/// filecoin-proofs' public parameters of a PoSt proof (Window or Winning): what its circuit,
+/// its parameter file name and its vanilla proofs' partitioning are derived from.
+pub(crate) fn post_public_params<Tree: 'static + MerkleTreeTrait>(config: &PoStConfig) -> Result<fallback::PublicParams> {
+    Ok(match config.typ {
+        PoStType::Window => window_post_public_params::<Tree>(config)?,
+        PoStType::Winning => winning_post_public_params::<Tree>(config)?,
+    })
+}
+
+fn generate_post_params<Tree: 'static + MerkleTreeTrait>(proof: RegisteredPoStProof, rng: &mut (impl RngCore + Send)) -> Result<PathBuf> {
+    let config = proof.as_v1_config();
+    let params = post_public_params::<Tree>(&config)?;
+    type Compound<Tree> = FallbackPoStCompound<Tree>;
+    <Compound<Tree> as CompoundProof<_, _>>::groth_params(Some(&mut *rng), &params)?;
+    <Compound<Tree> as CompoundProof<_, _>>::verifying_key(Some(&mut *rng), &params)?;
+    let blank = <Compound<Tree> as CompoundProof<_, _>>::blank_circuit(&params);
+    <Compound<Tree> as CacheableParameters<_, _>>::get_param_metadata(blank, &params)?;
+    config.get_cache_params_path::<Tree>()
+}
+
+/// Generates (random setup) the Groth16 parameters, verifying key and metadata of a Window or
+/// Winning PoSt `proof` into `dir` under filecoin-proofs' names
+/// (`v28-proof-of-spacetime-fallback-…`) unless they are there already, and returns the
+/// `.params` path. At 2KiB on 2 cores ≈ 5 s for Window (2 sectors × 10 challenges, 11 MB)
+/// and ≈ 20 s for Winning (66 one-challenge "sectors", 47 MB).
+pub fn ensure_post_params(proof: RegisteredPoStProof, dir: &Path, rng: &mut (impl RngCore + Send)) -> Result<PathBuf> {
+    fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    ensure_settings_dir(dir)?;
+    with_post_shape!(proof, generate_post_params(proof, rng)).with_context(|| format!("{proof:?} parameters"))
+}
+
+/// The WindowPoSt proof current on the network for a sector size (in Rust
+/// `StackedDrgWindow*V1_2`, which filecoin-ffi and go-state-types call `…V1_1`).
+pub fn window_post_proof_for(size: &str) -> Result<RegisteredPoStProof> {
+    use RegisteredPoStProof::*;
+    Ok(match size {
+        "2KiB" => StackedDrgWindow2KiBV1_2,
+        "8MiB" => StackedDrgWindow8MiBV1_2,
+        "512MiB" => StackedDrgWindow512MiBV1_2,
+        "32GiB" => StackedDrgWindow32GiBV1_2,
+        "64GiB" => StackedDrgWindow64GiBV1_2,
+        other => bail!("unknown sector size {other:?} (2KiB, 8MiB, 512MiB, 32GiB, 64GiB)"),
+    })
+}
+
+/// The WinningPoSt proof for a sector size (there is only `…V1`).
+pub fn winning_post_proof_for(size: &str) -> Result<RegisteredPoStProof> {
+    use RegisteredPoStProof::*;
+    Ok(match size {
+        "2KiB" => StackedDrgWinning2KiBV1,
+        "8MiB" => StackedDrgWinning8MiBV1,
+        "512MiB" => StackedDrgWinning512MiBV1,
+        "32GiB" => StackedDrgWinning32GiBV1,
+        "64GiB" => StackedDrgWinning64GiBV1,
+        other => bail!("unknown sector size {other:?} (2KiB, 8MiB, 512MiB, 32GiB, 64GiB)"),
+    })
+}
+
+/// go-state-types' `abi.RegisteredPoStProof` number of a PoSt proof, the number Lotus and
+/// Curio pass: Winning 2KiB…64GiB V1 = 0…4, Window V1 = 5…9, and Window V1_1 = 10…14 (Rust's
+/// `StackedDrgWindow*V1_2`).
+pub fn post_proof_abi(proof: RegisteredPoStProof) -> u32 {
+    use RegisteredPoStProof::*;
+    match proof {
+        StackedDrgWinning2KiBV1 => 0,
+        StackedDrgWinning8MiBV1 => 1,
+        StackedDrgWinning512MiBV1 => 2,
+        StackedDrgWinning32GiBV1 => 3,
+        StackedDrgWinning64GiBV1 => 4,
+        StackedDrgWindow2KiBV1 => 5,
+        StackedDrgWindow8MiBV1 => 6,
+        StackedDrgWindow512MiBV1 => 7,
+        StackedDrgWindow32GiBV1 => 8,
+        StackedDrgWindow64GiBV1 => 9,
+        StackedDrgWindow2KiBV1_2 => 10,
+        StackedDrgWindow8MiBV1_2 => 11,
+        StackedDrgWindow512MiBV1_2 => 12,
+        StackedDrgWindow32GiBV1_2 => 13,
+        StackedDrgWindow64GiBV1_2 => 14,
+    }
+}
+
+/// A sector after PC1 and PC2: where its files are and what C1 needs next.
+struct Precommitted {
+    cache_dir: PathBuf,
+    sealed_path: PathBuf,
+    ticket: [u8; 32],
+    pieces: Vec<PieceInfo>,
+    pc2: SealPreCommitPhase2Output,
+}
+
+/// Seals one piece of random data filling the sector (add_piece, PC1, PC2) into `work_dir`
+/// (`staged`, `sealed`, `cache/`) with a random ticket. Needs no Groth16 parameters.
+fn precommit_random_sector(
     proof: RegisteredSealProof,
-    miner_id: u64,
+    prover_id: [u8; 32],
     sector_id: u64,
     work_dir: &Path,
     rng: &mut impl Rng,
-) -> Result<(Vec<u8>, SealedSector)> {
+) -> Result<Precommitted> {
     let cache_dir = work_dir.join("cache");
-    fs::create_dir_all(&cache_dir)?;
+    fs::create_dir_all(&cache_dir).with_context(|| format!("creating {}", cache_dir.display()))?;
     let staged_path = work_dir.join("staged");
     let sealed_path = work_dir.join("sealed");
     let piece_size = UnpaddedBytesAmount::from(PaddedBytesAmount(u64::from(proof.sector_size())));
@@ -117,19 +228,45 @@ pub fn seal_random_sector(
     drop(staged);
     fs::File::create(&sealed_path)?;
 
-    let prover_id = prover_id_from_miner(miner_id);
     let mut ticket = [0u8; 32];
-    let mut seed = [0u8; 32];
     rng.fill_bytes(&mut ticket);
-    rng.fill_bytes(&mut seed);
     ticket[31] &= 0x3f;
-    seed[31] &= 0x3f;
     let sector = SectorId::from(sector_id);
-    let pieces = [piece_info];
+    let pieces = vec![piece_info];
 
     let pc1 = seal::seal_pre_commit_phase1(proof, &cache_dir, &staged_path, &sealed_path, prover_id, sector, ticket, &pieces)?;
     let pc2 = seal::seal_pre_commit_phase2(pc1, &cache_dir, &sealed_path)?;
+    Ok(Precommitted {
+        cache_dir,
+        sealed_path,
+        ticket,
+        pieces,
+        pc2,
+    })
+}
+
+/// Seals a sector of random data (PC1, PC2, C1) in `work_dir` and returns its C1 JSON plus the
+/// statement its proof must verify against. Needs no Groth16 parameters.
+pub fn seal_random_sector(
+    proof: RegisteredSealProof,
+    miner_id: u64,
+    sector_id: u64,
+    work_dir: &Path,
+    rng: &mut impl Rng,
+) -> Result<(Vec<u8>, SealedSector)> {
+    let prover_id = prover_id_from_miner(miner_id);
+    let Precommitted {
+        cache_dir,
+        sealed_path,
+        ticket,
+        pieces,
+        pc2,
+    } = precommit_random_sector(proof, prover_id, sector_id, work_dir, rng)?;
+    let mut seed = [0u8; 32];
+    rng.fill_bytes(&mut seed);
+    seed[31] &= 0x3f;
     let (comm_r, comm_d) = (pc2.comm_r, pc2.comm_d);
+    let sector = SectorId::from(sector_id);
     let c1: SealCommitPhase1Output = seal::seal_commit_phase1(&cache_dir, &sealed_path, prover_id, sector, ticket, seed, pc2, &pieces)?;
     let json = serde_json::to_vec(&c1)?;
     let sealed = SealedSector {
@@ -143,6 +280,204 @@ pub fn seal_random_sector(
         seed,
     };
     Ok((json, sealed))
+}
+
+/// A sector sealed (PC1, PC2) and kept on disk for PoSt: its replica and the cache directory
+/// holding its tree_r_last and p_aux, which is all PoSt vanilla proofs read.
+#[derive(Clone, Debug)]
+pub struct PostReplica {
+    pub sector_id: u64,
+    pub comm_r: [u8; 32],
+    pub replica_path: PathBuf,
+    pub cache_dir: PathBuf,
+}
+
+impl PostReplica {
+    /// What filecoin-proofs-api's vanilla proof generation reads, for PoSt proof `proof`.
+    pub fn private_info(&self, proof: RegisteredPoStProof) -> PrivateReplicaInfo {
+        PrivateReplicaInfo::new(proof, self.comm_r, self.cache_dir.clone(), self.replica_path.clone())
+    }
+
+    /// What filecoin-proofs-api's PoSt verifiers check a proof against.
+    pub fn public_info(&self, proof: RegisteredPoStProof) -> PublicReplicaInfo {
+        PublicReplicaInfo::new(proof, self.comm_r)
+    }
+}
+
+/// Seals one sector of random data per id of `sector_ids` (add_piece, PC1, PC2; no C1) into
+/// `work_dir/sector-ID/` and clears each cache the way a finished sector's is (layers gone,
+/// tree_r_last and p_aux kept). Needs no Groth16 parameters; well under a second per 2KiB
+/// sector.
+pub fn seal_sectors_for_post(
+    proof: RegisteredSealProof,
+    miner_id: u64,
+    sector_ids: &[u64],
+    work_dir: &Path,
+    rng: &mut impl Rng,
+) -> Result<Vec<PostReplica>> {
+    let prover_id = prover_id_from_miner(miner_id);
+    sector_ids
+        .iter()
+        .map(|&sector_id| {
+            let dir = work_dir.join(format!("sector-{sector_id}"));
+            let sealed = precommit_random_sector(proof, prover_id, sector_id, &dir, rng).with_context(|| format!("sealing sector {sector_id}"))?;
+            seal::clear_cache(&sealed.cache_dir)?;
+            fs::remove_file(dir.join("staged"))?;
+            Ok(PostReplica {
+                sector_id,
+                comm_r: sealed.pc2.comm_r,
+                replica_path: sealed.sealed_path,
+                cache_dir: sealed.cache_dir,
+            })
+        })
+        .collect()
+}
+
+/// Bytes written as a hex string in JSON (vanilla proofs: bincode of filecoin-proofs'
+/// `FallbackPoStSectorProof`, as filecoin-proofs-api returns and takes them).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct HexBytes(#[serde(with = "hex::serde")] pub Vec<u8>);
+
+/// A sector a PoSt proves: its id and replica commitment (the verifier's public input).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PostSector {
+    pub sector_id: u64,
+    #[serde(with = "hex::serde")]
+    pub comm_r: [u8; 32],
+}
+
+/// The inputs of a WindowPoSt's SNARK, per partition, made the way Curio and Lotus make them.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct WindowFixture {
+    pub registered_proof: RegisteredPoStProof,
+    /// go-state-types' number of `registered_proof` (see [`post_proof_abi`]).
+    pub abi_proof: u32,
+    pub partitions: Vec<WindowPartition>,
+}
+
+/// One WindowPoSt partition: the vanilla proofs of its sectors, in sector order. A last
+/// partition may be short; filecoin-proofs pads its circuit by repeating the last sector.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct WindowPartition {
+    pub index: usize,
+    pub vanilla_proofs: Vec<HexBytes>,
+    pub sectors: Vec<PostSector>,
+}
+
+/// The inputs of a WinningPoSt's SNARK: the one vanilla proof of the challenged sector.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct WinningFixture {
+    pub registered_proof: RegisteredPoStProof,
+    /// go-state-types' number of `registered_proof` (see [`post_proof_abi`]).
+    pub abi_proof: u32,
+    pub vanilla_proofs: Vec<HexBytes>,
+    pub sectors: Vec<PostSector>,
+}
+
+/// Everything a PoSt SNARK needs and its verifiers check, for WindowPoSt and WinningPoSt on
+/// the same sectors and randomness.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct PostFixture {
+    pub miner_id: u64,
+    #[serde(with = "hex::serde")]
+    pub prover_id: [u8; 32],
+    #[serde(with = "hex::serde")]
+    pub randomness: [u8; 32],
+    pub window: WindowFixture,
+    pub winning: WinningFixture,
+}
+
+impl WindowFixture {
+    /// All sectors of all partitions, for `verify_window_post`.
+    pub fn sectors(&self) -> impl Iterator<Item = &PostSector> {
+        self.partitions.iter().flat_map(|p| p.sectors.iter())
+    }
+}
+
+/// The vanilla proofs of `sectors` for `proof`, made with filecoin-proofs-api's own functions
+/// as Curio and Lotus do: the challenges of the whole set, then one proof per sector.
+fn vanilla_proofs(proof: RegisteredPoStProof, randomness: &[u8; 32], prover_id: [u8; 32], sectors: &[&PostReplica]) -> Result<Vec<HexBytes>> {
+    let ids: Vec<SectorId> = sectors.iter().map(|s| SectorId::from(s.sector_id)).collect();
+    let challenges = post::generate_fallback_sector_challenges(proof, randomness, &ids, prover_id)?;
+    sectors
+        .iter()
+        .map(|s| {
+            let id = SectorId::from(s.sector_id);
+            let challenges = challenges.get(&id).with_context(|| format!("no challenges for sector {}", s.sector_id))?;
+            Ok(HexBytes(post::generate_single_vanilla_proof(
+                proof,
+                id,
+                &s.private_info(proof),
+                challenges,
+            )?))
+        })
+        .collect()
+}
+
+/// Seals `sectors` random sectors of `sector_size` in `work_dir` for miner `miner_id` and
+/// makes the vanilla proofs of a WindowPoSt over all of them (partitions of
+/// `as_v1_config().sector_count` sectors: 2 at 2KiB, so 3 sectors make a full partition and a
+/// short one) and of a WinningPoSt (the sector `generate_winning_post_sector_challenge`
+/// picks), under one random canonical randomness. Needs no Groth16 parameters; the replicas
+/// stay in `work_dir`.
+pub fn make_post_fixture(sector_size: &str, miner_id: u64, sectors: usize, work_dir: &Path, rng: &mut impl Rng) -> Result<PostFixture> {
+    ensure!(sectors > 0, "a PoSt needs at least one sector");
+    let seal_proof = registered_proof_for(sector_size)?;
+    let window_proof = window_post_proof_for(sector_size)?;
+    let winning_proof = winning_post_proof_for(sector_size)?;
+    let prover_id = prover_id_from_miner(miner_id);
+    let first = rng.gen_range(1..1_000_000u64);
+    let sector_ids: Vec<u64> = (first..).take(sectors).collect();
+    let replicas = seal_sectors_for_post(seal_proof, miner_id, &sector_ids, work_dir, rng)?;
+    let mut randomness = [0u8; 32];
+    rng.fill_bytes(&mut randomness);
+    randomness[31] &= 0x3f;
+
+    let all: Vec<&PostReplica> = replicas.iter().collect();
+    let window_vanilla = vanilla_proofs(window_proof, &randomness, prover_id, &all)?;
+    let per_partition = window_proof.as_v1_config().sector_count;
+    let partitions = all
+        .chunks(per_partition)
+        .zip(window_vanilla.chunks(per_partition))
+        .enumerate()
+        .map(|(index, (sectors, vanilla))| WindowPartition {
+            index,
+            vanilla_proofs: vanilla.to_vec(),
+            sectors: sectors.iter().map(|s| post_sector(s)).collect(),
+        })
+        .collect();
+
+    let picked = post::generate_winning_post_sector_challenge(winning_proof, &randomness, replicas.len() as u64, prover_id)?;
+    ensure!(picked.len() == 1, "WinningPoSt challenged {} sectors, expected 1", picked.len());
+    let winner = replicas
+        .get(usize::try_from(picked[0])?)
+        .with_context(|| format!("WinningPoSt challenged sector index {}", picked[0]))?;
+    let winning_vanilla = vanilla_proofs(winning_proof, &randomness, prover_id, &[winner])?;
+
+    Ok(PostFixture {
+        miner_id,
+        prover_id,
+        randomness,
+        window: WindowFixture {
+            registered_proof: window_proof,
+            abi_proof: post_proof_abi(window_proof),
+            partitions,
+        },
+        winning: WinningFixture {
+            registered_proof: winning_proof,
+            abi_proof: post_proof_abi(winning_proof),
+            vanilla_proofs: winning_vanilla,
+            sectors: vec![post_sector(winner)],
+        },
+    })
+}
+
+fn post_sector(replica: &PostReplica) -> PostSector {
+    PostSector {
+        sector_id: replica.sector_id,
+        comm_r: replica.comm_r,
+    }
 }
 
 /// Parses "2KiB", "8MiB", "512MiB", "32GiB", "64GiB" into the current (V1_1) seal proof.

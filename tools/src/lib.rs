@@ -1,11 +1,13 @@
 //! cuzk's test and benchmark tools, kept out of the shipped crate: fixtures made with
-//! filecoin-proofs (random-setup parameters, freshly sealed sectors), test circuits and synthetic
-//! proving keys, and the SHA-256 chain workload the peers under bench/peers/ prove too. The
-//! binaries `cuzk-fixtures` and `cuzk-bench` are built on them.
+//! filecoin-proofs (random-setup parameters, freshly sealed sectors, PoSt vanilla proofs), the
+//! bellperson oracle for PoSt proofs, test circuits and synthetic proving keys, and the SHA-256
+//! chain workload the peers under bench/peers/ prove too. The binaries `cuzk-fixtures` and
+//! `cuzk-bench` are built on them.
 //!
 //! It reaches the engine's internals through cuzk's private `internals` feature; the shipped
 //! library is built without it.
 
 pub mod circuits;
 pub mod fixtures;
+pub mod post_oracle;
 pub mod sha_chain;

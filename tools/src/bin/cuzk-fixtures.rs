@@ -1,17 +1,25 @@
 //! Test fixtures for cuzk, made with filecoin-proofs itself.
 //!
 //!   cuzk-fixtures params --sector-size 2KiB [--dir DIR]
-//!       random-setup Groth16 parameters (TEST ONLY) into DIR (default: CUZK_TEST_PARAMS or
-//!       ~/.cache/cuzk/test-params); nothing is done when they exist.
+//!       random-setup Groth16 parameters (TEST ONLY) of the PoRep, WindowPoSt and WinningPoSt
+//!       circuits into DIR (default: CUZK_TEST_PARAMS or ~/.cache/cuzk/test-params); nothing is
+//!       done for those that exist.
 //!   cuzk-fixtures seal --sector-size 2KiB --out DIR [--miner ID] [--sector N]
 //!       seals a random sector and writes DIR/c1.json and DIR/sector.json.
+//!   cuzk-fixtures post --sector-size 2KiB --out DIR [--miner ID] [--sectors N]
+//!       seals N random sectors (default 3) and writes DIR/post.json: the vanilla proofs of a
+//!       WindowPoSt over them (per partition) and of a WinningPoSt, with the randomness, prover
+//!       id and sectors their SNARKs and verifiers take.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use cuzk_tools::fixtures::{default_test_params_dir, ensure_params, registered_proof_for, seal_random_sector};
+use cuzk_tools::fixtures::{
+    default_test_params_dir, ensure_params, ensure_post_params, make_post_fixture, registered_proof_for, seal_random_sector, window_post_proof_for,
+    winning_post_proof_for,
+};
 use rand::SeedableRng;
 
 struct Args {
@@ -21,6 +29,7 @@ struct Args {
     out: Option<PathBuf>,
     miner: u64,
     sector: u64,
+    sectors: usize,
 }
 
 fn parse_args() -> Result<Args> {
@@ -33,6 +42,7 @@ fn parse_args() -> Result<Args> {
         out: None,
         miner: 1000,
         sector: 1,
+        sectors: 3,
     };
     while let Some(flag) = argv.next() {
         let value = argv.next().with_context(|| format!("{flag} needs a value"))?;
@@ -42,6 +52,7 @@ fn parse_args() -> Result<Args> {
             "--out" => args.out = Some(value.into()),
             "--miner" => args.miner = value.parse().context("--miner")?,
             "--sector" => args.sector = value.parse().context("--sector")?,
+            "--sectors" => args.sectors = value.parse().context("--sectors")?,
             _ => bail!("unknown flag {flag}"),
         }
     }
@@ -65,6 +76,9 @@ fn run() -> Result<()> {
             let start = Instant::now();
             let path = ensure_params(proof, &dir, &mut rng)?;
             println!("{}", path.display());
+            for post in [window_post_proof_for(&args.sector_size)?, winning_post_proof_for(&args.sector_size)?] {
+                println!("{}", ensure_post_params(post, &dir, &mut rng)?.display());
+            }
             eprintln!("cuzk-fixtures: parameters ready in {:.1} s", start.elapsed().as_secs_f64());
         }
         "seal" => {
@@ -82,7 +96,23 @@ fn run() -> Result<()> {
             );
             println!("{}", out.join("c1.json").display());
         }
-        other => bail!("unknown command {other:?}: use `params` or `seal`"),
+        "post" => {
+            let out = args.out.context("post needs --out DIR")?;
+            std::fs::create_dir_all(&out)?;
+            let start = Instant::now();
+            let work = out.join("work");
+            let fixture = make_post_fixture(&args.sector_size, args.miner, args.sectors, &work, &mut rng)?;
+            std::fs::write(out.join("post.json"), serde_json::to_vec_pretty(&fixture)?)?;
+            std::fs::remove_dir_all(&work)?;
+            eprintln!(
+                "cuzk-fixtures: {} sectors of {} sealed and their PoSt vanilla proofs made in {:.1} s",
+                args.sectors,
+                args.sector_size,
+                start.elapsed().as_secs_f64()
+            );
+            println!("{}", out.join("post.json").display());
+        }
+        other => bail!("unknown command {other:?}: use `params`, `seal` or `post`"),
     }
     Ok(())
 }
