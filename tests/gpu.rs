@@ -11,7 +11,7 @@ use std::time::Instant;
 use bellperson::groth16::{create_proof_batch, generate_random_parameters, prepare_verifying_key, verify_proof};
 use blstrs::{Bls12, Scalar};
 use common::fixture;
-use cuzk::engine::{Engine, EngineConfig, ProofOutput, ProveOptions, SplitPolicy};
+use cuzk::engine::{Engine, EngineConfig, PostKind, PostRequest, ProofOutput, ProveOptions, SplitPolicy};
 use cuzk::error::Status;
 use cuzk::internals::device_count;
 use cuzk::internals::r1cs::CircuitShape;
@@ -21,6 +21,7 @@ use cuzk::timings::{KeyResidency, Timings};
 use cuzk::ProvingKey;
 use cuzk::{BackendChoice, CircuitOptions, Prover, Whole};
 use cuzk_tools::circuits::{synthetic_key, RandomCircuit};
+use cuzk_tools::post_oracle::{bellperson_window_post, bellperson_winning_post};
 use ff::Field;
 use filecoin_proofs_api::RegisteredSealProof;
 use rand::SeedableRng;
@@ -230,6 +231,66 @@ fn porep_2k_gpu_proof_equals_bellperson_and_verifies() {
     ] {
         assert!(ns > 0, "{name} not measured on the GPU path");
     }
+}
+
+#[test]
+#[cfg_attr(
+    not(cuzk_gpu_tests),
+    ignore = "GPU test: build with CUZK_GPU_TESTS=1 and run where a CUDA device is present"
+)]
+fn post_2k_gpu_proofs_equal_bellperson_and_verify() {
+    let f = common::post_fixture();
+    let engine = gpu_engine();
+    let params = fixture().params_dir.clone();
+    let mut rng = rand::thread_rng();
+    let bytes = |hex: &[cuzk_tools::fixtures::HexBytes]| hex.iter().map(|h| h.0.clone()).collect::<Vec<_>>();
+    let prove = |kind, proof, vanilla: &[Vec<u8>], partition_index, r, s| {
+        let slices: Vec<&[u8]> = vanilla.iter().map(Vec::as_slice).collect();
+        let request = PostRequest {
+            kind,
+            registered_proof: proof,
+            prover_id: f.prover_id,
+            randomness: f.randomness,
+            vanilla_proofs: &slices,
+            partition_index,
+        };
+        let options = ProveOptions {
+            randomness: Some(vec![(r, s)]),
+            ..Default::default()
+        };
+        let proven = engine.generate_post(&request, &options).expect("GPU PoSt");
+        assert_eq!(proven.timings.backend, BackendKind::Gpu as u32);
+        for (name, ns) in proven.timings.phases() {
+            eprintln!("post-2k {kind:?} GPU {name:<12} {:>9.3} ms", ns as f64 / 1e6);
+        }
+        proven.proof
+    };
+    let mut merged = Vec::new();
+    for p in &f.window.partitions {
+        let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
+        let vanilla = bytes(&p.vanilla_proofs);
+        let ours = prove(PostKind::Window, f.window.registered_proof, &vanilla, p.index, r, s);
+        let theirs = bellperson_window_post(f.window.registered_proof, &f.randomness, f.prover_id, &vanilla, p.index, &params, r, s).unwrap();
+        assert_eq!(
+            ours, theirs,
+            "WindowPoSt partition {}: GPU and bellperson proofs differ for the same r, s",
+            p.index
+        );
+        merged.extend_from_slice(&ours);
+    }
+    assert!(
+        common::filecoin_verify_window(&f.randomness, &merged),
+        "filecoin-proofs rejects the GPU WindowPoSt"
+    );
+    let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
+    let vanilla = bytes(&f.winning.vanilla_proofs);
+    let ours = prove(PostKind::Winning, f.winning.registered_proof, &vanilla, 0, r, s);
+    let theirs = bellperson_winning_post(f.winning.registered_proof, &f.randomness, f.prover_id, &vanilla, &params, r, s).unwrap();
+    assert_eq!(ours, theirs, "WinningPoSt: GPU and bellperson proofs differ for the same r, s");
+    assert!(
+        common::filecoin_verify_winning(&f.randomness, &ours),
+        "filecoin-proofs rejects the GPU WinningPoSt"
+    );
 }
 
 #[test]

@@ -5,37 +5,18 @@
 
 mod common;
 
-use std::collections::BTreeMap;
-use std::sync::OnceLock;
-
 use blstrs::Scalar;
-use common::{engine_for, take_error, Engine};
+use common::{all_window_sectors, engine_for, filecoin_verify_window, filecoin_verify_winning, post_fixture as fixture, take_error, Engine};
 use cuzk::engine::{Engine as RustEngine, EngineConfig, PostKind, PostRequest, ProveOptions};
 use cuzk::error::Status;
 use cuzk::ffi::*;
 use cuzk::timings::Timings;
-use cuzk_tools::fixtures::default_test_params_dir;
-use cuzk_tools::post_fixtures::{make_post_fixture, PostFixture};
+use cuzk_tools::fixtures::{default_test_params_dir, HexBytes};
 use cuzk_tools::post_oracle::{bellperson_window_post, bellperson_winning_post};
 use ff::Field;
-use filecoin_proofs_api::post::{verify_window_post, verify_winning_post};
-use filecoin_proofs_api::{PublicReplicaInfo, SectorId};
-use rand::SeedableRng;
 
-/// Three sealed 2KiB sectors (partition 0 full, partition 1 short) and their vanilla proofs,
-/// made once per test process.
-fn fixture() -> &'static PostFixture {
-    static FIXTURE: OnceLock<PostFixture> = OnceLock::new();
-    FIXTURE.get_or_init(|| {
-        let params = default_test_params_dir();
-        // filecoin-proofs' own verifier (the independent check) reads this once.
-        std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &params);
-        let work = std::env::temp_dir().join(format!("cuzk-test-post-{}", std::process::id()));
-        let mut rng = rand_chacha::ChaCha20Rng::from_entropy();
-        let fixture = make_post_fixture("2KiB", 1000, 3, &work, &mut rng).expect("2KiB PoSt fixture");
-        let _ = std::fs::remove_dir_all(&work);
-        fixture
-    })
+fn bytes(hex: &[HexBytes]) -> Vec<Vec<u8>> {
+    hex.iter().map(|h| h.0.clone()).collect()
 }
 
 fn c_engine() -> Engine {
@@ -52,6 +33,12 @@ fn slices(proofs: &[Vec<u8>]) -> Vec<cuzk_byte_slice> {
         .collect()
 }
 
+/// A failed call's status, message and faulty sectors.
+type Failed = (Status, String, Vec<u64>);
+
+/// A proof and its timings, or why not.
+type Generated = Result<(Vec<u8>, Timings), Failed>;
+
 /// `cuzk_generate_window_post_partition` (`partition` Some) or `cuzk_generate_winning_post`.
 fn generate(
     engine: &Engine,
@@ -60,7 +47,7 @@ fn generate(
     randomness: &[u8; 32],
     vanilla: &[Vec<u8>],
     partition: Option<usize>,
-) -> Result<(Vec<u8>, Timings), (Status, String, Vec<u64>)> {
+) -> Generated {
     let vanilla = slices(vanilla);
     let mut proof = std::ptr::null_mut();
     let mut timings = Timings {
@@ -92,7 +79,7 @@ fn generate(
     Ok((bytes, timings))
 }
 
-fn window(engine: &Engine, partition: usize) -> Result<Vec<u8>, (Status, String, Vec<u64>)> {
+fn window(engine: &Engine, partition: usize) -> Result<Vec<u8>, Failed> {
     let f = fixture();
     let p = &f.window.partitions[partition];
     generate(
@@ -100,20 +87,20 @@ fn window(engine: &Engine, partition: usize) -> Result<Vec<u8>, (Status, String,
         f.window.abi_proof,
         &f.prover_id,
         &f.randomness,
-        &p.vanilla_proofs(),
+        &bytes(&p.vanilla_proofs),
         Some(p.index),
     )
     .map(|(proof, _)| proof)
 }
 
-fn winning(engine: &Engine) -> Result<Vec<u8>, (Status, String, Vec<u64>)> {
+fn winning(engine: &Engine) -> Result<Vec<u8>, Failed> {
     let f = fixture();
     generate(
         engine,
         f.winning.abi_proof,
         &f.prover_id,
         &f.randomness,
-        &f.winning.vanilla_proofs(),
+        &bytes(&f.winning.vanilla_proofs),
         None,
     )
     .map(|(proof, _)| proof)
@@ -154,37 +141,6 @@ fn c_verify(
         Status::Ok => Ok(valid),
         _ => Err(take_error(err)),
     }
-}
-
-fn all_window_sectors() -> Vec<(u64, [u8; 32])> {
-    fixture()
-        .window
-        .partitions
-        .iter()
-        .flat_map(|p| p.sectors.iter().map(|s| (s.sector_id, s.comm_r)))
-        .collect()
-}
-
-/// filecoin-proofs-api's `verify_window_post` of a merged proof over every sector.
-fn filecoin_verify_window(randomness: &[u8; 32], proof: &[u8]) -> bool {
-    let f = fixture();
-    let replicas: BTreeMap<SectorId, PublicReplicaInfo> = all_window_sectors()
-        .into_iter()
-        .map(|(id, comm_r)| (SectorId::from(id), PublicReplicaInfo::new(f.window.registered_proof, comm_r).unwrap()))
-        .collect();
-    let proofs = [(f.window.registered_proof, proof.to_vec())];
-    verify_window_post(randomness, &proofs, &replicas, f.prover_id).expect("filecoin-proofs verify_window_post")
-}
-
-fn filecoin_verify_winning(randomness: &[u8; 32], proof: &[u8]) -> bool {
-    let f = fixture();
-    let sector = &f.winning.sectors[0];
-    let replicas = [(
-        SectorId::from(sector.sector_id),
-        PublicReplicaInfo::new(f.winning.registered_proof, sector.comm_r).unwrap(),
-    )];
-    let proofs = [(f.winning.registered_proof, proof.to_vec())];
-    verify_winning_post(randomness, &proofs, &replicas, f.prover_id).expect("filecoin-proofs verify_winning_post")
 }
 
 #[test]
@@ -253,7 +209,7 @@ fn fixed_randomness_proofs_equal_bellperson_bit_for_bit() {
     // The short partition (padded) and the full one, and the WinningPoSt.
     for p in f.window.partitions.iter().rev() {
         let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
-        let vanilla = p.vanilla_proofs();
+        let vanilla = bytes(&p.vanilla_proofs);
         let request = PostRequest {
             kind: PostKind::Window,
             registered_proof: f.window.registered_proof,
@@ -271,7 +227,7 @@ fn fixed_randomness_proofs_equal_bellperson_bit_for_bit() {
         assert_eq!(ours, theirs, "partition {}: cuzk and bellperson proofs differ for the same r, s", p.index);
     }
     let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
-    let vanilla = f.winning.vanilla_proofs();
+    let vanilla = bytes(&f.winning.vanilla_proofs);
     let request = PostRequest {
         kind: PostKind::Winning,
         registered_proof: f.winning.registered_proof,
@@ -304,25 +260,41 @@ fn faulty_vanilla_proofs_name_their_sectors_and_the_engine_keeps_proving() {
     let f = fixture();
     let engine = c_engine();
     let p = &f.window.partitions[0];
-    let mut vanilla = p.vanilla_proofs();
+    let mut vanilla = bytes(&p.vanilla_proofs);
     vanilla[1] = tampered(&vanilla[1]);
     let err = generate(&engine, f.window.abi_proof, &f.prover_id, &f.randomness, &vanilla, Some(p.index)).unwrap_err();
     assert_eq!((err.0, err.2), (Status::FaultySectors, vec![p.sectors[1].sector_id]), "{}", err.1);
     assert!(err.1.contains(&p.sectors[1].sector_id.to_string()), "{}", err.1);
-    let winning_vanilla = vec![tampered(&f.winning.vanilla_proofs()[0])];
+    let winning_vanilla = vec![tampered(&bytes(&f.winning.vanilla_proofs)[0])];
     let err = generate(&engine, f.winning.abi_proof, &f.prover_id, &f.randomness, &winning_vanilla, None).unwrap_err();
     assert_eq!((err.0, err.2), (Status::FaultySectors, vec![f.winning.sectors[0].sector_id]), "{}", err.1);
     // Other randomness: every sector's paths are for other challenges.
     let mut other = f.randomness;
     other[3] ^= 0x10;
-    let err = generate(&engine, f.window.abi_proof, &f.prover_id, &other, &p.vanilla_proofs(), Some(p.index)).unwrap_err();
+    let err = generate(
+        &engine,
+        f.window.abi_proof,
+        &f.prover_id,
+        &other,
+        &bytes(&p.vanilla_proofs),
+        Some(p.index),
+    )
+    .unwrap_err();
     assert_eq!(err.0, Status::FaultySectors, "{}", err.1);
     let mut expected: Vec<u64> = p.sectors.iter().map(|s| s.sector_id).collect();
     expected.sort();
     let mut got = err.2.clone();
     got.sort();
     assert_eq!(got, expected);
-    let err = generate(&engine, f.winning.abi_proof, &f.prover_id, &other, &f.winning.vanilla_proofs(), None).unwrap_err();
+    let err = generate(
+        &engine,
+        f.winning.abi_proof,
+        &f.prover_id,
+        &other,
+        &bytes(&f.winning.vanilla_proofs),
+        None,
+    )
+    .unwrap_err();
     assert_eq!((err.0, err.2), (Status::FaultySectors, vec![f.winning.sectors[0].sector_id]));
     assert!(winning(&engine).is_ok(), "the engine proves after bad input");
 }
@@ -334,7 +306,7 @@ fn bad_arguments_are_clean_errors() {
     let p = &f.window.partitions[0];
     let (id, rnd) = (&f.prover_id, &f.randomness);
     let window_abi = f.window.abi_proof;
-    let check = |result: Result<(Vec<u8>, Timings), (Status, String, Vec<u64>)>, status: Status, needle: &str| {
+    let check = |result: Generated, status: Status, needle: &str| {
         let (s, m, _) = result.expect_err("an error");
         assert_eq!(s, status, "{m}");
         assert!(m.to_lowercase().contains(&needle.to_lowercase()), "{m:?} does not mention {needle:?}");
@@ -345,23 +317,23 @@ fn bad_arguments_are_clean_errors() {
         "no vanilla proofs",
     );
     check(
-        generate(&engine, 99, id, rnd, &p.vanilla_proofs(), Some(0)),
+        generate(&engine, 99, id, rnd, &bytes(&p.vanilla_proofs), Some(0)),
         Status::InvalidArgument,
         "unknown registered PoSt proof",
     );
     check(
-        generate(&engine, f.winning.abi_proof, id, rnd, &p.vanilla_proofs(), Some(0)),
+        generate(&engine, f.winning.abi_proof, id, rnd, &bytes(&p.vanilla_proofs), Some(0)),
         Status::InvalidArgument,
         "Winning",
     );
     check(
-        generate(&engine, window_abi, id, rnd, &f.winning.vanilla_proofs(), None),
+        generate(&engine, window_abi, id, rnd, &bytes(&f.winning.vanilla_proofs), None),
         Status::InvalidArgument,
         "Window",
     );
     // 8MiB WindowPoSt with 2KiB vanilla proofs: same tree type, other depth.
     check(
-        generate(&engine, window_abi + 1, id, rnd, &p.vanilla_proofs(), Some(0)),
+        generate(&engine, window_abi + 1, id, rnd, &bytes(&p.vanilla_proofs), Some(0)),
         Status::InvalidArgument,
         "levels",
     );
@@ -370,7 +342,7 @@ fn bad_arguments_are_clean_errors() {
         Status::ParseError,
         "vanilla proof 0",
     );
-    let vanilla = p.vanilla_proofs();
+    let vanilla = bytes(&p.vanilla_proofs);
     let truncated = vanilla[0][..vanilla[0].len() - 7].to_vec();
     check(
         generate(&engine, window_abi, id, rnd, &[truncated], Some(0)),
@@ -384,7 +356,7 @@ fn bad_arguments_are_clean_errors() {
         Status::ParseError,
         "vanilla proof 0",
     );
-    let all: Vec<Vec<u8>> = f.window.partitions.iter().flat_map(|p| p.vanilla_proofs()).collect();
+    let all: Vec<Vec<u8>> = f.window.partitions.iter().flat_map(|p| bytes(&p.vanilla_proofs)).collect();
     check(
         generate(&engine, window_abi, id, rnd, &all, Some(0)),
         Status::InvalidArgument,
@@ -413,19 +385,18 @@ fn bad_arguments_are_clean_errors() {
         "partition index",
     );
     // NULL pointers.
-    let none = std::ptr::null();
     let mut proof = std::ptr::null_mut();
     let mut err = std::ptr::null_mut();
     let slice = slices(&vanilla);
     let status = cuzk_generate_window_post_partition(
         engine.0,
         window_abi,
-        none,
+        std::ptr::null(),
         rnd.as_ptr(),
         slice.as_ptr(),
         slice.len(),
         0,
-        none,
+        std::ptr::null(),
         &mut proof,
         std::ptr::null_mut(),
         &mut err,
@@ -437,15 +408,18 @@ fn bad_arguments_are_clean_errors() {
         0,
         id.as_ptr(),
         rnd.as_ptr(),
-        none,
+        std::ptr::null(),
         1,
-        none,
+        std::ptr::null(),
         &mut proof,
         std::ptr::null_mut(),
         std::ptr::null_mut(),
     );
     assert_eq!(status, Status::NullArgument);
-    let holes = [cuzk_byte_slice { data: none, len: 10 }];
+    let holes = [cuzk_byte_slice {
+        data: std::ptr::null(),
+        len: 10,
+    }];
     let status = cuzk_generate_winning_post(
         engine.0,
         0,
@@ -453,7 +427,7 @@ fn bad_arguments_are_clean_errors() {
         rnd.as_ptr(),
         holes.as_ptr(),
         1,
-        none,
+        std::ptr::null(),
         &mut proof,
         std::ptr::null_mut(),
         std::ptr::null_mut(),
@@ -466,7 +440,7 @@ fn bad_arguments_are_clean_errors() {
         rnd.as_ptr(),
         slice.as_ptr(),
         1,
-        none,
+        std::ptr::null(),
         std::ptr::null_mut(),
         std::ptr::null_mut(),
         std::ptr::null_mut(),

@@ -64,7 +64,7 @@ enum Job<'e> {
         share: BudgetShare,
         waiting: Counted<'e>,
         synthesized_at: Instant,
-        timings: Timings,
+        timings: Box<Timings>,
     },
     /// Sector `index` failed before its last partition was synthesized.
     Failed { index: usize, error: Error },
@@ -280,7 +280,7 @@ fn synthesize_proof<'e>(
             share,
             waiting,
             synthesized_at: Instant::now(),
-            timings,
+            timings: Box::new(timings),
         };
         sender.send(job).map_err(|_| Error::internal("the proving stage ended early"))?;
     }
@@ -392,7 +392,7 @@ fn prove_jobs<'e>(
                         share,
                         waiting,
                         synthesized_at,
-                        timings,
+                        timings: *timings,
                     };
                     if to_lanes.send(job).is_err() {
                         return;

@@ -1,8 +1,10 @@
-//! Shared by the integration tests: the 2KiB fixture (random-setup parameters, made once by
-//! `cuzk-fixtures params` or scripts/test.sh, and a sector sealed fresh for every test process)
-//! and thin wrappers over the C ABI.
+//! Shared by the integration tests: the 2KiB fixtures (random-setup parameters, made once by
+//! `cuzk-fixtures params` or scripts/test.sh; a sector sealed fresh for every test process, and
+//! for the PoSt tests three sealed sectors with their vanilla proofs), filecoin-proofs' own
+//! verifiers, and thin wrappers over the C ABI.
 #![allow(dead_code)]
 
+use std::collections::BTreeMap;
 use std::ffi::CStr;
 use std::path::PathBuf;
 use std::sync::OnceLock;
@@ -10,7 +12,9 @@ use std::sync::OnceLock;
 use cuzk::error::Status;
 use cuzk::ffi::*;
 use cuzk::timings::Timings;
-use cuzk_tools::fixtures::{default_test_params_dir, registered_proof_for, seal_random_sector, SealedSector};
+use cuzk_tools::fixtures::{default_test_params_dir, make_post_fixture, registered_proof_for, seal_random_sector, PostFixture, SealedSector};
+use filecoin_proofs_api::post::{verify_window_post, verify_winning_post};
+use filecoin_proofs_api::{PublicReplicaInfo, SectorId};
 use rand::SeedableRng;
 
 pub struct Fixture {
@@ -45,6 +49,54 @@ pub fn fixture() -> &'static Fixture {
         let _ = std::fs::remove_dir_all(&work);
         Fixture { params_dir, c1_json, sector }
     })
+}
+
+/// Three sealed 2KiB sectors (partition 0 full, partition 1 short) and their vanilla proofs,
+/// made once per test process.
+pub fn post_fixture() -> &'static PostFixture {
+    static FIXTURE: OnceLock<PostFixture> = OnceLock::new();
+    FIXTURE.get_or_init(|| {
+        let params = default_test_params_dir();
+        // filecoin-proofs' own verifier (the independent check) reads this once.
+        std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &params);
+        let work = std::env::temp_dir().join(format!("cuzk-test-post-{}", std::process::id()));
+        let mut rng = rand_chacha::ChaCha20Rng::from_entropy();
+        let fixture = make_post_fixture("2KiB", 1000, 3, &work, &mut rng).expect("2KiB PoSt fixture");
+        let _ = std::fs::remove_dir_all(&work);
+        fixture
+    })
+}
+
+/// (sector id, comm_r) of every WindowPoSt sector of the PoSt fixture, in partition order.
+pub fn all_window_sectors() -> Vec<(u64, [u8; 32])> {
+    post_fixture()
+        .window
+        .partitions
+        .iter()
+        .flat_map(|p| p.sectors.iter().map(|s| (s.sector_id, s.comm_r)))
+        .collect()
+}
+
+/// filecoin-proofs-api's `verify_window_post` of a merged proof over every sector of the PoSt
+/// fixture.
+pub fn filecoin_verify_window(randomness: &[u8; 32], proof: &[u8]) -> bool {
+    let f = post_fixture();
+    let replicas: BTreeMap<SectorId, PublicReplicaInfo> = all_window_sectors()
+        .into_iter()
+        .map(|(id, comm_r)| (SectorId::from(id), PublicReplicaInfo::new(f.window.registered_proof, comm_r)))
+        .collect();
+    let proofs = [(f.window.registered_proof, proof)];
+    verify_window_post(randomness, &proofs, &replicas, f.prover_id).expect("filecoin-proofs verify_window_post")
+}
+
+pub fn filecoin_verify_winning(randomness: &[u8; 32], proof: &[u8]) -> bool {
+    let f = post_fixture();
+    let sector = &f.winning.sectors[0];
+    let replicas = BTreeMap::from([(
+        SectorId::from(sector.sector_id),
+        PublicReplicaInfo::new(f.winning.registered_proof, sector.comm_r),
+    )]);
+    verify_winning_post(randomness, proof, &replicas, f.prover_id).expect("filecoin-proofs verify_winning_post")
 }
 
 /// A C-ABI engine handle on the fixture's parameters.

@@ -282,7 +282,11 @@ impl GpuBackend {
         // On the device, not on the CPU cores beside it: measured faster at every size
         // (docs/PERFORMANCE.md). Always split: the cost model was fitted to G1 only.
         // A dense B_G1 tail serves B_G2 too (same scalars, as many points).
-        let b_g2_classes = if b_q.classes.dense && key.b_g1.len() == key.b_g2.len() { &*b_q.classes } else { &p.b };
+        let b_g2_classes = if b_q.classes.dense && key.b_g1.len() == key.b_g2.len() {
+            &*b_q.classes
+        } else {
+            &p.b
+        };
         let b_g2_bitmap = if b_g2_bitmap.is_empty() { &b_q.ones_bitmap } else { &b_g2_bitmap };
         let b_g2 = Self::b_g2_msm(device, &src, &key.b_g2, b_g2_classes, b_g2_bitmap, &staging, pool, t)?;
         drop((copy, buffer, device_turn));

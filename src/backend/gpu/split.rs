@@ -60,7 +60,10 @@ impl SplitPolicy {
         if resident && classes.tail_indices.len() * 2 > npoints {
             // Mostly full-width (a PoSt's witness): one MSM over the query in place beats a
             // gathered copy of nearly all of it, and needs no memory beside the key.
-            log::debug!("{name}: {} of {npoints} scalars are full-width: one dense MSM", classes.tail_indices.len());
+            log::debug!(
+                "{name}: {} of {npoints} scalars are full-width: one dense MSM",
+                classes.tail_indices.len()
+            );
             return Cow::Owned(classes.densified(npoints));
         }
         let mut classes = Cow::Borrowed(classes);
