@@ -436,9 +436,17 @@ func TestWindowPoSt(t *testing.T) {
 		t.Fatalf("VerifyWindowPoSt, sectors in reverse = %v, %v", ok, err)
 	}
 
+	// The prover id is no public input of filecoin-proofs' PoSt circuits (the challenges come
+	// from the randomness and the sector numbers; the miner actor binds the sectors): the proof
+	// verifies for any miner, as with filecoin-ffi.
+	anyMiner := info
+	anyMiner.Prover = f.miner + 1
+	if ok, err := VerifyWindowPoSt(anyMiner); err != nil || !ok {
+		t.Fatalf("VerifyWindowPoSt for another miner = %v, %v; filecoin-proofs says true", ok, err)
+	}
+
 	for name, bad := range map[string]func(i *proof.WindowPoStVerifyInfo){
 		"randomness": func(i *proof.WindowPoStVerifyInfo) { i.Randomness = otherRandomness(f.randomness) },
-		"prover":     func(i *proof.WindowPoStVerifyInfo) { i.Prover = f.miner + 1 },
 		"comm_r": func(i *proof.WindowPoStVerifyInfo) {
 			s := f.allSectors()
 			s[0].commR[0] ^= 1
@@ -527,9 +535,15 @@ func TestWinningPoSt(t *testing.T) {
 		t.Fatalf("VerifyWinningPoSt with other randomness = %v, %v; want false, nil", ok, err)
 	}
 	other := f.winningInfo(t, proofs, f.randomness)
-	other.Prover++
+	other.ChallengedSectors = sectorInfos(t, sealProofOf2KiB, []postSector{{id: f.winner.sectors[0].id + 1, commR: f.winner.sectors[0].commR}})
 	if ok, err := VerifyWinningPoSt(other); ok || err != nil {
-		t.Fatalf("VerifyWinningPoSt for another miner = %v, %v; want false, nil", ok, err)
+		t.Fatalf("VerifyWinningPoSt for another sector number = %v, %v; want false, nil", ok, err)
+	}
+	// As for WindowPoSt, the prover id is no public input.
+	other = f.winningInfo(t, proofs, f.randomness)
+	other.Prover++
+	if ok, err := VerifyWinningPoSt(other); err != nil || !ok {
+		t.Fatalf("VerifyWinningPoSt for another miner = %v, %v; filecoin-proofs says true", ok, err)
 	}
 	// A WinningPoSt challenges one sector.
 	more := f.winningInfo(t, proofs, f.randomness)
