@@ -42,6 +42,9 @@ func SealCommitPhase2Batch(ctx context.Context, sectors []SectorRequest, opts ..
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if err := config.check(); err != nil {
+		return nil, err
+	}
 	proverIDs := make([][32]byte, len(sectors))
 	for i, s := range sectors {
 		id, err := ProverID(s.MinerID)

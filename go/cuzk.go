@@ -21,6 +21,8 @@ import (
 	"strings"
 	"sync"
 	"unsafe"
+
+	"github.com/filecoin-project/go-state-types/abi"
 )
 
 // Compile-time checks that the Go status numbers are the header's (an index out of range, or
@@ -38,6 +40,7 @@ var _ = [1]struct{}{}[StatusPanic-C.CUZK_STATUS_PANIC]
 var _ = [1]struct{}{}[StatusInternal-C.CUZK_STATUS_INTERNAL]
 var _ = [1]struct{}{}[StatusEngineState-C.CUZK_STATUS_ENGINE_STATE]
 var _ = [1]struct{}{}[StatusVerifyFailed-C.CUZK_STATUS_VERIFY_FAILED]
+var _ = [1]struct{}{}[StatusFaultySectors-C.CUZK_STATUS_FAULTY_SECTORS]
 
 // ABIVersion is the CUZK_ABI_VERSION of the header this package was compiled against.
 const ABIVersion = C.CUZK_ABI_VERSION
@@ -203,7 +206,8 @@ func newEngine(cfg Config) (*C.cuzk_engine, error) {
 }
 
 // takeError turns a status and the error object of the same call into a Go error, and frees
-// the error object on every path.
+// the error object on every path. An error of StatusFaultySectors is a *FaultySectorsError
+// with the sectors the library listed.
 func takeError(status C.enum_cuzk_status, cerr *C.cuzk_error) error {
 	if cerr == nil {
 		if status == C.CUZK_STATUS_OK {
@@ -215,10 +219,22 @@ func takeError(status C.enum_cuzk_status, cerr *C.cuzk_error) error {
 	if status == C.CUZK_STATUS_OK {
 		return nil
 	}
-	return &Error{
+	e := &Error{
 		Status:  Status(C.cuzk_error_status(cerr)),
 		Message: C.GoString(C.cuzk_error_message(cerr)),
 	}
+	if e.Status != StatusFaultySectors {
+		return e
+	}
+	var list *C.uint64_t
+	n := C.cuzk_error_faulty_sectors(cerr, &list)
+	sectors := make([]abi.SectorNumber, 0, int(n))
+	if n > 0 && list != nil {
+		for _, s := range unsafe.Slice(list, int(n)) {
+			sectors = append(sectors, abi.SectorNumber(s))
+		}
+	}
+	return &FaultySectorsError{Sectors: sectors, Err: e}
 }
 
 // zeroByte gives empty inputs a non-NULL pointer: the library reports a NULL pointer as

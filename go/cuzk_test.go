@@ -188,7 +188,7 @@ func TestProverID(t *testing.T) {
 
 func TestErrorSentinels(t *testing.T) {
 	all := []error{ErrNullArgument, ErrInvalidArgument, ErrParse, ErrParametersNotFound, ErrParametersInvalid,
-		ErrGPU, ErrOutOfMemory, ErrCancelled, ErrPanic, ErrInternal, ErrEngineState, ErrVerifyFailed}
+		ErrGPU, ErrOutOfMemory, ErrCancelled, ErrPanic, ErrInternal, ErrEngineState, ErrVerifyFailed, ErrFaultySectors}
 	for i, sentinel := range all {
 		status := Status(i + 1)
 		err := fmt.Errorf("context: %w", &Error{Status: status, Message: "the message"})

@@ -3,6 +3,8 @@ package cuzk
 import (
 	"errors"
 	"fmt"
+
+	"github.com/filecoin-project/go-state-types/abi"
 )
 
 // Status is a cuzk_status of the C ABI. The numbers are part of the ABI and never change.
@@ -23,10 +25,12 @@ const (
 	StatusInternal           Status = 10
 	StatusEngineState        Status = 11
 	StatusVerifyFailed       Status = 12
+	StatusFaultySectors      Status = 13
 )
 
 // Sentinel errors, one per failing status. Every error this package returns for a failed
-// library call is an *Error that matches exactly one of them with errors.Is.
+// library call is an *Error, or a *FaultySectorsError wrapping one, that matches exactly one
+// of them with errors.Is.
 var (
 	// ErrNullArgument: a required pointer was NULL (a bug in this package if it happens).
 	ErrNullArgument = errors.New("cuzk: null argument")
@@ -56,6 +60,10 @@ var (
 	ErrEngineState = errors.New("cuzk: engine state")
 	// ErrVerifyFailed: a proof was made but failed its self-verification, or was rejected.
 	ErrVerifyFailed = errors.New("cuzk: verification failed")
+	// ErrFaultySectors: the PoSt vanilla proofs of some sectors do not verify (what
+	// filecoin-ffi reports as faulty sectors). The error is a *FaultySectorsError that names
+	// them.
+	ErrFaultySectors = errors.New("cuzk: faulty sectors")
 )
 
 var sentinels = [...]error{
@@ -71,6 +79,7 @@ var sentinels = [...]error{
 	StatusInternal:           ErrInternal,
 	StatusEngineState:        ErrEngineState,
 	StatusVerifyFailed:       ErrVerifyFailed,
+	StatusFaultySectors:      ErrFaultySectors,
 }
 
 // Sentinel returns the sentinel error of a status, or nil for StatusOK and statuses this
@@ -115,3 +124,20 @@ func (e *Error) Unwrap() error { return e.Status.Sentinel() }
 func newError(s Status, format string, args ...any) error {
 	return &Error{Status: s, Message: fmt.Sprintf(format, args...)}
 }
+
+// FaultySectorsError is the error of a PoSt call whose vanilla proofs of some sectors do not
+// verify (StatusFaultySectors): Sectors are their numbers, in the order of the vanilla proofs,
+// what filecoin-ffi reports as faulty sectors. It unwraps to its *Error, so
+// errors.Is(err, ErrFaultySectors) matches it and errors.As finds either type:
+//
+//	var faulty *cuzk.FaultySectorsError
+//	if errors.As(err, &faulty) { declare(faulty.Sectors) }
+type FaultySectorsError struct {
+	Sectors []abi.SectorNumber
+	Err     *Error // Status StatusFaultySectors and the library's message
+}
+
+func (e *FaultySectorsError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the *Error, which unwraps to ErrFaultySectors.
+func (e *FaultySectorsError) Unwrap() error { return e.Err }

@@ -68,6 +68,45 @@ func EvictKey(registeredProof abi.RegisteredSealProof) (bool, error) {
 	return bool(evicted), nil
 }
 
+// PreloadPoStKey is PreloadKey for a registered PoSt proof: the WindowPoSt or WinningPoSt
+// proving key of a sector size (a WindowPoSt service calls it before its first deadline, a
+// WinningPoSt one so that block production never waits for the key).
+func PreloadPoStKey(registeredProof abi.RegisteredPoStProof) (PreloadReport, error) {
+	if err := checkPoStProof(registeredProof); err != nil {
+		return PreloadReport{}, err
+	}
+	eng, err := acquire()
+	if err != nil {
+		return PreloadReport{}, err
+	}
+	defer eng.release()
+	var load, upload C.uint64_t
+	var cerr *C.cuzk_error
+	status := C.cuzk_engine_preload_post_key(eng.ptr, C.uint32_t(registeredProof), &load, &upload, &cerr)
+	if err := takeError(status, cerr); err != nil {
+		return PreloadReport{}, err
+	}
+	return PreloadReport{SRSLoad: nanos(load), SRSUpload: nanos(upload)}, nil
+}
+
+// EvictPoStKey is EvictKey for a registered PoSt proof.
+func EvictPoStKey(registeredProof abi.RegisteredPoStProof) (bool, error) {
+	if err := checkPoStProof(registeredProof); err != nil {
+		return false, err
+	}
+	eng, err := acquire()
+	if err != nil {
+		return false, err
+	}
+	defer eng.release()
+	var evicted C.bool
+	var cerr *C.cuzk_error
+	if err := takeError(C.cuzk_engine_evict_post_key(eng.ptr, C.uint32_t(registeredProof), &evicted, &cerr), cerr); err != nil {
+		return false, err
+	}
+	return bool(evicted), nil
+}
+
 // EngineStatus is what the engine holds and does (cuzk_engine_status). Sizes are bytes.
 type EngineStatus struct {
 	Version        string          `json:"version"`

@@ -56,7 +56,7 @@ const (
 type Timings struct {
 	Backend        Backend // BackendCPU or BackendGPU
 	DeviceIndex    int     // CUDA device that ran the GPU phases; -1 on the CPU backend
-	Partitions     int     // Groth16 proofs (PoRep partitions) made
+	Partitions     int     // Groth16 proofs made: PoRep partitions; 1 for a PoSt
 	NumConstraints uint64  // constraints of one partition circuit
 	DomainLog2     int     // log2 of the FFT domain of one partition circuit
 
@@ -72,7 +72,7 @@ type Timings struct {
 	Pin       time.Duration // allocating pinned host buffers (0 once the pool is warm)
 	// ShapeExtract is extracting the circuit's R1CS matrices (once per proof kind).
 	ShapeExtract time.Duration
-	InputCheck   time.Duration // decoding the C1 and checking its vanilla proofs
+	InputCheck   time.Duration // decoding the C1 or PoSt vanilla proofs and checking them
 	Synthesis    time.Duration // running the circuits (a, b, c and the witness)
 	// Witness and SpMV are the parts of Synthesis on the R1CS path (R1CSSynthesis true):
 	// generating the witness, then a = A·z, b = B·z, c = C·z; not phases of their own —
@@ -195,29 +195,48 @@ func timingsFromC(ct *C.cuzk_timings) Timings {
 	}
 }
 
-// Priority orders calls waiting for a GPU (cuzk_prove_options.priority).
+// Priority is the class of a call's work, by deadline (cuzk_prove_options.priority). A class
+// takes each GPU before waiting calls of lower classes, so it overtakes a running batch at the
+// batch's next partition boundary; within a class calls take the GPU in arrival order. From
+// the top: WinningPoSt (block production, seconds of slack), WindowPoSt (minutes), sealing
+// (hours).
 type Priority uint32
 
 const (
-	// PriorityNormal calls take the GPU in arrival order.
+	// PriorityNormal is the proof kind's own class: WinningPoSt's calls the top class
+	// (PriorityHigh), WindowPoSt's PriorityWindowPoSt, PoRep C2's PrioritySealing. The default.
 	PriorityNormal Priority = C.CUZK_PRIORITY_NORMAL
-	// PriorityHigh is for latency work (WinningPoSt-like): its partitions take each GPU before
-	// any waiting normal call's, so it overtakes a running batch at the batch's next partition
-	// boundary, and never wait for the host memory budget.
+	// PriorityHigh is the top class, WinningPoSt's: before every other class, and its calls
+	// never wait for the host memory budget.
 	PriorityHigh Priority = C.CUZK_PRIORITY_HIGH
+	// PriorityWindowPoSt is the WindowPoSt class: after the top class, before sealing work.
+	PriorityWindowPoSt Priority = C.CUZK_PRIORITY_WINDOW_POST
+	// PrioritySealing is the sealing class (PoRep C2), after every other.
+	PrioritySealing Priority = C.CUZK_PRIORITY_SEALING
 )
 
-// ProveOption changes how SealCommitPhase2WithTimings and SealCommitPhase2Batch prove.
+// ProveOption changes how a proving call (SealCommitPhase2WithTimings, SealCommitPhase2Batch,
+// GenerateSinglePartitionWindowPoStWithVanillaWithTimings,
+// GenerateWinningPoStWithVanillaWithTimings) proves.
 type ProveOption func(*proveConfig)
 
 type proveConfig struct {
 	priority   Priority
+	pinDevice  bool
+	device     int
 	partitions *[]Timings
 }
 
-// WithPriority sets the call's priority (PriorityNormal by default).
+// WithPriority sets the call's class (PriorityNormal, the proof kind's own, by default).
 func WithPriority(p Priority) ProveOption {
 	return func(c *proveConfig) { c.priority = p }
+}
+
+// WithDevice runs the call's GPU phases on CUDA device ordinal instead of the least busy one.
+// On an engine without GPUs (Config.CPUOnly, or none present) the call fails with
+// ErrInvalidArgument.
+func WithDevice(ordinal int) ProveOption {
+	return func(c *proveConfig) { c.pinDevice, c.device = true, ordinal }
 }
 
 // WithPartitionTimings makes SealCommitPhase2WithTimings store the timings of each partition
@@ -232,6 +251,14 @@ func proveConfigOf(opts []ProveOption) proveConfig {
 		o(&c)
 	}
 	return c
+}
+
+// check refuses options the C struct cannot carry.
+func (c proveConfig) check() error {
+	if c.pinDevice && (c.device < 0 || c.device > math.MaxUint32) {
+		return newError(StatusInvalidArgument, "device %d out of range", c.device)
+	}
+	return nil
 }
 
 // maxPartitions is the most partitions a PoRep sector has (32GiB and 64GiB: 10).
@@ -303,6 +330,9 @@ func SealCommitPhase2(phase1Output []byte, sectorNum abi.SectorNumber, minerID a
 func SealCommitPhase2WithTimings(ctx context.Context, phase1Output []byte, sectorNum abi.SectorNumber, minerID abi.ActorID, opts ...ProveOption) ([]byte, Timings, error) {
 	config := proveConfigOf(opts)
 	if err := ctx.Err(); err != nil {
+		return nil, Timings{}, err
+	}
+	if err := config.check(); err != nil {
 		return nil, Timings{}, err
 	}
 	proverID, err := ProverID(minerID)
@@ -384,6 +414,8 @@ func (c proveConfig) cOptions(tok *C.cuzk_cancel_token) C.cuzk_prove_options {
 	var opts C.cuzk_prove_options
 	opts.struct_size = C.uint32_t(unsafe.Sizeof(opts))
 	opts.cancel = tok
+	opts.pin_device = C.bool(c.pinDevice)
+	opts.device = C.uint32_t(c.device)
 	opts.priority = C.uint32_t(c.priority)
 	return opts
 }

@@ -6,7 +6,9 @@ package cuzk
 import "C"
 
 import (
+	"cmp"
 	"math"
+	"slices"
 	"unsafe"
 
 	commcid "github.com/filecoin-project/go-fil-commcid"
@@ -108,4 +110,127 @@ func VerifySealInfo(info proof.SealVerifyInfo) (bool, error) {
 		copy(f.dst[:], f.src)
 	}
 	return VerifySeal(info.SealProof, r, d, info.SectorID.Miner, info.SectorID.Number, ticket, seed, info.Proof)
+}
+
+// VerifyWindowPoSt checks a WindowPoSt with filecoin-ffi's signature and rules: info.Proofs
+// holds one proof (the deadline's partition proofs merged by MergeWindowPoStPartitionProofs)
+// whose PoStProof is the registered WindowPoSt proof; ChallengedSectors are the deadline's
+// proven sectors (their SealedCID gives comm_r; their SealProof is not used), ordered by sector
+// number as filecoin-ffi orders them. It returns (false, nil) for a proof that does not verify
+// and an error only when the check could not be made (no verifying key, malformed arguments:
+// no proof or more than one, a CID that is not a sealed sector's, randomness that is not 32
+// bytes of a canonical field element).
+func VerifyWindowPoSt(info proof.WindowPoStVerifyInfo) (bool, error) {
+	if len(info.Proofs) != 1 {
+		// filecoin-ffi: "nothing to verify" for none; filecoin-proofs-api: "only one version
+		// of PoSt supported" for several.
+		return false, newError(StatusInvalidArgument, "%d proofs: a WindowPoSt is verified from one (merged) proof", len(info.Proofs))
+	}
+	sectors, err := postSectors(info.ChallengedSectors)
+	if err != nil {
+		return false, err
+	}
+	p := info.Proofs[0]
+	return verifyPoSt(windowPoSt, p.PoStProof, info.Prover, info.Randomness, sectors, p.ProofBytes)
+}
+
+// VerifyWinningPoSt checks a WinningPoSt with filecoin-ffi's signature and rules: the
+// registered WinningPoSt proof comes from the challenged sector's SealProof, the proof is the
+// bytes of info.Proofs concatenated, comm_r comes from the SealedCID. It returns (false, nil)
+// for a proof that does not verify, and an error only when the check could not be made.
+func VerifyWinningPoSt(info proof.WinningPoStVerifyInfo) (bool, error) {
+	if len(info.ChallengedSectors) == 0 {
+		return false, newError(StatusInvalidArgument, "no challenged sectors")
+	}
+	var proofType abi.RegisteredPoStProof
+	for i, s := range info.ChallengedSectors {
+		p, err := s.SealProof.RegisteredWinningPoStProof()
+		if err != nil {
+			return false, newError(StatusInvalidArgument, "challenged sector %d: %v", s.SectorNumber, err)
+		}
+		if i > 0 && p != proofType {
+			return false, newError(StatusInvalidArgument, "challenged sectors of different WinningPoSt proofs (%d and %d)", proofType, p)
+		}
+		proofType = p
+	}
+	var proofBytes []byte
+	for _, p := range info.Proofs {
+		if _, ok := postProofKind(p.PoStProof); !ok {
+			return false, newError(StatusInvalidArgument, "unknown registered PoSt proof %d", p.PoStProof)
+		}
+		proofBytes = append(proofBytes, p.ProofBytes...)
+	}
+	sectors, err := postSectors(info.ChallengedSectors)
+	if err != nil {
+		return false, err
+	}
+	return verifyPoSt(winningPoSt, proofType, info.Prover, info.Randomness, sectors, proofBytes)
+}
+
+// postSectors are the challenged sectors as the library takes them, in filecoin-ffi's order:
+// it collects them into a map by sector number, so they are sorted by it and, of sectors given
+// twice, the last one counts.
+func postSectors(challenged []proof.SectorInfo) ([]C.cuzk_post_sector, error) {
+	sorted := slices.Clone(challenged)
+	slices.SortStableFunc(sorted, func(a, b proof.SectorInfo) int { return cmp.Compare(a.SectorNumber, b.SectorNumber) })
+	out := make([]C.cuzk_post_sector, 0, len(sorted))
+	for i, s := range sorted {
+		if i+1 < len(sorted) && sorted[i+1].SectorNumber == s.SectorNumber {
+			continue
+		}
+		commR, err := commcid.CIDToReplicaCommitmentV1(s.SealedCID)
+		if err != nil {
+			return nil, newError(StatusInvalidArgument, "sealed CID of sector %d: %v", s.SectorNumber, err)
+		}
+		if len(commR) != 32 {
+			return nil, newError(StatusInvalidArgument, "comm_r of sector %d is %d bytes, not 32", s.SectorNumber, len(commR))
+		}
+		var cs C.cuzk_post_sector
+		cs.sector_id = C.uint64_t(s.SectorNumber)
+		copy(unsafe.Slice((*byte)(unsafe.Pointer(&cs.comm_r[0])), 32), commR)
+		out = append(out, cs)
+	}
+	return out, nil
+}
+
+// verifyPoSt makes the library call of kind.
+func verifyPoSt(kind postKind, proofType abi.RegisteredPoStProof, prover abi.ActorID, randomness abi.PoStRandomness,
+	sectors []C.cuzk_post_sector, proofBytes []byte) (bool, error) {
+	if err := checkPoStProof(proofType); err != nil {
+		return false, err
+	}
+	seed, err := postRandomness(randomness)
+	if err != nil {
+		return false, err
+	}
+	proverID, err := ProverID(prover)
+	if err != nil {
+		return false, err
+	}
+	eng, err := acquire()
+	if err != nil {
+		return false, err
+	}
+	defer eng.release()
+	var sectorsPtr *C.cuzk_post_sector
+	if len(sectors) > 0 {
+		sectorsPtr = &sectors[0]
+	}
+	id := (*C.uint8_t)(unsafe.Pointer(&proverID[0]))
+	rnd := (*C.uint8_t)(unsafe.Pointer(&seed[0]))
+	var valid C.bool
+	var cerr *C.cuzk_error
+	var status C.enum_cuzk_status
+	switch kind {
+	case windowPoSt:
+		status = C.cuzk_verify_window_post(eng.ptr, C.uint32_t(proofType), id, rnd, sectorsPtr, C.size_t(len(sectors)),
+			bytesArg(proofBytes), C.size_t(len(proofBytes)), &valid, &cerr)
+	case winningPoSt:
+		status = C.cuzk_verify_winning_post(eng.ptr, C.uint32_t(proofType), id, rnd, sectorsPtr, C.size_t(len(sectors)),
+			bytesArg(proofBytes), C.size_t(len(proofBytes)), &valid, &cerr)
+	}
+	if err := takeError(status, cerr); err != nil {
+		return false, err
+	}
+	return bool(valid), nil
 }

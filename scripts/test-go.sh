@@ -5,10 +5,14 @@
 # (scripts/install.sh), points pkg-config there, then runs `go vet` and `go test` in go/; Go
 # fetches its modules from the module proxy by itself.
 #
-# The proving tests need a 2KiB fixture and its parameters, from the environment:
-#   CUZK_TEST_PARAMS   parameter cache directory (cuzk-fixtures params makes one)
-#   CUZK_FIXTURE_DIR   directory with c1.json and sector.json (cuzk-fixtures seal makes one);
-#                      when unset but CUZK_TEST_PARAMS is set, one is made here.
+# The proving tests need 2KiB fixtures and their parameters, from the environment:
+#   CUZK_TEST_PARAMS       parameter cache directory (cuzk-fixtures params makes one)
+#   CUZK_FIXTURE_DIR       directory with c1.json and sector.json (cuzk-fixtures seal makes
+#                          one); when unset but CUZK_TEST_PARAMS is set, one is made here.
+#   CUZK_POST_FIXTURE_DIR  directory with post.json (cuzk-fixtures post makes one); when unset
+#                          but CUZK_TEST_PARAMS is set, one is made here, and the PoSt
+#                          parameters are added to CUZK_TEST_PARAMS (when cuzk-fixtures knows
+#                          `post`).
 # Without them the proving tests skip (and say so); the other tests still run.
 set -euo pipefail
 
@@ -28,6 +32,26 @@ if [[ -n "${CUZK_TEST_PARAMS:-}" && -z "${CUZK_FIXTURE_DIR:-}" ]]; then
         export CUZK_FIXTURE_DIR="$root/target/cuzk-go-fixture"
         "$fixtures" seal --sector-size 2KiB --out "$CUZK_FIXTURE_DIR" --miner 1000 --sector 1
     fi
+fi
+if [[ -n "${CUZK_TEST_PARAMS:-}" && -z "${CUZK_POST_FIXTURE_DIR:-}" ]]; then
+    fixtures="$root/target/release/cuzk-fixtures"
+    post_dir="$root/target/cuzk-go-post-fixture"
+    # An older cuzk-fixtures answers `post` (without flags, which it would refuse first) with
+    # "unknown command": then the PoSt tests skip.
+    probe="$([[ -x "$fixtures" ]] && "$fixtures" post 2>&1 || true)"
+    if [[ -x "$fixtures" && "$probe" != *"unknown command"* ]]; then
+        export CUZK_POST_FIXTURE_DIR="$post_dir"
+        "$fixtures" post --sector-size 2KiB --out "$CUZK_POST_FIXTURE_DIR" --miner 1000 --sectors 3
+        # `params` makes only what is missing: here the WindowPoSt and WinningPoSt parameters.
+        "$fixtures" params --sector-size 2KiB --dir "$CUZK_TEST_PARAMS"
+    elif [[ -x "$fixtures" ]]; then
+        echo "test-go.sh: $fixtures has no \`post\` command: no PoSt fixture" >&2
+    fi
+fi
+if [[ -z "${CUZK_POST_FIXTURE_DIR:-}" ]]; then
+    echo "test-go.sh: CUZK_POST_FIXTURE_DIR is not set: the PoSt proving tests will be skipped" >&2
+else
+    echo "test-go.sh: PoSt fixture ${CUZK_POST_FIXTURE_DIR}"
 fi
 if [[ -z "${CUZK_FIXTURE_DIR:-}" ]]; then
     echo "test-go.sh: CUZK_FIXTURE_DIR is not set: the proving tests will be skipped" >&2
