@@ -25,6 +25,15 @@
 #                                 for fewer; CUZK_LANES=N: N proving lanes, default automatic;
 #                                 with several GPUs the partitions spread over them and each
 #                                 record gives every device's busy fraction and partitions)
+#   scripts/gpu-run.sh post       2KiB WindowPoSt partitions (full, short) and WinningPoSt of a
+#                                 fresh fixture: cuzk GPU, cuzk CPU, bellperson (filecoin-proofs-api),
+#                                 supraseal-c2 (filecoin-proofs-api with cuda-supraseal) in one run; then the 32GiB WinningPoSt shape (made-up, synthetic
+#                                 key, performance only), warm (~4 min)
+#   scripts/gpu-run.sh post-window  one 32GiB WindowPoSt partition (2 349 sectors × 10 challenges,
+#                                 made-up, synthetic key, performance only), warm (~8 min)
+#   scripts/gpu-run.sh post-during  32GiB WinningPoSts at random moments while a call proves
+#                                 CUZK_SECTORS (default 4) made-up 32GiB PoRep sectors: their
+#                                 latencies against the idle ones (~8 min)
 #   scripts/gpu-run.sh micro      SHA chains of 2^16 and 2^20 with random-setup keys (verified),
 #                                 then a per-phase sweep: random circuits of 2^20, 2^22, 2^24
 #                                 constraints, PoRep-like (mostly 0/1) and uniform witnesses
@@ -121,6 +130,26 @@ partition)
     ;;
 sector)
     timeout 560 carry/cuzk-bench porep-sector --system cuzk --sector-size 32GiB --sectors "${CUZK_SECTORS:-1,2,4}" --lanes "${CUZK_LANES:-0}" \
+        >>"$out/bench.jsonl" 2>>"$out/bench.log" || status=1
+    ;;
+post)
+    params
+    carry/cuzk-fixtures post --sector-size 2KiB --out /tmp/pf --miner 1000 --sectors 3 >/dev/null 2>&1 || status=1
+    for system in cuzk cuzk-cpu bellperson; do
+        bench post --system $system --fixture /tmp/pf --params /tmp/cuzk-params --repeat 3 || status=1
+    done
+    if [ -x carry/supraseal-bench ]; then
+        carry/supraseal-bench post --fixture /tmp/pf --params /tmp/cuzk-params --repeat 3 >>"$out/bench.jsonl" 2>>"$out/bench.log" || status=1
+    fi
+    timeout 240 carry/cuzk-bench post --system cuzk --sector-size 32GiB --post winning --repeat 5 \
+        >>"$out/bench.jsonl" 2>>"$out/bench.log" || status=1
+    ;;
+post-window)
+    timeout 560 carry/cuzk-bench post --system cuzk --sector-size 32GiB --post window --repeat 3 \
+        >>"$out/bench.jsonl" 2>>"$out/bench.log" || status=1
+    ;;
+post-during)
+    timeout 560 carry/cuzk-bench post --system cuzk --sector-size 32GiB --during-batch "${CUZK_SECTORS:-4}" \
         >>"$out/bench.jsonl" 2>>"$out/bench.log" || status=1
     ;;
 micro)

@@ -196,8 +196,10 @@ fn verify(
 }
 
 /// filecoin-proofs-api's `verify_window_post`: whether `proof` (every partition's proof of a
-/// deadline, merged in partition order) proves the `sectors` (all the proven sectors, in
-/// partition order) for this prover id and randomness. `*valid_out` is false for a proof that
+/// deadline, merged in partition order) proves the `sectors` (all the proven sectors, in any
+/// order: as filecoin-proofs-api does, the verifier sorts them by sector number, a number given
+/// twice counting once, and partition k is the k-th chunk of the sorted sectors) for this
+/// prover id and randomness. `*valid_out` is false for a proof that
 /// does not verify; an error is returned only for unusable arguments (CUZK_STATUS_INVALID_ARGUMENT)
 /// or a missing verifying key.
 ///

@@ -116,32 +116,55 @@ where
 
 /// A proving key of the right shape for a circuit (given synthesized: its sizes and densities)
 /// made of random points: GPU, CPU and bellperson must produce the same proof with it, though
-/// none verifies. The G1 queries are prefixes of one pool of distinct points, so a 2^26 key
-/// costs one pool of points, not five.
+/// none verifies.
 pub fn synthetic_key(shape: &SynthesizedCircuit, seed: u64) -> ProvingKey {
-    let m = Domain::for_len(shape.num_constraints()).expect("circuit fits the FFT domain").size();
-    let b_len = shape.b_input_density.count_ones() + shape.b_aux_density.count_ones();
-    let a_len = shape.input_assignment.len() + shape.a_aux_density.count_ones();
-    let l_len = shape.aux_assignment.len();
-    let pool = random_points::<G1Projective>([m - 1, l_len, a_len, b_len].into_iter().max().unwrap_or(0), seed);
-    let prefix = |n: usize| Arc::new(pool[..n].to_vec());
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-    let vk = VerifyingKey::<Bls12> {
-        alpha_g1: G1Projective::random(&mut rng).to_affine(),
-        beta_g1: G1Projective::random(&mut rng).to_affine(),
-        beta_g2: G2Projective::random(&mut rng).to_affine(),
-        gamma_g2: G2Projective::random(&mut rng).to_affine(),
-        delta_g1: G1Projective::random(&mut rng).to_affine(),
-        delta_g2: G2Projective::random(&mut rng).to_affine(),
-        ic: random_points::<G1Projective>(shape.input_assignment.len(), seed + 1),
-    };
-    let params = Parameters {
-        vk,
-        h: prefix(m - 1),
-        a: prefix(a_len),
-        b_g1: prefix(b_len),
-        l: prefix(l_len),
-        b_g2: Arc::new(random_points::<G2Projective>(b_len, seed + 2)),
-    };
-    ProvingKey::new(params, format!("synthetic key (seed {seed}, performance only)"))
+    KeySizes::of(shape).synthetic_key(seed)
+}
+
+/// The query lengths of a circuit's proving key: what a synthetic key needs of the circuit, so
+/// that the synthesized circuit can be dropped before the key is made (a 32GiB PoSt's key is
+/// ≈ 86 GB, its synthesized circuit ≈ 17 GB).
+#[derive(Clone, Copy, Debug)]
+pub struct KeySizes {
+    pub h: usize,
+    pub l: usize,
+    pub a: usize,
+    pub b: usize,
+    pub inputs: usize,
+}
+
+impl KeySizes {
+    pub fn of(shape: &SynthesizedCircuit) -> Self {
+        KeySizes {
+            h: Domain::for_len(shape.num_constraints()).expect("circuit fits the FFT domain").size() - 1,
+            l: shape.aux_assignment.len(),
+            a: shape.input_assignment.len() + shape.a_aux_density.count_ones(),
+            b: shape.b_input_density.count_ones() + shape.b_aux_density.count_ones(),
+            inputs: shape.input_assignment.len(),
+        }
+    }
+
+    /// A key of these sizes made of random points (each query its own, made on all cores).
+    pub fn synthetic_key(self, seed: u64) -> ProvingKey {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        let vk = VerifyingKey::<Bls12> {
+            alpha_g1: G1Projective::random(&mut rng).to_affine(),
+            beta_g1: G1Projective::random(&mut rng).to_affine(),
+            beta_g2: G2Projective::random(&mut rng).to_affine(),
+            gamma_g2: G2Projective::random(&mut rng).to_affine(),
+            delta_g1: G1Projective::random(&mut rng).to_affine(),
+            delta_g2: G2Projective::random(&mut rng).to_affine(),
+            ic: random_points::<G1Projective>(self.inputs, seed + 1),
+        };
+        let g1 = |n: usize, k: u64| Arc::new(random_points::<G1Projective>(n, seed + k));
+        let params = Parameters {
+            vk,
+            h: g1(self.h, 3),
+            a: g1(self.a, 4),
+            b_g1: g1(self.b, 5),
+            l: g1(self.l, 6),
+            b_g2: Arc::new(random_points::<G2Projective>(self.b, seed + 2)),
+        };
+        ProvingKey::new(params, format!("synthetic key (seed {seed}, performance only)"))
+    }
 }

@@ -505,7 +505,8 @@ pub struct PostStatement {
     pub randomness: [u8; 32],
     pub prover_id: [u8; 32],
     /// (sector id, comm_r) of every challenged sector: all the deadline's proven sectors for
-    /// WindowPoSt, in partition order; the one sector for WinningPoSt.
+    /// WindowPoSt (in any order: as filecoin-proofs-api, the verifier sorts them by number, and
+    /// the partitions are the sorted sectors in chunks); the one sector for WinningPoSt.
     pub sectors: Vec<(u64, [u8; 32])>,
 }
 
@@ -523,8 +524,11 @@ pub fn verify_post<Tree: 'static + MerkleTreeTrait>(statement: &PostStatement, v
     }
     let randomness: TreeDomain<Tree> = canonical(&statement.randomness, "randomness")?;
     let prover_id: TreeDomain<Tree> = canonical(&statement.prover_id, "prover_id")?;
-    let mut sectors = Vec::with_capacity(statement.sectors.len());
-    for (id, comm_r) in &statement.sectors {
+    // By sector number, a number given twice counted once (its last comm_r): filecoin-proofs-api
+    // takes the sectors as a map, so the partitions are the sorted sectors in chunks.
+    let by_number: std::collections::BTreeMap<u64, [u8; 32]> = statement.sectors.iter().copied().collect();
+    let mut sectors = Vec::with_capacity(by_number.len());
+    for (id, comm_r) in &by_number {
         let comm_r = canonical(comm_r, &format!("comm_r of sector {id}"))?;
         sectors.push(PublicSector {
             id: SectorId::from(*id),
@@ -549,7 +553,7 @@ pub fn verify_post<Tree: 'static + MerkleTreeTrait>(statement: &PostStatement, v
         return Err(Error::invalid(format!(
             "the proof is {} bytes; {} sector(s) make {partitions} partition(s) of 192 bytes",
             proof.len(),
-            statement.sectors.len()
+            by_number.len()
         )));
     }
     let setup = compound_proof::SetupParams {

@@ -5,6 +5,11 @@
 //!   supraseal-bench c2 --fixture DIR --params DIR [--repeat N]
 //!       DIR/c1.json + DIR/sector.json (as written by `cuzk-fixtures seal`), proved with
 //!       filecoin-proofs-api's seal_commit_phase2 and checked with its verify_seal.
+//!   supraseal-bench post --fixture DIR --params DIR [--repeat N]
+//!       DIR/post.json (as written by `cuzk-fixtures post`): each WindowPoSt partition with
+//!       filecoin-proofs-api's generate_single_window_post_with_vanilla, the WinningPoSt with
+//!       generate_winning_post_with_vanilla; checked with verify_window_post (the partitions
+//!       merged) and verify_winning_post.
 //!   supraseal-bench circuit --workload sha --log-constraints K --params FILE [--repeat N]
 //!       the shared SHA-256 chain circuit (tools/src/sha_chain.rs) with 2^K - 64
 //!       constraints, proved with bellperson's supraseal path against a bellperson-format key
@@ -31,7 +36,7 @@ use std::{
 };
 
 use anyhow::{anyhow, bail, Context, Result};
-use filecoin_proofs_api::{seal, RegisteredSealProof, SectorId};
+use filecoin_proofs_api::{post, seal, PublicReplicaInfo, RegisteredPoStProof, RegisteredSealProof, SectorId};
 use rand_chacha::{rand_core::SeedableRng, ChaCha20Rng};
 use serde::Deserialize;
 
@@ -39,6 +44,7 @@ const SYSTEM: &str = "supraseal-c2";
 
 const USAGE: &str = "usage:
   supraseal-bench c2 --fixture DIR --params DIR [--repeat N]
+  supraseal-bench post --fixture DIR --params DIR [--repeat N]
   supraseal-bench circuit --workload sha --log-constraints K --params FILE [--repeat N]";
 
 /// The fields of cuzk's `fixtures::SealedSector` (sector.json) this tool needs; the rest
@@ -59,6 +65,47 @@ struct Sector {
     seed: [u8; 32],
 }
 
+/// The fields of cuzk's `fixtures::PostFixture` (post.json) this tool needs.
+#[derive(Deserialize)]
+struct PostFixture {
+    #[serde(with = "hex::serde")]
+    prover_id: [u8; 32],
+    #[serde(with = "hex::serde")]
+    randomness: [u8; 32],
+    window: PostProofs,
+    winning: PostProofs,
+}
+
+/// A fixture's WindowPoSt (partitions) or WinningPoSt (one, its fields flattened).
+#[derive(Deserialize)]
+struct PostProofs {
+    registered_proof: RegisteredPoStProof,
+    #[serde(default)]
+    partitions: Vec<PostPartition>,
+    #[serde(default)]
+    vanilla_proofs: Vec<HexBytes>,
+    #[serde(default)]
+    sectors: Vec<PostSector>,
+}
+
+#[derive(Deserialize)]
+struct PostPartition {
+    index: usize,
+    vanilla_proofs: Vec<HexBytes>,
+    sectors: Vec<PostSector>,
+}
+
+#[derive(Deserialize)]
+struct PostSector {
+    sector_id: u64,
+    #[serde(with = "hex::serde")]
+    comm_r: [u8; 32],
+}
+
+#[derive(Deserialize)]
+#[serde(transparent)]
+struct HexBytes(#[serde(with = "hex::serde")] Vec<u8>);
+
 #[derive(Debug, Default)]
 struct Args {
     command: String,
@@ -74,7 +121,7 @@ struct UsageError(String);
 
 fn parse_args(mut argv: impl Iterator<Item = String>) -> Result<Args, UsageError> {
     let command = argv.next().ok_or_else(|| UsageError("missing command".into()))?;
-    if command != "c2" && command != "circuit" {
+    if command != "c2" && command != "circuit" && command != "post" {
         return Err(UsageError(format!("unknown command {command:?}")));
     }
     let mut args = Args {
@@ -115,10 +162,10 @@ fn parse_args(mut argv: impl Iterator<Item = String>) -> Result<Args, UsageError
     };
     need(args.params.is_some(), "--params")?;
     match args.command.as_str() {
-        "c2" => {
+        "c2" | "post" => {
             need(args.fixture.is_some(), "--fixture")?;
             if args.workload.is_some() || args.log_constraints.is_some() {
-                return Err(UsageError("c2 takes no --workload/--log-constraints".into()));
+                return Err(UsageError(format!("{} takes no --workload/--log-constraints", args.command)));
             }
         }
         _ => {
@@ -251,6 +298,55 @@ fn run_c2(fixture: &Path, params: &Path, repeat: usize) -> Result<bool> {
     Ok(all_verified)
 }
 
+fn run_post(fixture: &Path, repeat: usize) -> Result<bool> {
+    let path = fixture.join("post.json");
+    let f: PostFixture =
+        serde_json::from_slice(&fs::read(&path).with_context(|| format!("reading {}", path.display()))?).with_context(|| format!("parsing {}", path.display()))?;
+    let bytes = |hex: &[HexBytes]| hex.iter().map(|h| h.0.clone()).collect::<Vec<_>>();
+    let replicas = |proof: RegisteredPoStProof, sectors: &mut dyn Iterator<Item = &PostSector>| {
+        sectors
+            .map(|s| (SectorId::from(s.sector_id), PublicReplicaInfo::new(proof, s.comm_r)))
+            .collect::<std::collections::BTreeMap<_, _>>()
+    };
+    let window = f.window.registered_proof;
+    let all_sectors = replicas(window, &mut f.window.partitions.iter().flat_map(|p| &p.sectors));
+    let mut all_verified = true;
+    for run in 0..repeat {
+        let mut merged = Vec::new();
+        let mut walls = Vec::new();
+        for p in &f.window.partitions {
+            let vanilla = bytes(&p.vanilla_proofs);
+            let start = Instant::now();
+            let proof = guarded("generate_single_window_post_with_vanilla", || {
+                post::generate_single_window_post_with_vanilla(window, &f.randomness, f.prover_id, &vanilla, p.index)
+                    .context("generate_single_window_post_with_vanilla")
+            })?;
+            walls.push((format!("post-window {window:?} partition {} ({} sectors)", p.index, p.sectors.len()), start.elapsed().as_secs_f64()));
+            merged.extend_from_slice(&proof.0);
+        }
+        let verified = post::verify_window_post(&f.randomness, &[(window, &merged[..])], &all_sectors, f.prover_id).context("verify_window_post")?;
+        all_verified &= verified;
+        for (workload, wall) in walls {
+            report(&workload, run, wall, Some(verified));
+        }
+    }
+    let winning = f.winning.registered_proof;
+    let winning_sector = replicas(winning, &mut f.winning.sectors.iter());
+    let vanilla = bytes(&f.winning.vanilla_proofs);
+    for run in 0..repeat {
+        let start = Instant::now();
+        let proofs = guarded("generate_winning_post_with_vanilla", || {
+            post::generate_winning_post_with_vanilla(winning, &f.randomness, f.prover_id, &vanilla).context("generate_winning_post_with_vanilla")
+        })?;
+        let wall = start.elapsed().as_secs_f64();
+        let proof = &proofs.first().context("no WinningPoSt proof")?.1;
+        let verified = post::verify_winning_post(&f.randomness, proof, &winning_sector, f.prover_id).context("verify_winning_post")?;
+        all_verified &= verified;
+        report(&format!("post-winning {winning:?}"), run, wall, Some(verified));
+    }
+    Ok(all_verified)
+}
+
 fn run_circuit(k: u32, key: &Path, repeat: usize) -> Result<bool> {
     use bellperson::groth16::{create_random_proof_batch, SuprasealParameters};
     use blstrs::Bls12;
@@ -307,7 +403,7 @@ fn main() -> ExitCode {
         }
     };
     let params = args.params.clone().expect("checked by parse_args");
-    if args.command == "c2" {
+    if args.command == "c2" || args.command == "post" {
         // filecoin-proofs reads its settings (the parameter directory among them) once, on
         // first use: set the variable before any of its code runs.
         if !params.is_dir() {
@@ -324,6 +420,7 @@ fn main() -> ExitCode {
 
     let result = match args.command.as_str() {
         "c2" => run_c2(args.fixture.as_deref().expect("checked"), &params, args.repeat),
+        "post" => run_post(args.fixture.as_deref().expect("checked"), args.repeat),
         _ => run_circuit(args.log_constraints.expect("checked"), &params, args.repeat),
     };
     match result {

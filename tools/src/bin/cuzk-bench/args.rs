@@ -6,7 +6,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use cuzk::engine::{EngineConfig, PostKind, SplitPolicy};
 use filecoin_proofs_api::RegisteredSealProof;
 
-const USAGE: &str = "usage: cuzk-bench c2 --system cuzk|cuzk-streamed|cuzk-cpu|bellperson --fixture DIR --params DIR [--repeat N]\n       cuzk-bench circuit --system cuzk|cuzk-streamed|cuzk-cpu|bellperson --log-constraints K [--witness porep|uniform|sha] [--setup-key] [--write-key FILE] [--repeat N]\n       cuzk-bench porep-partition --system cuzk|cuzk-streamed|cuzk-cpu --sector-size 2KiB|8MiB|512MiB|32GiB|64GiB [--check-shape] [--compare-spmv] [--repeat N]\n       cuzk-bench porep-sector --system cuzk|cuzk-cpu --sector-size 2KiB|8MiB|512MiB|32GiB|64GiB [--sectors N,N..] [--partitions P] [--lanes L] [--repeat N]\n       cuzk-bench post --system cuzk|cuzk-cpu --sector-size 2KiB|8MiB|512MiB|32GiB|64GiB [--post window|winning|both] [--partition-sectors N] [--repeat N]";
+const USAGE: &str = "usage: cuzk-bench c2 --system cuzk|cuzk-streamed|cuzk-cpu|bellperson --fixture DIR --params DIR [--repeat N]\n       cuzk-bench circuit --system cuzk|cuzk-streamed|cuzk-cpu|bellperson --log-constraints K [--witness porep|uniform|sha] [--setup-key] [--write-key FILE] [--repeat N]\n       cuzk-bench porep-partition --system cuzk|cuzk-streamed|cuzk-cpu --sector-size 2KiB|8MiB|512MiB|32GiB|64GiB [--check-shape] [--compare-spmv] [--repeat N]\n       cuzk-bench porep-sector --system cuzk|cuzk-cpu --sector-size 2KiB|8MiB|512MiB|32GiB|64GiB [--sectors N,N..] [--partitions P] [--lanes L] [--repeat N]\n       cuzk-bench post --system cuzk|cuzk-cpu --sector-size 2KiB|8MiB|512MiB|32GiB|64GiB [--post window|winning|both] [--partition-sectors N] [--during-batch SECTORS] [--repeat N]\n       cuzk-bench post --system cuzk|cuzk-cpu|bellperson --fixture DIR --params DIR [--repeat N]";
 
 /// The entry of `choices` (names and what they stand for) named `text`.
 fn choose<T: Copy>(what: &str, text: &str, choices: &[(&'static str, T)]) -> Result<T> {
@@ -153,6 +153,8 @@ pub struct Args {
     pub post_kinds: Vec<PostKind>,
     /// post: sectors in the WindowPoSt partition (default: a full partition).
     pub partition_sectors: Option<usize>,
+    /// post: WinningPoSts during a call of this many made-up PoRep sectors (0: none).
+    pub during_batch: usize,
 }
 
 impl Args {
@@ -186,6 +188,7 @@ impl Args {
             lanes: 0,
             post_kinds: vec![PostKind::Window, PostKind::Winning],
             partition_sectors: None,
+            during_batch: 0,
         };
         while let Some(flag) = argv.next() {
             match flag.as_str() {
@@ -215,6 +218,7 @@ impl Args {
                             }
                         }
                         "--partition-sectors" => args.partition_sectors = Some(value.parse().context("--partition-sectors")?),
+                        "--during-batch" => args.during_batch = value.parse().context("--during-batch")?,
                         _ => bail!("unknown flag {flag}"),
                     }
                 }
@@ -224,7 +228,8 @@ impl Args {
             bail!("--setup-key: a random setup above 2^20 constraints takes too long; use the synthetic key");
         }
         args.system = system.context("--system is required")?;
-        if matches!(args.workload, Workload::PorepPartition | Workload::PorepSector | Workload::Post) && !args.system.is_cuzk() {
+        let real_post = args.workload == Workload::Post && args.fixture.is_some();
+        if matches!(args.workload, Workload::PorepPartition | Workload::PorepSector | Workload::Post) && !args.system.is_cuzk() && !real_post {
             bail!("--system {} cannot run {}", args.system.name(), args.workload.name());
         }
         Ok(args)

@@ -11,6 +11,7 @@ use cuzk::timings::Timings;
 use cuzk::{with_porep_shape, CircuitShape};
 use cuzk_tools::circuits::synthetic_key;
 use filecoin_proofs::types::MerkleTreeTrait;
+use filecoin_proofs_api::RegisteredSealProof;
 use serde::Serialize;
 
 use crate::record::{rounded, RunMemory, RunMemoryFields, TimingFields};
@@ -61,18 +62,7 @@ pub fn run(bench: &Bench) -> Result<()> {
     let partitions = args.partitions.unwrap_or(usize::from(config.partitions));
     let short = args.sector_size.short();
     let engine = bench.engine()?;
-    let mut t = Timings::new();
-    let shape = engine.porep_shape(proof, &mut t)?.context("porep-sector needs the R1CS synthesis path")?;
-    // The synthetic key needs a synthesized partition's sizes and densities (not timed).
-    let start = Instant::now();
-    let synthesized = with_porep_shape!(proof, made_up_partition(&engine, &config, &shape))?;
-    let key = Arc::new(synthetic_key(&synthesized, 7));
-    drop(synthesized);
-    eprintln!(
-        "porep-{short}-sector: {} constraints a partition, synthetic key made in {:.1} s (not timed)",
-        shape.num_constraints(),
-        start.elapsed().as_secs_f64()
-    );
+    let key = porep_synthetic_key(&engine, proof, &format!("porep-{short}-sector"))?;
     for &sectors in &args.sectors {
         let label =
             format!("porep-{short}-sector x{sectors} ({partitions} partitions each; made-up vanilla proofs, synthetic key, performance only)");
@@ -136,6 +126,25 @@ pub fn run(bench: &Bench) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// A synthetic key for `proof`'s partition circuit, made from one made-up partition's sizes
+/// and densities (not timed; `what` names the workload in the log line).
+pub(crate) fn porep_synthetic_key(engine: &Engine, proof: RegisteredSealProof, what: &str) -> Result<Arc<cuzk::ProvingKey>> {
+    let config = porep::porep_config(proof)?;
+    let mut t = Timings::new();
+    let shape = engine
+        .porep_shape(proof, &mut t)?
+        .context("made-up PoRep sectors need the R1CS synthesis path")?;
+    let start = Instant::now();
+    let synthesized = with_porep_shape!(proof, made_up_partition(engine, &config, &shape))?;
+    let key = Arc::new(synthetic_key(&synthesized, 7));
+    eprintln!(
+        "{what}: {} constraints a partition, synthetic key made in {:.1} s (not timed)",
+        shape.num_constraints(),
+        start.elapsed().as_secs_f64()
+    );
+    Ok(key)
 }
 
 /// One made-up partition of `config`'s circuit, synthesized with a, b, c on the host.
