@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use bellperson::groth16::{Parameters, VerifyingKey};
 use bellperson::{Circuit, ConstraintSystem, SynthesisError, Variable};
-use blstrs::{Bls12, G1Projective, G2Projective, Scalar};
+use blstrs::{Bls12, G1Affine, G1Projective, G2Projective, Scalar};
 use ff::Field;
 use group::{Curve, Group};
 use rand::{Rng, SeedableRng};
@@ -144,7 +144,9 @@ impl KeySizes {
         }
     }
 
-    /// A key of these sizes made of random points (each query its own, made on all cores).
+    /// A key of these sizes made of random points. The G1 queries are prefixes of one pool of
+    /// distinct points (one pool to make, not four), the largest query taking the pool itself
+    /// so that no more than the key is ever held.
     pub fn synthetic_key(self, seed: u64) -> ProvingKey {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
         let vk = VerifyingKey::<Bls12> {
@@ -156,13 +158,21 @@ impl KeySizes {
             delta_g2: G2Projective::random(&mut rng).to_affine(),
             ic: random_points::<G1Projective>(self.inputs, seed + 1),
         };
-        let g1 = |n: usize, k: u64| Arc::new(random_points::<G1Projective>(n, seed + k));
+        let lengths = [self.h, self.a, self.b, self.l];
+        let largest = (0..4).max_by_key(|&q| lengths[q]).expect("four queries");
+        let mut pool = Some(random_points::<G1Projective>(lengths[largest], seed));
+        let mut queries: [Option<Arc<Vec<G1Affine>>>; 4] = Default::default();
+        for q in (0..4).filter(|&q| q != largest) {
+            queries[q] = Some(Arc::new(pool.as_ref().expect("the pool")[..lengths[q]].to_vec()));
+        }
+        queries[largest] = pool.take().map(Arc::new);
+        let [h, a, b_g1, l] = queries.map(|q| q.expect("every query made"));
         let params = Parameters {
             vk,
-            h: g1(self.h, 3),
-            a: g1(self.a, 4),
-            b_g1: g1(self.b, 5),
-            l: g1(self.l, 6),
+            h,
+            a,
+            b_g1,
+            l,
             b_g2: Arc::new(random_points::<G2Projective>(self.b, seed + 2)),
         };
         ProvingKey::new(params, format!("synthetic key (seed {seed}, performance only)"))
