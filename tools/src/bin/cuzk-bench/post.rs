@@ -205,6 +205,12 @@ struct DuringBatch {
     idle_s: Vec<f64>,
     /// Submitted at random moments while the batch ran: submission to proof.
     during_s: Vec<f64>,
+    /// Of each: the wait for the device turn (`proving_wait`), synthesis (witness, products),
+    /// prep_msm, and the GPU phases once in the turn.
+    during_turn_wait_s: Vec<f64>,
+    during_synthesis_s: Vec<f64>,
+    during_prep_msm_s: Vec<f64>,
+    during_gpu_s: Vec<f64>,
     during_p50_s: f64,
     during_p99_s: f64,
     during_max_s: f64,
@@ -230,15 +236,15 @@ fn during_batch(bench: &Bench, sectors: usize) -> Result<()> {
     };
     let (winning_key, constraints) = made_up_key(&engine, &made_up(1, None))?;
     eprintln!("post-winning-{short}: {constraints} constraints");
-    let prove_winning = |seed: u64| -> Result<f64> {
+    let prove_winning = |seed: u64| -> Result<(f64, Timings)> {
         let start = Instant::now();
-        engine
+        let proven = engine
             .prove_requests(&[&made_up(seed, Some(winning_key.clone()))], &ProveOptions::default())?
             .remove(0)?;
-        Ok(start.elapsed().as_secs_f64())
+        Ok((start.elapsed().as_secs_f64(), proven.timings))
     };
     // Warm: the keys resident, the shapes extracted.
-    let idle: Vec<f64> = (0..5).map(|i| prove_winning(100 + i)).collect::<Result<_>>()?;
+    let idle: Vec<f64> = (0..5).map(|i| prove_winning(100 + i).map(|(wall, _)| wall)).collect::<Result<_>>()?;
     let partitions = usize::from(cuzk::internals::porep::porep_config(seal)?.partitions);
     let batch: Vec<SectorInput> = (0..sectors)
         .map(|i| {
@@ -252,7 +258,7 @@ fn during_batch(bench: &Bench, sectors: usize) -> Result<()> {
         .collect();
     let done = AtomicBool::new(false);
     let start = Instant::now();
-    let (batch_wall, during) = std::thread::scope(|scope| -> Result<(f64, Vec<f64>)> {
+    let (batch_wall, during) = std::thread::scope(|scope| -> Result<(f64, Vec<(f64, Timings)>)> {
         let batch = scope.spawn(|| {
             let results = engine.prove_sectors(&batch, &ProveOptions::default());
             done.store(true, Ordering::SeqCst);
@@ -275,6 +281,19 @@ fn during_batch(bench: &Bench, sectors: usize) -> Result<()> {
         }
         Ok((wall, during))
     })?;
+    let secs = |ns: u64| ns as f64 / 1e9;
+    let gpu = |t: &Timings| {
+        let ns = t.witness_upload_ns + t.spmv_ns * t.spmv_on_device as u64 + t.ntt_ns + t.msm_h_ns + t.batch_add_ns;
+        secs(ns + t.msm_l_ns + t.msm_a_ns + t.msm_b_g1_ns + t.msm_b_g2_ns)
+    };
+    let phase = |f: &dyn Fn(&Timings) -> f64| during.iter().map(|(_, t)| f(t)).collect::<Vec<f64>>();
+    let (turn_wait, synthesis, prep) = (
+        phase(&|t| secs(t.proving_wait_ns)),
+        phase(&|t| secs(t.synthesis_ns)),
+        phase(&|t| secs(t.prep_msm_ns)),
+    );
+    let gpu_s = phase(&gpu);
+    let during: Vec<f64> = during.iter().map(|(wall, _)| *wall).collect();
     let mut sorted = during.clone();
     sorted.sort_by(f64::total_cmp);
     let quantile = |q: f64| {
@@ -291,6 +310,10 @@ fn during_batch(bench: &Bench, sectors: usize) -> Result<()> {
         during_p99_s: quantile(0.99),
         during_max_s: sorted.last().copied().unwrap_or(0.0),
         during_s: during,
+        during_turn_wait_s: turn_wait,
+        during_synthesis_s: synthesis,
+        during_prep_msm_s: prep,
+        during_gpu_s: gpu_s,
     };
     let label = format!("post-winning-{short} during a {sectors}-sector porep-{short} batch (made-up, synthetic keys, performance only)");
     bench.report(&label, 0, batch_wall, &measured, Some(&engine));
