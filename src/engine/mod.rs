@@ -84,6 +84,10 @@ impl ProveOptions {
 pub struct Engine {
     config: EngineConfig,
     prover: Prover,
+    /// Workers of the top class (WinningPoSt) only: its input check, synthesis, prep_msm and
+    /// self-verify start at once instead of queueing behind a batch's tasks on the shared
+    /// workers (which a 32GiB batch keeps busy), and share the cores with them.
+    top_class_pool: rayon::ThreadPool,
     keys: KeyStore,
     shapes: ShapeCache,
     in_flight: AtomicU64,
@@ -131,7 +135,13 @@ impl Engine {
             return Ok(engine);
         }
         let prover = Prover::with_backend(select_backend(&config)?, config.num_threads)?;
+        let top_class_pool = rayon::ThreadPoolBuilder::new()
+            .num_threads((config.num_threads / 4).max(2))
+            .thread_name(|i| format!("cuzk-top-class-{i}"))
+            .build()
+            .map_err(|e| Error::internal(format!("starting worker threads: {e}")))?;
         let engine = Arc::new(Engine {
+            top_class_pool,
             pipeline_budget: MemoryBudget::new(config.host_memory_budget),
             occupancy: Occupancy::default(),
             prover,
@@ -188,11 +198,16 @@ impl Engine {
     fn run_pipeline(&self, requests: &[&dyn ProofRequest], options: &ProveOptions) -> Result<Vec<Result<ProofOutput>>> {
         let start = Instant::now();
         let _in_flight = Counted::new(&self.in_flight);
+        // The call's class, settled: the kind's unless the caller chose one.
         let class = options
             .priority
             .unwrap_or_else(|| requests.iter().map(|r| r.class()).max().unwrap_or_default());
+        let options = ProveOptions {
+            priority: Some(class),
+            ..options.clone()
+        };
         let backend = self.prover.backend.for_call(options.device, class)?;
-        Ok(pipeline::run(self, &*backend, requests, options, class, start))
+        Ok(pipeline::run(self, &*backend, requests, &options, start))
     }
 
     /// filecoin-proofs-api's `verify_seal`, with the verifying key from the engine's parameter
@@ -300,6 +315,14 @@ impl Engine {
     fn key_path(&self, id: &str, vk: bool) -> PathBuf {
         let file = if vk { verifying_key_id(id) } else { parameter_id(id) };
         self.config.param_dir().join(file)
+    }
+
+    /// The workers of a call of `class`'s parallel work.
+    pub(crate) fn pool(&self, class: Priority) -> &rayon::ThreadPool {
+        match class {
+            Priority::WinningPost => &self.top_class_pool,
+            _ => &self.prover.pool,
+        }
     }
 
     /// The proving lanes of a call on `backend` (its view for the call).

@@ -182,16 +182,16 @@ fn partition_bytes(key: &ProvingKey, backend: &dyn Backend) -> u64 {
     32 * (products + assignment)
 }
 
-/// Proves `requests` (results in their order) in the call's `class`, the call having started
-/// at `start`.
+/// Proves `requests` (results in their order) in the call's class (`options.priority`, set),
+/// the call having started at `start`.
 pub(super) fn run(
     engine: &Engine,
     backend: &dyn Backend,
     requests: &[&dyn ProofRequest],
     options: &ProveOptions,
-    class: Priority,
     start: Instant,
 ) -> Vec<Result<ProofOutput>> {
+    let class = options.priority.unwrap_or_default();
     let mut results: Vec<Option<Result<ProofOutput>>> = requests.iter().map(|_| None).collect();
     let (sender, receiver) = mpsc::channel();
     std::thread::scope(|scope| {
@@ -230,7 +230,8 @@ fn synthesize_proof<'e>(
     t: &mut Timings,
 ) -> Result<()> {
     options.check_cancel()?;
-    let job: Arc<dyn ProofJob> = engine.prover.pool.install(|| request.check(t))?.into();
+    let pool = engine.pool(class);
+    let job: Arc<dyn ProofJob> = pool.install(|| request.check(t))?.into();
     options.check_cancel()?;
     // Key and shape are waited for on this thread, not on a worker (see `KeyStore::proving_key`).
     let key = match job.own_key() {
@@ -266,7 +267,7 @@ fn synthesize_proof<'e>(
         let share = engine.pipeline_budget.take(bytes, class);
         let synthesis_start = Instant::now();
         let synthesized = occupancy.stage(&occupancy.synthesizing, &occupancy.synthesis_busy_ns, || {
-            engine.prover.pool.install(|| job.synthesize(k, &path, cancel, t))
+            pool.install(|| job.synthesize(k, &path, cancel, t))
         })?;
         let mut timings = std::mem::replace(t, Timings::new());
         (timings.sector_index, timings.partition_index, timings.partitions) = (index as u32, k as i32, 1);
@@ -438,7 +439,7 @@ fn prove_partition(
         occupancy.stage(&occupancy.proving, &occupancy.proving_busy_ns, || {
             prove_synthesized(
                 backend,
-                &engine.prover.pool,
+                engine.pool(options.priority.unwrap_or_default()),
                 &key,
                 synthesized,
                 randomness,
@@ -488,7 +489,8 @@ fn finish_sector(engine: &Engine, options: &ProveOptions, sector: &mut Proving, 
     let mut timings = sector.timings;
     if engine.config.self_verify {
         let verify_start = Instant::now();
-        let verified = engine.prover.pool.install(|| sector.job.verify(&sector.key.vk, &bytes));
+        let pool = engine.pool(options.priority.unwrap_or_default());
+        let verified = pool.install(|| sector.job.verify(&sector.key.vk, &bytes));
         timings.verify_ns += nanos(verify_start.elapsed());
         if let Some(valid) = verified {
             if !valid? {
