@@ -84,9 +84,10 @@ impl ProveOptions {
 pub struct Engine {
     config: EngineConfig,
     prover: Prover,
-    /// Workers of the top class (WinningPoSt) only: its input check, synthesis, prep_msm and
-    /// self-verify start at once instead of queueing behind a batch's tasks on the shared
-    /// workers (which a 32GiB batch keeps busy), and share the cores with them.
+    /// Workers of the top class (WinningPoSt) only, as many as the engine's: its input check,
+    /// synthesis, prep_msm and self-verify start at once instead of queueing behind a batch's
+    /// tasks on the shared workers (which a 32GiB batch keeps busy), share the cores with them
+    /// under load and have all of them when idle.
     top_class_pool: rayon::ThreadPool,
     keys: KeyStore,
     shapes: ShapeCache,
@@ -136,7 +137,7 @@ impl Engine {
         }
         let prover = Prover::with_backend(select_backend(&config)?, config.num_threads)?;
         let top_class_pool = rayon::ThreadPoolBuilder::new()
-            .num_threads((config.num_threads / 4).max(2))
+            .num_threads(config.num_threads)
             .thread_name(|i| format!("cuzk-top-class-{i}"))
             .build()
             .map_err(|e| Error::internal(format!("starting worker threads: {e}")))?;
