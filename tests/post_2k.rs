@@ -462,5 +462,20 @@ fn bad_arguments_are_clean_errors() {
             .0,
         Status::InvalidArgument
     );
+    // Keys: unknown numbers, NULL out-pointer; a known one preloads and evicts.
+    let mut err = std::ptr::null_mut();
+    let status = cuzk_engine_preload_post_key(engine.0, 99, std::ptr::null_mut(), std::ptr::null_mut(), &mut err);
+    assert_eq!((status, take_error(err).0), (Status::InvalidArgument, Status::InvalidArgument));
+    let status = cuzk_engine_evict_post_key(engine.0, f.winning.abi_proof, std::ptr::null_mut(), std::ptr::null_mut());
+    assert_eq!(status, Status::NullArgument);
+    let mut load_ns = 0;
+    let status = cuzk_engine_preload_post_key(engine.0, f.winning.abi_proof, &mut load_ns, std::ptr::null_mut(), std::ptr::null_mut());
+    assert_eq!(status, Status::Ok);
+    let mut evicted = false;
+    assert_eq!(
+        cuzk_engine_evict_post_key(engine.0, f.winning.abi_proof, &mut evicted, std::ptr::null_mut()),
+        Status::Ok
+    );
+    assert!(evicted, "the preloaded WinningPoSt key was resident");
     assert!(winning(&engine).is_ok(), "the engine proves after bad input");
 }

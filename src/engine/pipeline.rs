@@ -491,8 +491,8 @@ fn finish_sector(engine: &Engine, options: &ProveOptions, sector: &mut Proving, 
         let verify_start = Instant::now();
         let pool = engine.pool(options.priority.unwrap_or_default());
         let verified = pool.install(|| sector.job.verify(&sector.key.vk, &bytes));
-        timings.verify_ns += nanos(verify_start.elapsed());
         if let Some(valid) = verified {
+            timings.verify_ns += nanos(verify_start.elapsed());
             if !valid? {
                 return Err(Error::new(
                     Status::VerifyFailed,
