@@ -560,8 +560,10 @@ enum cuzk_status cuzk_generate_window_post_partition(const struct cuzk_engine *e
 enum cuzk_status cuzk_generate_winning_post(const struct cuzk_engine *engine, uint32_t registered_post_proof, const uint8_t *prover_id, const uint8_t *randomness, const struct cuzk_byte_slice *vanilla_proofs, size_t vanilla_proofs_len, const struct cuzk_prove_options *options, struct cuzk_bytes **proof_out, struct cuzk_timings *timings, struct cuzk_error **err);
 
 // filecoin-proofs-api's `verify_window_post`: whether `proof` (every partition's proof of a
-// deadline, merged in partition order) proves the `sectors` (all the proven sectors, in
-// partition order) for this prover id and randomness. `*valid_out` is false for a proof that
+// deadline, merged in partition order) proves the `sectors` (all the proven sectors, in any
+// order: as filecoin-proofs-api does, the verifier sorts them by sector number, a number given
+// twice counting once, and partition k is the k-th chunk of the sorted sectors) for this
+// prover id and randomness. `*valid_out` is false for a proof that
 // does not verify; an error is returned only for unusable arguments (CUZK_STATUS_INVALID_ARGUMENT)
 // or a missing verifying key.
 //
