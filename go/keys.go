@@ -32,48 +32,40 @@ func checkProof(registeredProof abi.RegisteredSealProof) error {
 // it resident on every GPU the engine uses, so that the next proof of that kind loads
 // nothing (a service calls it at start-up, before the first sector arrives).
 func PreloadKey(registeredProof abi.RegisteredSealProof) (PreloadReport, error) {
-	if err := checkProof(registeredProof); err != nil {
-		return PreloadReport{}, err
-	}
-	eng, err := acquire()
-	if err != nil {
-		return PreloadReport{}, err
-	}
-	defer eng.release()
-	var load, upload C.uint64_t
-	var cerr *C.cuzk_error
-	status := C.cuzk_engine_preload_key(eng.ptr, C.uint32_t(registeredProof), &load, &upload, &cerr)
-	if err := takeError(status, cerr); err != nil {
-		return PreloadReport{}, err
-	}
-	return PreloadReport{SRSLoad: nanos(load), SRSUpload: nanos(upload)}, nil
+	return preload(checkProof(registeredProof), func(eng *C.cuzk_engine, load, upload *C.uint64_t, cerr **C.cuzk_error) C.enum_cuzk_status {
+		return C.cuzk_engine_preload_key(eng, C.uint32_t(registeredProof), load, upload, cerr)
+	})
 }
 
 // EvictKey drops the proving key of registeredProof from host memory and from every GPU
 // (calls using it finish first); it reports whether the key was resident anywhere.
 func EvictKey(registeredProof abi.RegisteredSealProof) (bool, error) {
-	if err := checkProof(registeredProof); err != nil {
-		return false, err
-	}
-	eng, err := acquire()
-	if err != nil {
-		return false, err
-	}
-	defer eng.release()
-	var evicted C.bool
-	var cerr *C.cuzk_error
-	if err := takeError(C.cuzk_engine_evict_key(eng.ptr, C.uint32_t(registeredProof), &evicted, &cerr), cerr); err != nil {
-		return false, err
-	}
-	return bool(evicted), nil
+	return evict(checkProof(registeredProof), func(eng *C.cuzk_engine, evicted *C.bool, cerr **C.cuzk_error) C.enum_cuzk_status {
+		return C.cuzk_engine_evict_key(eng, C.uint32_t(registeredProof), evicted, cerr)
+	})
 }
 
 // PreloadPoStKey is PreloadKey for a registered PoSt proof: the WindowPoSt or WinningPoSt
 // proving key of a sector size (a WindowPoSt service calls it before its first deadline, a
 // WinningPoSt one so that block production never waits for the key).
 func PreloadPoStKey(registeredProof abi.RegisteredPoStProof) (PreloadReport, error) {
-	if err := checkPoStProof(registeredProof); err != nil {
-		return PreloadReport{}, err
+	return preload(checkPoStProof(registeredProof), func(eng *C.cuzk_engine, load, upload *C.uint64_t, cerr **C.cuzk_error) C.enum_cuzk_status {
+		return C.cuzk_engine_preload_post_key(eng, C.uint32_t(registeredProof), load, upload, cerr)
+	})
+}
+
+// EvictPoStKey is EvictKey for a registered PoSt proof.
+func EvictPoStKey(registeredProof abi.RegisteredPoStProof) (bool, error) {
+	return evict(checkPoStProof(registeredProof), func(eng *C.cuzk_engine, evicted *C.bool, cerr **C.cuzk_error) C.enum_cuzk_status {
+		return C.cuzk_engine_evict_post_key(eng, C.uint32_t(registeredProof), evicted, cerr)
+	})
+}
+
+// preload runs call, a cuzk_engine_preload*_key, on the engine, unless the proof number was
+// refused (checked).
+func preload(checked error, call func(*C.cuzk_engine, *C.uint64_t, *C.uint64_t, **C.cuzk_error) C.enum_cuzk_status) (PreloadReport, error) {
+	if checked != nil {
+		return PreloadReport{}, checked
 	}
 	eng, err := acquire()
 	if err != nil {
@@ -82,17 +74,17 @@ func PreloadPoStKey(registeredProof abi.RegisteredPoStProof) (PreloadReport, err
 	defer eng.release()
 	var load, upload C.uint64_t
 	var cerr *C.cuzk_error
-	status := C.cuzk_engine_preload_post_key(eng.ptr, C.uint32_t(registeredProof), &load, &upload, &cerr)
-	if err := takeError(status, cerr); err != nil {
+	if err := takeError(call(eng.ptr, &load, &upload, &cerr), cerr); err != nil {
 		return PreloadReport{}, err
 	}
 	return PreloadReport{SRSLoad: nanos(load), SRSUpload: nanos(upload)}, nil
 }
 
-// EvictPoStKey is EvictKey for a registered PoSt proof.
-func EvictPoStKey(registeredProof abi.RegisteredPoStProof) (bool, error) {
-	if err := checkPoStProof(registeredProof); err != nil {
-		return false, err
+// evict runs call, a cuzk_engine_evict*_key, on the engine, unless the proof number was
+// refused (checked).
+func evict(checked error, call func(*C.cuzk_engine, *C.bool, **C.cuzk_error) C.enum_cuzk_status) (bool, error) {
+	if checked != nil {
+		return false, checked
 	}
 	eng, err := acquire()
 	if err != nil {
@@ -101,7 +93,7 @@ func EvictPoStKey(registeredProof abi.RegisteredPoStProof) (bool, error) {
 	defer eng.release()
 	var evicted C.bool
 	var cerr *C.cuzk_error
-	if err := takeError(C.cuzk_engine_evict_post_key(eng.ptr, C.uint32_t(registeredProof), &evicted, &cerr), cerr); err != nil {
+	if err := takeError(call(eng.ptr, &evicted, &cerr), cerr); err != nil {
 		return false, err
 	}
 	return bool(evicted), nil

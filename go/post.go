@@ -251,39 +251,18 @@ type postCall struct {
 	partition  uint
 }
 
-// generatePoSt makes the library call; the proof is copied out and the library's bytes freed.
+// generatePoSt makes the library call.
 func (e *engine) generatePoSt(c *postCall, config proveConfig, tok *C.cuzk_cancel_token) proveResult {
-	opts := config.cOptions(tok)
-	var partitions partitionTimings
-	if config.partitions != nil {
-		partitions = newPartitionTimings(1)
-		defer partitions.free()
-		partitions.setIn(&opts)
-	}
-	var ct C.cuzk_timings
-	ct.struct_size = C.uint32_t(unsafe.Sizeof(ct))
-	var out *C.cuzk_bytes
-	var cerr *C.cuzk_error
 	proverID := (*C.uint8_t)(unsafe.Pointer(&c.proverID[0]))
 	randomness := (*C.uint8_t)(unsafe.Pointer(&c.randomness[0]))
-	var status C.enum_cuzk_status
-	name := "cuzk_generate_window_post_partition"
-	switch c.kind {
-	case windowPoSt:
-		status = C.cuzk_generate_window_post_partition(e.ptr, C.uint32_t(c.proofType), proverID, randomness,
-			c.vanilla.ptr(), C.size_t(len(c.vanilla.slices)), C.size_t(c.partition), &opts, &out, &ct, &cerr)
-	case winningPoSt:
-		name = "cuzk_generate_winning_post"
-		status = C.cuzk_generate_winning_post(e.ptr, C.uint32_t(c.proofType), proverID, randomness,
-			c.vanilla.ptr(), C.size_t(len(c.vanilla.slices)), &opts, &out, &ct, &cerr)
+	vanilla, count := c.vanilla.ptr(), C.size_t(len(c.vanilla.slices))
+	if c.kind == winningPoSt {
+		return callProve("cuzk_generate_winning_post", config, tok, func(opts *C.cuzk_prove_options, out **C.cuzk_bytes, ct *C.cuzk_timings, cerr **C.cuzk_error) C.enum_cuzk_status {
+			return C.cuzk_generate_winning_post(e.ptr, C.uint32_t(c.proofType), proverID, randomness, vanilla, count, opts, out, ct, cerr)
+		})
 	}
-	defer C.cuzk_bytes_free(out) // NULL on failure
-	if err := takeError(status, cerr); err != nil {
-		return proveResult{err: err}
-	}
-	if out == nil || out.data == nil || out.len == 0 || out.len > math.MaxInt32 {
-		return proveResult{err: newError(StatusInternal, "%s returned no proof", name)}
-	}
-	proof := C.GoBytes(unsafe.Pointer(out.data), C.int(out.len))
-	return proveResult{proof: proof, timings: timingsFromC(&ct), partitions: partitions.of(0)}
+	return callProve("cuzk_generate_window_post_partition", config, tok, func(opts *C.cuzk_prove_options, out **C.cuzk_bytes, ct *C.cuzk_timings, cerr **C.cuzk_error) C.enum_cuzk_status {
+		return C.cuzk_generate_window_post_partition(e.ptr, C.uint32_t(c.proofType), proverID, randomness,
+			vanilla, count, C.size_t(c.partition), opts, out, ct, cerr)
+	})
 }

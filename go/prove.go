@@ -444,8 +444,19 @@ func (t *cancelToken) free() {
 
 // sealCommitPhase2 makes the library call. Only Go memory without Go pointers is passed
 // (the input bytes, the prover id, the options and timings structs, the out-pointers), and
-// only for the duration of the call; the proof is copied out and the library's bytes freed.
+// only for the duration of the call.
 func (e *engine) sealCommitPhase2(c1 []byte, sector uint64, proverID *[32]byte, config proveConfig, tok *C.cuzk_cancel_token) proveResult {
+	return callProve("cuzk_seal_commit_phase2", config, tok, func(opts *C.cuzk_prove_options, out **C.cuzk_bytes, ct *C.cuzk_timings, cerr **C.cuzk_error) C.enum_cuzk_status {
+		return C.cuzk_seal_commit_phase2(e.ptr, bytesArg(c1), C.size_t(len(c1)), C.uint64_t(sector),
+			(*C.uint8_t)(unsafe.Pointer(&proverID[0])), opts, out, ct, cerr)
+	})
+}
+
+// callProve makes one prove call of the library (`name`) through call, given the call's
+// options and where its proof, timings and error go; the proof is copied out and the
+// library's bytes freed.
+func callProve(name string, config proveConfig, tok *C.cuzk_cancel_token,
+	call func(*C.cuzk_prove_options, **C.cuzk_bytes, *C.cuzk_timings, **C.cuzk_error) C.enum_cuzk_status) proveResult {
 	opts := config.cOptions(tok)
 	var partitions partitionTimings
 	if config.partitions != nil {
@@ -457,17 +468,16 @@ func (e *engine) sealCommitPhase2(c1 []byte, sector uint64, proverID *[32]byte, 
 	ct.struct_size = C.uint32_t(unsafe.Sizeof(ct))
 	var out *C.cuzk_bytes
 	var cerr *C.cuzk_error
-	status := C.cuzk_seal_commit_phase2(e.ptr, bytesArg(c1), C.size_t(len(c1)), C.uint64_t(sector),
-		(*C.uint8_t)(unsafe.Pointer(&proverID[0])), &opts, &out, &ct, &cerr)
+	status := call(&opts, &out, &ct, &cerr)
 	defer C.cuzk_bytes_free(out) // NULL on failure
 	if err := takeError(status, cerr); err != nil {
 		return proveResult{err: err}
 	}
-	if out == nil || (out.data == nil && out.len != 0) {
-		return proveResult{err: newError(StatusInternal, "cuzk_seal_commit_phase2 returned no proof")}
+	if out == nil || out.data == nil || out.len == 0 {
+		return proveResult{err: newError(StatusInternal, "%s returned no proof", name)}
 	}
 	if out.len > math.MaxInt32 {
-		return proveResult{err: newError(StatusInternal, "proof of %d bytes", uint64(out.len))}
+		return proveResult{err: newError(StatusInternal, "%s returned a proof of %d bytes", name, uint64(out.len))}
 	}
 	proof := C.GoBytes(unsafe.Pointer(out.data), C.int(out.len))
 	return proveResult{proof: proof, timings: timingsFromC(&ct), partitions: partitions.of(0)}

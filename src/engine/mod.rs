@@ -33,7 +33,7 @@ use crate::prover::gpu_backend;
 use crate::prover::{fresh_randomness, Prover};
 use crate::synthesis::r1cs::CircuitShape;
 use crate::timings::Timings;
-use crate::with_porep_shape;
+use crate::with_tree_shape;
 
 pub(crate) mod config;
 mod keys;
@@ -216,7 +216,7 @@ impl Engine {
     pub fn verify_seal(&self, statement: &SealStatement, proof: &[u8]) -> Result<bool> {
         self.prover
             .pool
-            .install(|| with_porep_shape!(statement.registered_proof, verify_with_vk_file(self, statement, proof)))
+            .install(|| with_tree_shape!(statement.registered_proof, verify_with_vk_file(self, statement, proof)))
     }
 
     /// filecoin-proofs-api's `verify_window_post` (`statement.kind` Window: every partition's
@@ -227,7 +227,7 @@ impl Engine {
         let vk = self.keys.verifying_key(&self.key_path(&id, true))?;
         self.prover
             .pool
-            .install(|| with_porep_shape!(statement.registered_proof, verify_post_with(statement, &vk, proof)))
+            .install(|| with_tree_shape!(statement.registered_proof, verify_post_with(statement, &vk, proof)))
     }
 
     /// Reads the proving key of `proof` into host memory, copies it to every device the

@@ -22,7 +22,7 @@ use crate::groth16::ProvingKey;
 use crate::synthesis::r1cs::{CircuitShape, SegmentedCircuit};
 use crate::synthesis::{synthesize_classic, synthesize_with_shape, SynthesizedCircuit};
 use crate::timings::Timings;
-use crate::with_porep_shape;
+use crate::with_tree_shape;
 
 pub mod porep;
 pub mod post;
@@ -102,8 +102,8 @@ impl RegisteredProof {
     /// The parameter id of the proof's (partition) circuit and the extraction of its shape.
     pub(crate) fn circuit(self) -> Result<(String, CircuitSource<'static>)> {
         match self {
-            RegisteredProof::Seal(proof) => with_porep_shape!(proof, circuit_of_seal(proof)),
-            RegisteredProof::Post(proof) => with_porep_shape!(proof, circuit_of_post(proof)),
+            RegisteredProof::Seal(proof) => with_tree_shape!(proof, circuit_of_seal(proof)),
+            RegisteredProof::Post(proof) => with_tree_shape!(proof, circuit_of_post(proof)),
         }
     }
 }

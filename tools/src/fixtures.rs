@@ -90,25 +90,8 @@ fn generate_params<Tree: 'static + MerkleTreeTrait>(proof: RegisteredSealProof, 
 pub fn ensure_params(proof: RegisteredSealProof, dir: &Path, rng: &mut (impl RngCore + Send)) -> Result<PathBuf> {
     fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     ensure_settings_dir(dir)?;
-    cuzk::with_porep_shape!(proof, generate_params(proof, rng)).map_err(|e| anyhow::anyhow!("{e}"))
+    cuzk::with_tree_shape!(proof, generate_params(proof, rng)).map_err(|e| anyhow::anyhow!("{e}"))
 }
-
-/// Calls `$f::<Tree>(args)` with the Merkle tree shape of a PoSt proof's sector size; an
-/// anyhow error for sizes filecoin-proofs doesn't know.
-macro_rules! with_post_shape {
-    ($proof:expr, $f:ident ( $($arg:expr),* $(,)? )) => {{
-        use filecoin_proofs::constants as c;
-        match u64::from($proof.sector_size()) {
-            c::SECTOR_SIZE_2_KIB => $f::<c::SectorShape2KiB>($($arg),*),
-            c::SECTOR_SIZE_8_MIB => $f::<c::SectorShape8MiB>($($arg),*),
-            c::SECTOR_SIZE_512_MIB => $f::<c::SectorShape512MiB>($($arg),*),
-            c::SECTOR_SIZE_32_GIB => $f::<c::SectorShape32GiB>($($arg),*),
-            c::SECTOR_SIZE_64_GIB => $f::<c::SectorShape64GiB>($($arg),*),
-            other => Err(anyhow::anyhow!("unsupported sector size {other}")),
-        }
-    }};
-}
-pub(crate) use with_post_shape;
 
 /// filecoin-proofs' public parameters of a PoSt proof (Window or Winning): what its circuit,
 /// its parameter file name and its vanilla proofs' partitioning are derived from.
@@ -138,7 +121,7 @@ fn generate_post_params<Tree: 'static + MerkleTreeTrait>(proof: RegisteredPoStPr
 pub fn ensure_post_params(proof: RegisteredPoStProof, dir: &Path, rng: &mut (impl RngCore + Send)) -> Result<PathBuf> {
     fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     ensure_settings_dir(dir)?;
-    with_post_shape!(proof, generate_post_params(proof, rng)).with_context(|| format!("{proof:?} parameters"))
+    cuzk::with_tree_shape!(proof, generate_post_params(proof, rng)).with_context(|| format!("{proof:?} parameters"))
 }
 
 /// The WindowPoSt proof current on the network for a sector size (in Rust

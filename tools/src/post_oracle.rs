@@ -24,7 +24,9 @@ use storage_proofs_core::compound_proof::CompoundProof;
 use storage_proofs_core::parameter_cache::parameter_id;
 use storage_proofs_post::fallback::{self, FallbackPoStCircuit, FallbackPoStCompound, PublicSector};
 
-use crate::fixtures::{post_public_params, with_post_shape};
+use cuzk::with_tree_shape;
+
+use crate::fixtures::post_public_params;
 
 type Domain<Tree> = <<Tree as MerkleTreeTrait>::Hasher as Hasher>::Domain;
 
@@ -43,7 +45,7 @@ pub fn bellperson_window_post(
     s: Scalar,
 ) -> Result<Vec<u8>> {
     ensure!(proof.typ() == PoStType::Window, "{proof:?} is not a WindowPoSt proof");
-    with_post_shape!(
+    with_tree_shape!(
         proof,
         window_proof(proof, randomness, prover_id, vanilla_proofs, partition_index, params_dir, r, s)
     )
@@ -61,7 +63,7 @@ pub fn bellperson_winning_post(
     s: Scalar,
 ) -> Result<Vec<u8>> {
     ensure!(proof.typ() == PoStType::Winning, "{proof:?} is not a WinningPoSt proof");
-    with_post_shape!(proof, winning_proof(proof, randomness, prover_id, vanilla_proofs, params_dir, r, s))
+    with_tree_shape!(proof, winning_proof(proof, randomness, prover_id, vanilla_proofs, params_dir, r, s))
 }
 
 /// The circuit of WindowPoSt partition `partition_index`, as

@@ -23,7 +23,7 @@ use crate::kinds::{ProofJob, ProofRequest, SynthesisPath};
 use crate::synthesis::r1cs::CircuitShape;
 use crate::synthesis::SynthesizedCircuit;
 use crate::timings::{timed, Timings};
-use crate::with_porep_shape;
+use crate::with_tree_shape;
 
 /// One sector of a call: the arguments of filecoin-ffi's `seal_commit_phase2`.
 #[derive(Clone, Copy, Debug)]
@@ -68,10 +68,10 @@ impl ProofRequest for SectorInput<'_> {
         match self {
             SectorInput::Sealed(request) => {
                 let c1 = timed(&mut t.input_check_ns, || parse_c1(request.c1_json))?;
-                with_porep_shape!(c1.registered_proof, seal_job(request, c1, t))
+                with_tree_shape!(c1.registered_proof, seal_job(request, c1, t))
             }
             #[cfg(feature = "internals")]
-            SectorInput::MadeUp(sector) => with_porep_shape!(sector.proof, made_up_job(sector)),
+            SectorInput::MadeUp(sector) => with_tree_shape!(sector.proof, made_up_job(sector)),
         }
     }
 

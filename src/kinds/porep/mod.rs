@@ -42,10 +42,11 @@ pub use job::{SectorInput, SectorRequest};
 
 use crate::error::{Error, Result, Status};
 
-/// Runs `$f::<Tree>(args)` with the merkle tree shape of a registered seal proof; sizes cuzk
-/// does not support become an error instead of filecoin-proofs' panic.
+/// Runs `$f::<Tree>(args)` with the merkle tree shape of a registered proof's sector size (seal
+/// or PoSt); sizes cuzk does not support become an error instead of filecoin-proofs' panic, of
+/// the error type `$f` returns (cuzk's, or any that converts from it).
 #[macro_export]
-macro_rules! with_porep_shape {
+macro_rules! with_tree_shape {
     ($proof:expr, $f:ident ( $($arg:expr),* $(,)? )) => {{
         use filecoin_proofs::constants as c;
         match u64::from($proof.sector_size()) {
@@ -54,7 +55,9 @@ macro_rules! with_porep_shape {
             c::SECTOR_SIZE_512_MIB => $f::<c::SectorShape512MiB>($($arg),*),
             c::SECTOR_SIZE_32_GIB => $f::<c::SectorShape32GiB>($($arg),*),
             c::SECTOR_SIZE_64_GIB => $f::<c::SectorShape64GiB>($($arg),*),
-            other => Err($crate::error::Error::invalid(format!("unsupported sector size {other}"))),
+            other => Err(::std::convert::From::from($crate::error::Error::invalid(format!(
+                "unsupported sector size {other}"
+            )))),
         }
     }};
 }

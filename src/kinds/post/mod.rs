@@ -42,7 +42,7 @@ use crate::kinds::{CircuitSource, ProofJob, ProofRequest, SynthesisPath};
 use crate::synthesis::r1cs::{CircuitShape, SegmentedCircuit};
 use crate::synthesis::SynthesizedCircuit;
 use crate::timings::{timed, Timings};
-use crate::with_porep_shape;
+use crate::with_tree_shape;
 
 /// Largest vanilla proof accepted, in bytes. A 32GiB sector's WindowPoSt vanilla proof is
 /// ≈ 25 KB, its WinningPoSt one ≈ 170 KB; anything past this is not a vanilla proof.
@@ -53,6 +53,23 @@ pub const MAX_VANILLA_PROOF_BYTES: usize = 1 << 22;
 pub enum PostKind {
     Window,
     Winning,
+}
+
+impl PostKind {
+    fn of(proof: RegisteredPoStProof) -> Self {
+        match proof.typ() {
+            PoStType::Window => PostKind::Window,
+            PoStType::Winning => PostKind::Winning,
+        }
+    }
+
+    /// The class of the kind's work by deadline.
+    fn class(self) -> Priority {
+        match self {
+            PostKind::Window => Priority::WindowPost,
+            PostKind::Winning => Priority::WinningPost,
+        }
+    }
 }
 
 /// One PoSt to prove: the arguments of filecoin-ffi's `GenerateSinglePartitionWindowPoStWithVanilla`
@@ -71,14 +88,11 @@ pub struct PostRequest<'a> {
 
 impl ProofRequest for PostRequest<'_> {
     fn check(&self, t: &mut Timings) -> Result<Box<dyn ProofJob>> {
-        timed(&mut t.input_check_ns, || with_porep_shape!(self.registered_proof, post_job(self)))
+        timed(&mut t.input_check_ns, || with_tree_shape!(self.registered_proof, post_job(self)))
     }
 
     fn class(&self) -> Priority {
-        match self.kind {
-            PostKind::Window => Priority::WindowPost,
-            PostKind::Winning => Priority::WinningPost,
-        }
+        self.kind.class()
     }
 }
 
@@ -88,10 +102,7 @@ pub fn post_config(proof: RegisteredPoStProof, kind: PostKind) -> Result<PoStCon
     if proof.major_version() != 1 {
         return Err(Error::invalid(format!("{proof:?}: unsupported proof version")));
     }
-    let typ = match proof.typ() {
-        PoStType::Window => PostKind::Window,
-        PoStType::Winning => PostKind::Winning,
-    };
+    let typ = PostKind::of(proof);
     if typ != kind {
         return Err(Error::invalid(format!(
             "{proof:?} is a {typ:?}PoSt proof, this call makes {kind:?}PoSt proofs"
@@ -116,11 +127,7 @@ fn public_params<Tree: 'static + MerkleTreeTrait>(config: &PoStConfig) -> Result
 
 /// The parameter id of `proof`'s circuit and the extraction of its shape.
 pub(crate) fn circuit_of<Tree: 'static + MerkleTreeTrait>(proof: RegisteredPoStProof) -> Result<(String, CircuitSource<'static>)> {
-    let kind = match proof.typ() {
-        PoStType::Window => PostKind::Window,
-        PoStType::Winning => PostKind::Winning,
-    };
-    let config = post_config(proof, kind)?;
+    let config = post_config(proof, PostKind::of(proof))?;
     Ok((circuit_id::<Tree>(&config)?, Box::new(move || extract_shape::<Tree>(&config))))
 }
 
@@ -186,39 +193,19 @@ fn post_job<Tree: 'static + MerkleTreeTrait>(request: &PostRequest) -> Result<Bo
     let randomness: TreeDomain<Tree> = canonical(&request.randomness, "randomness")?;
     canonical::<TreeDomain<Tree>>(&request.prover_id, "prover_id")?;
     let proofs = decode_vanilla_proofs::<Tree>(request, &config)?;
+    let sectors = proofs.into_iter().map(|p| {
+        let sector = PublicSector {
+            id: p.sector_id,
+            comm_r: p.comm_r,
+        };
+        let proof = p.vanilla_proof.sectors.into_iter().next().expect("checked: one sector proof");
+        (sector, proof)
+    });
     let slots = match request.kind {
-        PostKind::Window => proofs
-            .into_iter()
-            .map(|p| {
-                let sector = PublicSector {
-                    id: p.sector_id,
-                    comm_r: p.comm_r,
-                };
-                let proof = p.vanilla_proof.sectors.into_iter().next().expect("checked: one sector proof");
-                (sector, proof)
-            })
-            .collect(),
-        // One sector's challenges as slots of one challenge each, as filecoin-proofs unrolls them.
+        PostKind::Window => sectors.collect(),
         PostKind::Winning => {
-            let p = proofs.into_iter().next().expect("checked: one vanilla proof");
-            let sector = PublicSector {
-                id: p.sector_id,
-                comm_r: p.comm_r,
-            };
-            let proof = p.vanilla_proof.sectors.into_iter().next().expect("checked: one sector proof");
-            let (comm_c, comm_r_last) = (proof.comm_c, proof.comm_r_last);
-            proof
-                .inclusion_proofs
-                .into_iter()
-                .map(|path| {
-                    let slot = SectorProof {
-                        inclusion_proofs: vec![path],
-                        comm_c,
-                        comm_r_last,
-                    };
-                    (sector.clone(), slot)
-                })
-                .collect()
+            let (sector, proof) = sectors.into_iter().next().expect("checked: one vanilla proof");
+            winning_slots::<Tree>(sector, proof)
         }
     };
     let job = PostJob::<Tree> {
@@ -231,6 +218,21 @@ fn post_job<Tree: 'static + MerkleTreeTrait>(request: &PostRequest) -> Result<Bo
     };
     job.check_slots()?;
     Ok(Box::new(job))
+}
+
+/// One sector's WinningPoSt challenges as slots of one challenge each, as filecoin-proofs
+/// unrolls them.
+fn winning_slots<Tree: 'static + MerkleTreeTrait>(
+    sector: PublicSector<TreeDomain<Tree>>,
+    proof: TreeSectorProof<Tree>,
+) -> Vec<(PublicSector<TreeDomain<Tree>>, TreeSectorProof<Tree>)> {
+    let (comm_c, comm_r_last) = (proof.comm_c, proof.comm_r_last);
+    let slot = |path| SectorProof {
+        inclusion_proofs: vec![path],
+        comm_c,
+        comm_r_last,
+    };
+    proof.inclusion_proofs.into_iter().map(|path| (sector.clone(), slot(path))).collect()
 }
 
 /// Decodes the vanilla proofs and checks their structure: count, sizes, one sector proof each
@@ -364,7 +366,7 @@ impl<Tree: 'static + MerkleTreeTrait> PostJob<Tree> {
     /// challenged leaf to comm_r_last. Any failure is the faulty sectors' error.
     fn check_slots(&self) -> Result<()> {
         use rayon::prelude::*;
-        let faulty: Vec<u64> = self
+        let mut faulty: Vec<u64> = self
             .slots
             .par_iter()
             .enumerate()
@@ -374,7 +376,7 @@ impl<Tree: 'static + MerkleTreeTrait> PostJob<Tree> {
         if faulty.is_empty() {
             return Ok(());
         }
-        let mut faulty = faulty;
+        // WinningPoSt's slots are one sector's: named once.
         faulty.dedup();
         Err(Error::faulty_sectors(faulty))
     }
@@ -601,14 +603,11 @@ pub struct MadeUpPost {
 #[cfg(feature = "internals")]
 impl ProofRequest for MadeUpPost {
     fn check(&self, t: &mut Timings) -> Result<Box<dyn ProofJob>> {
-        timed(&mut t.input_check_ns, || with_porep_shape!(self.proof, made_up_job(self)))
+        timed(&mut t.input_check_ns, || with_tree_shape!(self.proof, made_up_job(self)))
     }
 
     fn class(&self) -> Priority {
-        match self.kind {
-            PostKind::Window => Priority::WindowPost,
-            PostKind::Winning => Priority::WinningPost,
-        }
+        self.kind.class()
     }
 }
 
@@ -658,18 +657,7 @@ fn made_up_job<Tree: 'static + MerkleTreeTrait>(made_up: &MadeUpPost) -> Result<
             .collect(),
         PostKind::Winning => {
             let (public, proof) = sector(made_up.seed, params.sector_count, &mut rng);
-            proof
-                .inclusion_proofs
-                .into_iter()
-                .map(|path| {
-                    let slot = SectorProof {
-                        inclusion_proofs: vec![path],
-                        comm_c: proof.comm_c,
-                        comm_r_last: proof.comm_r_last,
-                    };
-                    (public.clone(), slot)
-                })
-                .collect()
+            winning_slots::<Tree>(public, proof)
         }
     };
     Ok(Box::new(PostJob::<Tree> {

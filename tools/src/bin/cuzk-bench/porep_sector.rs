@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use cuzk::engine::{Engine, ProveOptions};
 use cuzk::internals::{porep, synthesize_with_shape, MadeUpSector, SectorInput, SynthesizedCircuit};
 use cuzk::timings::Timings;
-use cuzk::{with_porep_shape, CircuitShape};
+use cuzk::{with_tree_shape, CircuitShape};
 use cuzk_tools::circuits::synthetic_key;
 use filecoin_proofs::types::MerkleTreeTrait;
 use filecoin_proofs_api::RegisteredSealProof;
@@ -137,7 +137,7 @@ pub(crate) fn porep_synthetic_key(engine: &Engine, proof: RegisteredSealProof, w
         .porep_shape(proof, &mut t)?
         .context("made-up PoRep sectors need the R1CS synthesis path")?;
     let start = Instant::now();
-    let synthesized = with_porep_shape!(proof, made_up_partition(engine, &config, &shape))?;
+    let synthesized = with_tree_shape!(proof, made_up_partition(engine, &config, &shape))?;
     let key = Arc::new(synthetic_key(&synthesized, 7));
     eprintln!(
         "{what}: {} constraints a partition, synthetic key made in {:.1} s (not timed)",
