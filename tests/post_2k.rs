@@ -6,10 +6,14 @@
 mod common;
 
 use blstrs::Scalar;
-use common::{all_window_sectors, engine_for, filecoin_verify_window, filecoin_verify_winning, post_fixture as fixture, take_error, Engine};
+use common::{
+    all_window_sectors, check_post_split_path, engine_for, filecoin_verify_window, filecoin_verify_winning, post_fixture as fixture, take_error,
+    Engine,
+};
 use cuzk::engine::{Engine as RustEngine, EngineConfig, PostKind, PostRequest, ProveOptions};
 use cuzk::error::Status;
 use cuzk::ffi::*;
+use cuzk::internals::ProofRequest;
 use cuzk::timings::Timings;
 use cuzk_tools::fixtures::{default_test_params_dir, HexBytes};
 use cuzk_tools::post_oracle::{bellperson_window_post, bellperson_winning_post};
@@ -194,6 +198,40 @@ fn winning_post_is_accepted_by_filecoin_proofs_and_by_cuzk() {
         c_verify(&engine, PostKind::Winning, f.winning.abi_proof, &other, &sector, &proof),
         Ok(false)
     );
+}
+
+/// Real vanilla proofs (every partition, and WinningPoSt): the native witness gives classic
+/// synthesis' a, b, c and assignments.
+#[test]
+fn native_witness_equals_the_gadgets_on_real_vanilla_proofs() {
+    let f = fixture();
+    let mut requests = Vec::new();
+    let window: Vec<Vec<Vec<u8>>> = f.window.partitions.iter().map(|p| bytes(&p.vanilla_proofs)).collect();
+    let winning = bytes(&f.winning.vanilla_proofs);
+    let window_slices: Vec<Vec<&[u8]>> = window.iter().map(|p| p.iter().map(Vec::as_slice).collect()).collect();
+    let winning_slices: Vec<&[u8]> = winning.iter().map(Vec::as_slice).collect();
+    for (index, proofs) in window_slices.iter().enumerate() {
+        requests.push(PostRequest {
+            kind: PostKind::Window,
+            registered_proof: f.window.registered_proof,
+            prover_id: f.prover_id,
+            randomness: f.randomness,
+            vanilla_proofs: proofs,
+            partition_index: index,
+        });
+    }
+    requests.push(PostRequest {
+        kind: PostKind::Winning,
+        registered_proof: f.winning.registered_proof,
+        prover_id: f.prover_id,
+        randomness: f.randomness,
+        vanilla_proofs: &winning_slices,
+        partition_index: 0,
+    });
+    for request in &requests {
+        let job = request.check(&mut Timings::default()).expect("valid vanilla proofs");
+        check_post_split_path(job.as_ref(), &format!("{:?} partition {}", request.kind, request.partition_index));
+    }
 }
 
 #[test]

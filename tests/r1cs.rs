@@ -4,6 +4,8 @@
 
 mod common;
 
+use common::{assert_same, check_post_split_path};
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -12,10 +14,11 @@ use bellperson::{Circuit, ConstraintSystem, SynthesisError};
 use blstrs::{Bls12, Scalar};
 use cuzk::cancel::CancelToken;
 use cuzk::engine::EngineConfig;
+use cuzk::engine::PostKind;
 use cuzk::error::Status;
 use cuzk::internals::porep::{self, SealInputs};
 use cuzk::internals::r1cs::{synthesize_witness, synthesize_witness_parallel, CircuitShape, SegmentedCircuit};
-use cuzk::internals::{synthesize, SynthesizedCircuit};
+use cuzk::internals::{synthesize, MadeUpPost, ProofRequest, SynthesizedCircuit};
 use cuzk::timings::Timings;
 use cuzk::{BackendChoice, CircuitOptions, Prover};
 use cuzk_tools::circuits::RandomCircuit;
@@ -28,44 +31,6 @@ use rand::SeedableRng;
 use rayon::prelude::*;
 use storage_proofs_core::compound_proof::CompoundProof;
 use storage_proofs_porep::stacked::StackedCompound;
-
-/// Equality of two synthesized circuits, field by field first so that a failure names the
-/// first differing row or variable instead of printing megabytes.
-fn assert_same(ours: &SynthesizedCircuit, theirs: &SynthesizedCircuit, what: &str) {
-    let (a, b, c) = ours.evaluated().expect("our products evaluated on the host");
-    let (their_a, their_b, their_c) = theirs.evaluated().expect("synthesis evaluates a, b, c");
-    let vectors = [
-        ("a", a, their_a),
-        ("b", b, their_b),
-        ("c", c, their_c),
-        ("input_assignment", &ours.input_assignment[..], &theirs.input_assignment[..]),
-        ("aux_assignment", &ours.aux_assignment[..], &theirs.aux_assignment[..]),
-    ];
-    for (name, x, y) in vectors {
-        assert_eq!(x.len(), y.len(), "{what}: length of {name}");
-        assert_eq!(
-            x.iter().zip(y.iter()).position(|(p, q)| p != q),
-            None,
-            "{what}: first difference in {name}"
-        );
-    }
-    let densities = [
-        ("a_aux_density", &ours.a_aux_density, &theirs.a_aux_density),
-        ("b_input_density", &ours.b_input_density, &theirs.b_input_density),
-        ("b_aux_density", &ours.b_aux_density, &theirs.b_aux_density),
-    ];
-    for (name, x, y) in densities {
-        assert!(
-            x == y,
-            "{what}: {name}: {} of {} set, synthesis {} of {}",
-            x.count_ones(),
-            x.len(),
-            y.count_ones(),
-            y.len()
-        );
-    }
-    assert!(ours == theirs, "{what}: synthesized circuits differ");
-}
 
 /// The split path on `circuit`, the shape extracted from a clone of it.
 fn split_path<C: Circuit<Scalar> + Clone>(circuit: &C) -> SynthesizedCircuit {
@@ -341,6 +306,31 @@ fn synthetic_partitions_have_the_blank_circuits_shape() {
     }
     check::<SectorShape2KiB>(RegisteredSealProof::StackedDrg2KiBV1_1);
     check::<SectorShape8MiB>(RegisteredSealProof::StackedDrg8MiBV1_1);
+}
+
+/// Made-up PoSts of every tree geometry (2KiB: one 8-ary tree; 32GiB: 8-ary sub-trees; 64GiB:
+/// a binary top tree too): their witness, computed natively, is the gadgets'.
+#[test]
+fn post_split_path_equals_classic_synthesis() {
+    use filecoin_proofs_api::RegisteredPoStProof::*;
+    let cases = [
+        (PostKind::Window, StackedDrgWindow2KiBV1_2, 2),
+        (PostKind::Winning, StackedDrgWinning2KiBV1, 1),
+        (PostKind::Winning, StackedDrgWinning32GiBV1, 1),
+        (PostKind::Winning, StackedDrgWinning64GiBV1, 1),
+    ];
+    for (kind, proof, sectors) in cases {
+        let made_up = MadeUpPost {
+            kind,
+            proof,
+            sectors,
+            seed: 5,
+            key: None,
+        };
+        let job = made_up.check(&mut Timings::default()).unwrap();
+        let (classic, split) = check_post_split_path(job.as_ref(), &format!("made-up {proof:?}"));
+        eprintln!("{proof:?}: classic synthesis {classic:?}, split path {split:?}");
+    }
 }
 
 /// Prints classic synthesis vs the split path's parts, and the shape's size, for `circuit`.

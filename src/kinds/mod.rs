@@ -24,7 +24,9 @@ use crate::synthesis::{synthesize_classic, synthesize_with_shape, SynthesizedCir
 use crate::timings::Timings;
 use crate::with_tree_shape;
 
+mod por;
 pub mod porep;
+mod poseidon;
 pub mod post;
 
 /// One proof of some kind as its caller gave it (one sector's C2, one WindowPoSt partition, a

@@ -7,10 +7,12 @@
 use std::collections::BTreeMap;
 use std::ffi::CStr;
 use std::path::PathBuf;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
 
 use cuzk::error::Status;
 use cuzk::ffi::*;
+use cuzk::internals::{ProofJob, SynthesisPath, SynthesizedCircuit};
 use cuzk::timings::Timings;
 use cuzk_tools::fixtures::{default_test_params_dir, make_post_fixture, registered_proof_for, seal_random_sector, PostFixture, SealedSector};
 use filecoin_proofs_api::post::{verify_window_post, verify_winning_post};
@@ -235,4 +237,61 @@ pub fn filecoin_verify(s: &SealedSector, proof: &[u8]) -> bool {
         proof,
     )
     .expect("filecoin-proofs verify_seal")
+}
+
+/// Equality of two synthesized circuits, field by field first so that a failure names the
+/// first differing row or variable instead of printing megabytes.
+pub fn assert_same(ours: &SynthesizedCircuit, theirs: &SynthesizedCircuit, what: &str) {
+    let (a, b, c) = ours.evaluated().expect("our products evaluated on the host");
+    let (their_a, their_b, their_c) = theirs.evaluated().expect("synthesis evaluates a, b, c");
+    let vectors = [
+        ("a", a, their_a),
+        ("b", b, their_b),
+        ("c", c, their_c),
+        ("input_assignment", &ours.input_assignment[..], &theirs.input_assignment[..]),
+        ("aux_assignment", &ours.aux_assignment[..], &theirs.aux_assignment[..]),
+    ];
+    for (name, x, y) in vectors {
+        assert_eq!(x.len(), y.len(), "{what}: length of {name}");
+        assert_eq!(
+            x.iter().zip(y.iter()).position(|(p, q)| p != q),
+            None,
+            "{what}: first difference in {name}"
+        );
+    }
+    let densities = [
+        ("a_aux_density", &ours.a_aux_density, &theirs.a_aux_density),
+        ("b_input_density", &ours.b_input_density, &theirs.b_input_density),
+        ("b_aux_density", &ours.b_aux_density, &theirs.b_aux_density),
+    ];
+    for (name, x, y) in densities {
+        assert!(
+            x == y,
+            "{what}: {name}: {} of {} set, synthesis {} of {}",
+            x.count_ones(),
+            x.len(),
+            y.count_ones(),
+            y.len()
+        );
+    }
+    assert!(ours == theirs, "{what}: synthesized circuits differ");
+}
+
+/// A PoSt job's split path (its shape, its slots' native witness: `kinds::poseidon`) gives
+/// classic synthesis' result (filecoin-proofs' gadgets) value for value; returns both times.
+pub fn check_post_split_path(job: &dyn ProofJob, what: &str) -> (Duration, Duration) {
+    let shape = Arc::new(job.extract_shape().unwrap());
+    let mut t = Timings::default();
+    let start = Instant::now();
+    let theirs = job.synthesize(0, &SynthesisPath::Classic, None, &mut t).unwrap();
+    let classic = start.elapsed();
+    let start = Instant::now();
+    let path = SynthesisPath::Shape {
+        shape,
+        defer_products: false,
+    };
+    let ours = job.synthesize(0, &path, None, &mut t).unwrap();
+    let split = start.elapsed();
+    assert_same(&ours, &theirs, what);
+    (classic, split)
 }

@@ -9,12 +9,10 @@
 //!   repeats its last sector, as filecoin-proofs pads it;
 //! - WinningPoSt: one sector's 66 challenges as 66 slots of one challenge each.
 
-use std::ops::Range;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
 use bellperson::groth16::{prepare_verifying_key, PreparedVerifyingKey, Proof, VerifyingKey};
-use bellperson::{Circuit, ConstraintSystem, SynthesisError};
 use bincode::Options;
 use blstrs::{Bls12, Scalar};
 use filecoin_hashers::{Domain, HashFunction, Hasher};
@@ -39,10 +37,13 @@ use crate::cancel::CancelToken;
 use crate::error::{Error, Result, Status};
 use crate::groth16::ProvingKey;
 use crate::kinds::{CircuitSource, ProofJob, ProofRequest, SynthesisPath};
-use crate::synthesis::r1cs::{CircuitShape, SegmentedCircuit};
+use crate::synthesis::r1cs::CircuitShape;
 use crate::synthesis::SynthesizedCircuit;
 use crate::timings::{timed, Timings};
 use crate::with_tree_shape;
+
+mod circuit;
+use circuit::PostCircuit;
 
 /// Largest vanilla proof accepted, in bytes. A 32GiB sector's WindowPoSt vanilla proof is
 /// ≈ 25 KB, its WinningPoSt one ≈ 170 KB; anything past this is not a vanilla proof.
@@ -146,6 +147,7 @@ pub fn extract_shape<Tree: 'static + MerkleTreeTrait>(config: &PoStConfig) -> Re
 fn blank_shape<Tree: 'static + MerkleTreeTrait>(params: &fallback::PublicParams) -> Result<CircuitShape> {
     let blank = PostCircuit::<Tree> {
         slots: (0..params.sector_count).map(|_| Sector::blank_circuit(params)).collect(),
+        proofs: Vec::new(),
     };
     CircuitShape::extract_parallel(&blank)
 }
@@ -398,12 +400,15 @@ impl<Tree: 'static + MerkleTreeTrait> PostJob<Tree> {
         self.slots.iter().chain(std::iter::repeat(last)).take(self.params.sector_count)
     }
 
-    fn circuit(&self) -> Result<PostCircuit<Tree>> {
+    fn circuit(&self) -> Result<PostCircuit<'_, Tree>> {
         let slots = self
             .padded_slots()
             .map(|(sector, proof)| Sector::circuit(sector, proof).map_err(dependency("the PoSt circuit")))
             .collect::<Result<_>>()?;
-        Ok(PostCircuit { slots })
+        Ok(PostCircuit {
+            slots,
+            proofs: self.padded_slots().collect(),
+        })
     }
 
     /// The circuit's public inputs, as `FallbackPoStCompound::generate_public_inputs` makes them
@@ -469,32 +474,6 @@ impl<Tree: 'static + MerkleTreeTrait> ProofJob for PostJob<Tree> {
 
     fn own_key(&self) -> Option<Arc<ProvingKey>> {
         self.own_key.clone()
-    }
-}
-
-/// `FallbackPoStCircuit` with its slots as segments: slot i's sub-circuit allocates its own
-/// variables only (its comm_r input, comm_c, comm_r_last and paths), so the slots synthesize
-/// apart and in parallel; the prefix is empty.
-struct PostCircuit<Tree: 'static + MerkleTreeTrait> {
-    slots: Vec<Sector<Tree>>,
-}
-
-impl<Tree: 'static + MerkleTreeTrait> SegmentedCircuit for PostCircuit<Tree> {
-    fn num_segments(&self) -> usize {
-        self.slots.len()
-    }
-
-    fn synthesize_segments<CS: ConstraintSystem<Scalar>>(&self, cs: &mut CS, segments: Range<usize>) -> std::result::Result<(), SynthesisError> {
-        for i in segments {
-            Circuit::synthesize(&self.slots[i], &mut cs.namespace(|| format!("sector_{i}")))?;
-        }
-        Ok(())
-    }
-}
-
-impl<Tree: 'static + MerkleTreeTrait> Circuit<Scalar> for PostCircuit<Tree> {
-    fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> std::result::Result<(), SynthesisError> {
-        self.synthesize_segments(cs, 0..self.slots.len())
     }
 }
 

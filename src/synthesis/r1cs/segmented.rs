@@ -28,6 +28,15 @@ pub trait SegmentedCircuit: Sync {
 
     fn synthesize_segments<CS: ConstraintSystem<Scalar>>(&self, cs: &mut CS, segments: Range<usize>) -> Result<(), SynthesisError>;
 
+    /// The witness of the prefix followed by segment `i`, as `synthesize_witness` gives it.
+    /// Circuits that compute a segment's witness faster than their gadgets do may override it.
+    fn segment_witness(&self, i: usize, cancel: Option<&CancelToken>) -> Result<Witness, SynthesisError>
+    where
+        Self: Sized,
+    {
+        synthesize_witness(Segments::one(self, i), cancel)
+    }
+
     /// The witness of the whole circuit, as `synthesize_witness` gives it; by default with the
     /// segments synthesized in parallel. Circuits that know a finer split may override it.
     fn witness(&self, cancel: Option<&CancelToken>) -> Result<Witness, SynthesisError>
@@ -104,7 +113,7 @@ pub fn synthesize_witness_parallel<C: SegmentedCircuit>(circuit: &C, cancel: Opt
     let prefix = synthesize_witness(Segments::prefix(circuit), cancel)?;
     let segments = (0..circuit.num_segments())
         .into_par_iter()
-        .map(|i| synthesize_witness(Segments::one(circuit, i), cancel))
+        .map(|i| circuit.segment_witness(i, cancel))
         .collect::<Result<Vec<_>, _>>()?;
     let (p_inputs, p_aux) = (prefix.input_assignment.len(), prefix.aux_assignment.len());
     for (i, segment) in segments.iter().enumerate() {

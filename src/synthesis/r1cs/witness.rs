@@ -117,14 +117,20 @@ impl WitnessCs {
         }
     }
 
-    /// Allocates an aux variable of value 0 or 1 and counts the one constraint that comes with
-    /// it (its booleanity, or the gate that computes it): for witness writers that compute a
-    /// gadget's allocations natively (`porep::sha256`).
-    pub(crate) fn alloc_constrained_bit(&mut self, value: bool) -> Result<(), SynthesisError> {
+    /// Allocates an aux variable and counts the one constraint that comes with it (the gate
+    /// that computes it): for witness writers that compute a gadget's allocations natively
+    /// (`kinds::poseidon`).
+    pub(crate) fn alloc_constrained(&mut self, value: Scalar) -> Result<(), SynthesisError> {
         check_cancel(self.aux_assignment.len(), self.cancel.as_ref())?;
-        self.aux_assignment.push(if value { Scalar::ONE } else { Scalar::ZERO });
+        self.aux_assignment.push(value);
         self.num_constraints += 1;
         Ok(())
+    }
+
+    /// [`Self::alloc_constrained`] of a bit (its constraint: its booleanity, or the gate that
+    /// computes it): `porep::sha256`.
+    pub(crate) fn alloc_constrained_bit(&mut self, value: bool) -> Result<(), SynthesisError> {
+        self.alloc_constrained(if value { Scalar::ONE } else { Scalar::ZERO })
     }
 
     /// Counts `n` constraints that a natively computed gadget enforces without allocating.
