@@ -1,6 +1,7 @@
 //! prep_msm, shared by the backends: the witness scalars of each query sorted into zero (skip),
 //! one (batch addition) and full-width (the tail MSM). A PoRep witness is ~50 % zeros, ~47 %
-//! ones and ~3 % full-width, so the tail MSMs are ~30× smaller than the queries.
+//! ones and ~3 % full-width, so the tail MSMs are ~30× smaller than the queries. A PoSt
+//! witness is ~99 % full-width: its queries' scalars are kept dense (one per point) instead.
 
 use blstrs::Scalar;
 use ff::{Field, PrimeField};
@@ -140,8 +141,24 @@ pub struct PreparedMsms {
 impl PreparedMsms {
     /// A's points are all inputs, then the aux variables in A; B's are the inputs in B, then
     /// the aux variables in B (bellperson's query layout, see [`QueryLayout`]). One pass over
-    /// the aux scalars, on all cores: each is classified once for L, A and B.
+    /// the aux scalars, on all cores: each is classified once for L, A and B; or, when most are
+    /// full-width, made canonical once into dense scalars for all three.
     pub fn new(
+        layout: &QueryLayout,
+        inputs: &[Scalar],
+        aux: &[Scalar],
+        a_aux_density: &Density,
+        b_input_density: &Density,
+        b_aux_density: &Density,
+    ) -> Self {
+        match mostly_full_width(aux) {
+            true => Self::dense(layout, inputs, aux, a_aux_density, b_input_density, b_aux_density),
+            false => Self::classified(layout, inputs, aux, a_aux_density, b_input_density, b_aux_density),
+        }
+    }
+
+    /// Every query's scalars sorted into their classes.
+    fn classified(
         layout: &QueryLayout,
         inputs: &[Scalar],
         aux: &[Scalar],
@@ -206,6 +223,83 @@ impl PreparedMsms {
         );
         PreparedMsms { l, a, b }
     }
+
+    /// Every query's scalars dense (see [`ClassifiedScalars::dense`]): each aux scalar made
+    /// canonical once, on all cores, for L (point = variable), then copied to its A and B
+    /// points. No index lists, no concatenation: for a witness of mostly full-width scalars,
+    /// where the classes would hold nearly every scalar three times over (a 32GiB WindowPoSt
+    /// partition: 125M scalars, 6.6–7.8 s of prep that way).
+    fn dense(
+        layout: &QueryLayout,
+        inputs: &[Scalar],
+        aux: &[Scalar],
+        a_aux_density: &Density,
+        b_input_density: &Density,
+        b_aux_density: &Density,
+    ) -> Self {
+        let mut l = vec![[0u8; 32]; aux.len()];
+        l.par_chunks_mut(CHUNK).zip(aux.par_chunks(CHUNK)).for_each(|(out, scalars)| {
+            for (o, s) in out.iter_mut().zip(scalars) {
+                *o = s.to_repr();
+            }
+        });
+        let a_inputs: Vec<[u8; 32]> = inputs.iter().map(|s| s.to_repr()).collect();
+        let b_inputs: Vec<[u8; 32]> = (0..inputs.len())
+            .filter(|&i| b_input_density.get(i))
+            .map(|i| inputs[i].to_repr())
+            .collect();
+        debug_assert_eq!((a_inputs.len(), b_inputs.len()), (layout.num_inputs, layout.b_inputs));
+        let dense = |tail_scalars| ClassifiedScalars {
+            tail_scalars,
+            dense: true,
+            ..ClassifiedScalars::default()
+        };
+        let (a, b) = rayon::join(|| select_dense(a_inputs, &l, a_aux_density), || select_dense(b_inputs, &l, b_aux_density));
+        PreparedMsms {
+            l: dense(l),
+            a: dense(a),
+            b: dense(b),
+        }
+    }
+}
+
+/// Whether more than half of `aux` is full-width (neither 0 nor 1), counted on all cores.
+fn mostly_full_width(aux: &[Scalar]) -> bool {
+    let full: usize = aux
+        .par_chunks(CHUNK)
+        .map(|chunk| chunk.iter().filter(|s| !s.is_zero_vartime() && **s != Scalar::ONE).count())
+        .sum();
+    full * 2 > aux.len()
+}
+
+/// A density-filtered query's dense scalars: `head` (its inputs'), then the aux scalars of
+/// `all` (canonical, one per variable) whose variable `density` keeps, in order, copied on all
+/// cores.
+fn select_dense(head: Vec<[u8; 32]>, all: &[[u8; 32]], density: &Density) -> Vec<[u8; 32]> {
+    let kept: Vec<usize> = (0..all.len().div_ceil(CHUNK))
+        .into_par_iter()
+        .map(|k| density.count_ones_in(k * CHUNK..all.len().min((k + 1) * CHUNK)))
+        .collect();
+    let mut out = vec![[0u8; 32]; head.len() + kept.iter().sum::<usize>()];
+    let (first, mut rest) = out.split_at_mut(head.len());
+    first.copy_from_slice(&head);
+    let mut parts = Vec::with_capacity(kept.len());
+    for &n in &kept {
+        let (part, after) = rest.split_at_mut(n);
+        parts.push(part);
+        rest = after;
+    }
+    parts
+        .into_par_iter()
+        .zip(all.par_chunks(CHUNK))
+        .enumerate()
+        .for_each(|(k, (part, chunk))| {
+            let chosen = chunk.iter().enumerate().filter(|&(i, _)| density.get(k * CHUNK + i));
+            for (o, (_, s)) in part.iter_mut().zip(chosen) {
+                *o = *s;
+            }
+        });
+    out
 }
 
 #[cfg(test)]
@@ -250,6 +344,39 @@ mod tests {
         let expected: Vec<[u8; 32]> = (0..n + 70).map(|i| if i < n { scalar(i).to_repr() } else { [0; 32] }).collect();
         assert!(dense.dense && dense.ones.is_empty() && dense.tail_indices.is_empty());
         assert_eq!(dense.tail_scalars, expected);
+    }
+
+    #[test]
+    fn a_mostly_full_width_witness_gets_dense_queries_equal_to_its_classes() {
+        let n = 2 * CHUNK + 77;
+        let scalar = |i: usize| match i % 10 {
+            0 => Scalar::ZERO,
+            1 => Scalar::ONE,
+            _ => Scalar::from(i as u64) - Scalar::from(5u64),
+        };
+        let aux: Vec<Scalar> = (0..n).map(scalar).collect();
+        let inputs = [Scalar::ONE, -Scalar::ONE, Scalar::ZERO];
+        let density = |keep: fn(usize) -> bool, len| {
+            let mut d = Density::with_len(len);
+            (0..len).filter(|&i| keep(i)).for_each(|i| d.set(i));
+            d
+        };
+        let (a_aux, b_aux, b_inputs) = (density(|i| i % 7 != 3, n), density(|i| i % 3 == 0, n), density(|i| i != 0, 3));
+        let layout = QueryLayout { num_inputs: 3, b_inputs: 2 };
+        let dense = PreparedMsms::new(&layout, &inputs, &aux, &a_aux, &b_inputs, &b_aux);
+        let classes = PreparedMsms::classified(&layout, &inputs, &aux, &a_aux, &b_inputs, &b_aux);
+        let points = |d: &Density, head: usize| head + d.count_ones_in(0..n);
+        for (name, ours, theirs, npoints) in [
+            ("L", &dense.l, &classes.l, n),
+            ("A", &dense.a, &classes.a, points(&a_aux, 3)),
+            ("B", &dense.b, &classes.b, points(&b_aux, 2)),
+        ] {
+            assert!(ours.dense, "{name}");
+            assert_eq!(ours, &theirs.densified(npoints), "{name}");
+        }
+        // Half full-width is not mostly: classified.
+        let half: Vec<Scalar> = (0..n).map(|i| if i % 2 == 0 { Scalar::ZERO } else { Scalar::from(3u64) }).collect();
+        assert!(!PreparedMsms::new(&layout, &inputs, &half, &a_aux, &b_inputs, &b_aux).l.dense);
     }
 
     #[test]

@@ -161,5 +161,10 @@ impl CpuBackend {
 }
 
 pub(crate) fn tail_msm<G: MixedAdd>(points: &[G], classes: &ClassifiedScalars, cancel: &CancelToken) -> G::Curve {
+    if classes.dense {
+        // Scalar i is point i's.
+        let every_point: Vec<u32> = (0..classes.tail_scalars.len() as u32).collect();
+        return pippenger(points, &every_point, &classes.tail_scalars, cancel);
+    }
     pippenger(points, &classes.tail_indices, &classes.tail_scalars, cancel)
 }

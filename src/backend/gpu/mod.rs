@@ -239,9 +239,12 @@ impl GpuBackend {
         };
         let mut h_input = match products {
             Products::Deferred(shape) => {
-                // L's classes are every aux value's kind.
+                // L's classes are every aux value's kind, unless they are dense.
                 let witness = timed(&mut t.witness_upload_ns, || {
-                    pool.install(|| CompactWitness::encode(z, &p.l.ones, &p.l.tail_indices))
+                    pool.install(|| match p.l.dense {
+                        true => CompactWitness::classify(z),
+                        false => CompactWitness::encode(z, &p.l.ones, &p.l.tail_indices),
+                    })
                 })?;
                 HInput::Witness { witness, shape }
             }

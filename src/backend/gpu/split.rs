@@ -57,6 +57,9 @@ impl SplitPolicy {
     /// The classes the device uses for a query of `npoints`: as they are, or with the 1-scalars
     /// moved into the tail when their batch addition does not pay.
     fn apply<'a>(self, name: &str, npoints: usize, classes: &'a ClassifiedScalars, resident: bool) -> Cow<'a, ClassifiedScalars> {
+        if classes.dense {
+            return Cow::Borrowed(classes);
+        }
         if resident && classes.tail_indices.len() * 2 > npoints {
             // Mostly full-width (a PoSt's witness): one MSM over the query in place beats a
             // gathered copy of nearly all of it, and needs no memory beside the key.

@@ -35,6 +35,17 @@ fn kind(value: &Scalar) -> Kind {
     }
 }
 
+/// z's length, refused from 2^32 values on (the offsets are 32-bit).
+fn checked_len(z: &Assignment<'_>) -> Result<usize> {
+    let len = z.len();
+    if u32::try_from(len).is_err() {
+        return Err(Error::invalid(format!(
+            "a witness of {len} values is too long for the GPU's 32-bit offsets"
+        )));
+    }
+    Ok(len)
+}
+
 /// z = (inputs..., aux...) compactly.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CompactWitness {
@@ -54,12 +65,7 @@ impl CompactWitness {
     /// aux scalars, not all of them again. Fails when z has 2^32 or more values (offsets are
     /// 32-bit).
     pub fn encode(z: Assignment<'_>, aux_ones: &[u32], aux_full: &[u32]) -> Result<Self> {
-        let len = z.len();
-        if u32::try_from(len).is_err() {
-            return Err(Error::invalid(format!(
-                "a witness of {len} values is too long for the GPU's 32-bit offsets"
-            )));
-        }
+        let len = checked_len(&z)?;
         let inputs = z.inputs.len();
         let mut kinds = vec![0u64; len.div_ceil(PER_WORD)];
         for (i, value) in z.inputs.iter().enumerate() {
@@ -79,6 +85,37 @@ impl CompactWitness {
                 }
             }
         });
+        let mut full: Vec<Scalar> = z.inputs.iter().filter(|v| kind(v) == Kind::Full).copied().collect();
+        full.par_extend(aux_full.par_iter().map(|&i| z.aux[i as usize]));
+        Ok(Self::with_kinds(kinds, full, len))
+    }
+
+    /// Encodes z from its values, each classified here, on all cores: for a witness whose
+    /// prep_msm kept no index lists (a dense one, mostly full-width: a PoSt's).
+    pub fn classify(z: Assignment<'_>) -> Result<Self> {
+        let len = checked_len(&z)?;
+        let inputs = z.inputs.len();
+        let value = |v: usize| if v < inputs { &z.inputs[v] } else { &z.aux[v - inputs] };
+        let mut kinds = vec![0u64; len.div_ceil(PER_WORD)];
+        kinds.par_chunks_mut(WORDS_PER_TASK).enumerate().for_each(|(task, words)| {
+            for (w, word) in words.iter_mut().enumerate() {
+                let first = (task * WORDS_PER_TASK + w) * PER_WORD;
+                for v in first..len.min(first + PER_WORD) {
+                    *word |= (kind(value(v)) as u64) << (2 * (v % PER_WORD));
+                }
+            }
+        });
+        let full = z
+            .inputs
+            .par_iter()
+            .chain(z.aux.par_iter())
+            .filter(|v| kind(v) == Kind::Full)
+            .copied()
+            .collect();
+        Ok(Self::with_kinds(kinds, full, len))
+    }
+
+    fn with_kinds(kinds: Vec<u64>, full: Vec<Scalar>, len: usize) -> Self {
         let full_offsets = kinds
             .iter()
             .scan(0u32, |before, &word| {
@@ -87,14 +124,12 @@ impl CompactWitness {
                 Some(offset)
             })
             .collect();
-        let mut full: Vec<Scalar> = z.inputs.iter().filter(|v| kind(v) == Kind::Full).copied().collect();
-        full.par_extend(aux_full.par_iter().map(|&i| z.aux[i as usize]));
-        Ok(CompactWitness {
+        CompactWitness {
             kinds,
             full_offsets,
             full,
             len,
-        })
+        }
     }
 
     /// Host bytes of the encoding: what crosses PCIe.
@@ -151,6 +186,12 @@ mod tests {
             )
             .unwrap();
             assert_eq!(compact.decode(), z, "{inputs} inputs, {aux} aux");
+            let classified = CompactWitness::classify(Assignment {
+                inputs: input_part,
+                aux: aux_part,
+            })
+            .unwrap();
+            assert_eq!(classified, compact, "{inputs} inputs, {aux} aux: classified here");
             let full = z.iter().filter(|v| kind(v) == Kind::Full).count();
             assert_eq!(compact.full.len(), full);
             assert_eq!(compact.size_bytes(), 12 * z.len().div_ceil(32) + 32 * full);
