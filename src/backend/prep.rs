@@ -9,7 +9,7 @@ use rayon::prelude::*;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use crate::groth16::QueryLayout;
-use crate::parallel::extend_parallel;
+use crate::parallel::{extend_parallel, extend_selected};
 use crate::synthesis::Density;
 
 /// The scalars of one MSM sorted into the three classes.
@@ -273,33 +273,10 @@ fn mostly_full_width(aux: &[Scalar]) -> bool {
 }
 
 /// A density-filtered query's dense scalars: `head` (its inputs'), then the aux scalars of
-/// `all` (canonical, one per variable) whose variable `density` keeps, in order, copied on all
-/// cores.
-fn select_dense(head: Vec<[u8; 32]>, all: &[[u8; 32]], density: &Density) -> Vec<[u8; 32]> {
-    let kept: Vec<usize> = (0..all.len().div_ceil(CHUNK))
-        .into_par_iter()
-        .map(|k| density.count_ones_in(k * CHUNK..all.len().min((k + 1) * CHUNK)))
-        .collect();
-    let mut out = vec![[0u8; 32]; head.len() + kept.iter().sum::<usize>()];
-    let (first, mut rest) = out.split_at_mut(head.len());
-    first.copy_from_slice(&head);
-    let mut parts = Vec::with_capacity(kept.len());
-    for &n in &kept {
-        let (part, after) = rest.split_at_mut(n);
-        parts.push(part);
-        rest = after;
-    }
-    parts
-        .into_par_iter()
-        .zip(all.par_chunks(CHUNK))
-        .enumerate()
-        .for_each(|(k, (part, chunk))| {
-            let chosen = chunk.iter().enumerate().filter(|&(i, _)| density.get(k * CHUNK + i));
-            for (o, (_, s)) in part.iter_mut().zip(chosen) {
-                *o = *s;
-            }
-        });
-    out
+/// `all` (canonical, one per variable) whose variable `density` keeps, in order.
+fn select_dense(mut head: Vec<[u8; 32]>, all: &[[u8; 32]], density: &Density) -> Vec<[u8; 32]> {
+    extend_selected(&mut head, all, |variable, _| density.get(variable));
+    head
 }
 
 #[cfg(test)]

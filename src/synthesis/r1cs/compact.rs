@@ -9,6 +9,7 @@ use rayon::prelude::*;
 
 use super::matrix::Assignment;
 use crate::error::{Error, Result};
+use crate::parallel::extend_selected;
 
 /// Values per kinds word.
 const PER_WORD: usize = 32;
@@ -105,13 +106,9 @@ impl CompactWitness {
                 }
             }
         });
-        let full = z
-            .inputs
-            .par_iter()
-            .chain(z.aux.par_iter())
-            .filter(|v| kind(v) == Kind::Full)
-            .copied()
-            .collect();
+        let mut full = Vec::new();
+        extend_selected(&mut full, z.inputs, |_, v| kind(v) == Kind::Full);
+        extend_selected(&mut full, z.aux, |_, v| kind(v) == Kind::Full);
         Ok(Self::with_kinds(kinds, full, len))
     }
 
