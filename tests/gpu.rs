@@ -20,7 +20,7 @@ use cuzk::timings::BackendKind;
 use cuzk::timings::{KeyResidency, Timings};
 use cuzk::ProvingKey;
 use cuzk::{BackendChoice, CircuitOptions, Prover, Whole};
-use cuzk_tools::circuits::{synthetic_key, RandomCircuit};
+use cuzk_tools::circuits::{synthetic_key, OnlyTheConstant, RandomCircuit};
 use cuzk_tools::post_oracle::{bellperson_window_post, bellperson_winning_post};
 use ff::Field;
 use filecoin_proofs_api::RegisteredSealProof;
@@ -71,26 +71,39 @@ enum Key {
     Synthetic,
 }
 
-/// The GPU against bellperson's CPU prover on a fresh random circuit with fixed r, s: the same
-/// bytes with the 0/1 split forced on and forced off (the cost model picks one of the two),
-/// with the key resident in device memory and streamed from host memory, with a, b, c from
-/// classic synthesis (host) and computed on the device from the circuit's resident matrices and
-/// compact witness; with a real key the proof verifies.
+/// The GPU against bellperson's CPU prover on a fresh random circuit with fixed r, s (see
+/// [`check_circuit_equals_bellperson`]).
 fn check_gpu_equals_bellperson(constraints: usize, bit_heavy: bool, key_kind: Key) {
     let seed: u64 = rand::random();
     let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed);
     let circuit = RandomCircuit::new(&mut rng, constraints, bit_heavy);
+    let inputs = circuit.inputs.clone();
+    let what = format!("{constraints} constraints, bit_heavy {bit_heavy}, {key_kind:?} key, seed {seed}");
+    check_circuit_equals_bellperson(circuit, &inputs, key_kind, &mut rng, &what);
+}
+
+/// The GPU against bellperson's CPU prover on `circuit` (public inputs `inputs`) with fixed r,
+/// s: the same bytes with the 0/1 split forced on and forced off (the cost model picks one of
+/// the two), with the key resident in device memory and streamed from host memory, with a, b, c
+/// from classic synthesis (host) and computed on the device from the circuit's resident
+/// matrices and compact witness; with a real key the proof verifies.
+fn check_circuit_equals_bellperson<C: bellperson::Circuit<Scalar> + Clone + Send + Sync>(
+    circuit: C,
+    inputs: &[Scalar],
+    key_kind: Key,
+    rng: &mut rand_chacha::ChaCha20Rng,
+    what: &str,
+) {
     let start = Instant::now();
     let params = match key_kind {
-        Key::Setup => ProvingKey::new(generate_random_parameters::<Bls12, _, _>(circuit.clone(), &mut rng).unwrap(), "setup"),
-        Key::Synthetic => synthetic_key(&synthesize(circuit.clone(), None).unwrap(), seed),
+        Key::Setup => ProvingKey::new(generate_random_parameters::<Bls12, _, _>(circuit.clone(), &mut *rng).unwrap(), "setup"),
+        Key::Synthetic => synthetic_key(&synthesize(circuit.clone(), None).unwrap(), rand::Rng::gen(&mut *rng)),
     };
     let key_s = start.elapsed().as_secs_f64();
-    let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
+    let (r, s) = (Scalar::random(&mut *rng), Scalar::random(&mut *rng));
     let start = Instant::now();
     let expected = proof_bytes(&create_proof_batch(vec![circuit.clone()], &*params, vec![r], vec![s]).unwrap().remove(0));
     let bellperson_s = start.elapsed().as_secs_f64();
-    let what = format!("{constraints} constraints, bit_heavy {bit_heavy}, {key_kind:?} key, seed {seed}");
     let shape = Arc::new(CircuitShape::extract(circuit.clone()).unwrap());
     for (policy, residency, products_on_device) in [
         (SplitPolicy::Always, KeyResidency::Resident, false),
@@ -120,13 +133,13 @@ fn check_gpu_equals_bellperson(constraints: usize, bit_heavy: bool, key_kind: Ke
         );
         if key_kind == Key::Setup {
             assert!(
-                verify_proof(&prepare_verifying_key(&params.vk), &ours, &circuit.inputs).unwrap(),
+                verify_proof(&prepare_verifying_key(&params.vk), &ours, inputs).unwrap(),
                 "{what}: GPU proof does not verify"
             );
         }
         let s = |ns: u64| ns as f64 / 1e9;
         eprintln!(
-            "{constraints:>8} constraints bit_heavy={bit_heavy:<5} {key_kind:?} key ({key_s:.1} s) split={policy:?} {residency:?} spmv_on_device={products_on_device}: bellperson {bellperson_s:.3} s | GPU synthesis {:.3}, upload {:.3}, prep {:.3}, h2d {:.3}, witness upload {:.3}, spmv {:.3}, ntt {:.3}, msm_h {:.3}, batch_add {:.3}, tails {:.3}, b_g2 {:.3} s",
+            "{what} ({key_s:.1} s) split={policy:?} {residency:?} spmv_on_device={products_on_device}: bellperson {bellperson_s:.3} s | GPU synthesis {:.3}, upload {:.3}, prep {:.3}, h2d {:.3}, witness upload {:.3}, spmv {:.3}, ntt {:.3}, msm_h {:.3}, batch_add {:.3}, tails {:.3}, b_g2 {:.3} s",
             s(t.synthesis_ns), s(t.srs_upload_ns + t.shape_upload_ns), s(t.prep_msm_ns), s(t.pin_h2d_ns), s(t.witness_upload_ns), s(t.spmv_ns), s(t.ntt_ns), s(t.msm_h_ns), s(t.batch_add_ns),
             s(t.msm_l_ns + t.msm_a_ns + t.msm_b_g1_ns), s(t.msm_b_g2_ns),
         );
@@ -452,4 +465,30 @@ fn cuda_errors_become_statuses_and_the_next_call_works() {
     assert_eq!(err.status, Status::GpuError, "{err}");
     check_gpu_equals_bellperson(1 << 12, true, Key::Setup);
     let _ = engine;
+}
+
+#[test]
+#[cfg_attr(
+    not(cuzk_gpu_tests),
+    ignore = "GPU test: build with CUZK_GPU_TESTS=1 and run where a CUDA device is present"
+)]
+fn smallest_circuits_equal_bellperson_and_the_next_call_works() {
+    require_gpu();
+    let seed: u64 = rand::random();
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed);
+    // Domain 1: no NTT and no H MSM (H is the identity), as bellperson.
+    check_circuit_equals_bellperson(
+        OnlyTheConstant,
+        &[],
+        Key::Setup,
+        &mut rng,
+        &format!("only the constant input, seed {seed}"),
+    );
+    // Domains 4 (three inputs, no constraint of their own) and 8.
+    for constraints in [0, 1, 4] {
+        let circuit = RandomCircuit::new(&mut rng, constraints, false);
+        let inputs = circuit.inputs.clone();
+        check_circuit_equals_bellperson(circuit, &inputs, Key::Setup, &mut rng, &format!("{constraints} constraints, seed {seed}"));
+    }
+    check_gpu_equals_bellperson(1 << 12, true, Key::Setup);
 }

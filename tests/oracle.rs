@@ -9,7 +9,7 @@ use blstrs::{Bls12, Scalar};
 use cuzk::engine::EngineConfig;
 use cuzk::timings::Timings;
 use cuzk::{BackendChoice, CircuitOptions, CircuitShape, Prover, Whole};
-use cuzk_tools::circuits::RandomCircuit;
+use cuzk_tools::circuits::{OnlyTheConstant, RandomCircuit};
 use ff::Field;
 use rand::SeedableRng;
 
@@ -21,11 +21,24 @@ fn prover() -> &'static Prover {
 fn check(constraints: usize, bit_heavy: bool, seed: u64) {
     let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed);
     let circuit = RandomCircuit::new(&mut rng, constraints, bit_heavy);
+    let inputs = circuit.inputs.clone();
+    let timings = check_circuit(circuit, &inputs, &mut rng, &format!("{constraints} constraints, bit_heavy {bit_heavy}"));
+    assert!(timings.synthesis_ns > 0 && timings.msm_h_ns > 0 && timings.ntt_ns > 0);
+}
+
+/// Our proof of `circuit` (public inputs `inputs`), on both synthesis paths, is bellperson's
+/// for the same r, s, and bellperson's verifier accepts it.
+fn check_circuit<C: bellperson::Circuit<Scalar> + Clone + Send + Sync>(
+    circuit: C,
+    inputs: &[Scalar],
+    rng: &mut rand_chacha::ChaCha20Rng,
+    what: &str,
+) -> Timings {
     let params = cuzk::ProvingKey::new(
-        generate_random_parameters::<Bls12, _, _>(circuit.clone(), &mut rng).expect("parameters"),
+        generate_random_parameters::<Bls12, _, _>(circuit.clone(), &mut *rng).expect("parameters"),
         "setup",
     );
-    let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
+    let (r, s) = (Scalar::random(&mut *rng), Scalar::random(&mut *rng));
 
     let expected: Proof<Bls12> = create_proof_batch(vec![circuit.clone()], &*params, vec![r], vec![s])
         .expect("bellperson proof")
@@ -39,23 +52,35 @@ fn check(constraints: usize, bit_heavy: bool, seed: u64) {
     let shape = Arc::new(CircuitShape::extract(circuit.clone()).expect("shape"));
     let mut r1cs_timings = Timings::new();
     let ours_r1cs = prover()
-        .prove_with_shape(&params, &shape, &Whole(circuit.clone()), &options, &mut r1cs_timings)
+        .prove_with_shape(&params, &shape, &Whole(circuit), &options, &mut r1cs_timings)
         .expect("cuzk proof on the R1CS path");
     assert_eq!(r1cs_timings.r1cs_synthesis, 1);
 
     let (mut a, mut b) = (Vec::new(), Vec::new());
     expected.write(&mut a).unwrap();
     ours.write(&mut b).unwrap();
-    assert_eq!(a, b, "{constraints} constraints, bit_heavy {bit_heavy}: proofs differ");
+    assert_eq!(a, b, "{what}: proofs differ");
     let mut c = Vec::new();
     ours_r1cs.write(&mut c).unwrap();
-    assert_eq!(a, c, "{constraints} constraints, bit_heavy {bit_heavy}: the R1CS path's proof differs");
+    assert_eq!(a, c, "{what}: the R1CS path's proof differs");
     let pvk = prepare_verifying_key(&params.vk);
     assert!(
-        verify_proof(&pvk, &ours, &circuit.inputs).expect("verifier"),
-        "bellperson rejects our proof"
+        verify_proof(&pvk, &ours, inputs).expect("verifier"),
+        "{what}: bellperson rejects our proof"
     );
-    assert!(timings.synthesis_ns > 0 && timings.msm_h_ns > 0 && timings.ntt_ns > 0);
+    timings
+}
+
+/// The smallest circuits: only the constant input (one constraint, a domain of size 1, an
+/// empty H query), inputs without constraints of their own (domain 4), one constraint.
+#[test]
+fn smallest_circuits_match_bellperson() {
+    let seed: u64 = rand::random();
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed);
+    check_circuit(OnlyTheConstant, &[], &mut rng, &format!("only the constant input, seed {seed}"));
+    for constraints in [0, 1] {
+        check(constraints, false, rand::random());
+    }
 }
 
 #[test]

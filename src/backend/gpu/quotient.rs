@@ -6,6 +6,7 @@ use std::ffi::c_void;
 use std::sync::Arc;
 
 use blstrs::{G1Projective, Scalar};
+use group::Group;
 
 use super::device::Device;
 use super::device_key::PointSource;
@@ -36,6 +37,12 @@ impl GpuBackend {
         staging: &sys::Staging,
         t: &mut Timings,
     ) -> Result<G1Projective> {
+        if lg_domain == 0 {
+            // A domain of size 1 (only the constant input's constraint): H has no coefficient
+            // and the H query no point, so H is the identity, as bellperson computes it; no
+            // NTT or MSM is launched with those sizes.
+            return Ok(G1Projective::identity());
+        }
         let h_points = src.points(sys::QUERY_H, &key.h);
         let mut h = sys::G1::default();
         let mut times = sys::HTimes::default();
