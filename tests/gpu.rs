@@ -127,7 +127,11 @@ fn check_circuit_equals_bellperson<C: bellperson::Circuit<Scalar> + Clone + Send
         assert_eq!(t.key_residency, residency as u32);
         // A domain of size 1 has no H: no a, b, c are computed anywhere.
         let has_h = shape.num_constraints() > 1;
-        assert_eq!(t.spmv_on_device, u32::from(products_on_device && has_h), "{what}: where a, b, c were computed");
+        assert_eq!(
+            t.spmv_on_device,
+            u32::from(products_on_device && has_h),
+            "{what}: where a, b, c were computed"
+        );
         assert_eq!(
             proof_bytes(&ours),
             expected,

@@ -28,6 +28,7 @@ mod por;
 pub mod porep;
 mod poseidon;
 pub mod post;
+mod vanilla;
 
 /// One proof of some kind as its caller gave it (one sector's C2, one WindowPoSt partition, a
 /// WinningPoSt).

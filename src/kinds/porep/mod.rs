@@ -29,9 +29,11 @@ use storage_proofs_porep::stacked::{
 use typenum::{Unsigned, U0, U2};
 
 use crate::cancel::CancelToken;
+use crate::kinds::vanilla::is_canonical;
 use crate::kinds::CircuitSource;
 use crate::synthesis::r1cs::{SegmentedCircuit, Witness};
 
+mod check;
 mod job;
 mod sha256;
 mod witness;
@@ -141,8 +143,9 @@ fn public_inputs<Tree: 'static + MerkleTreeTrait>(
 }
 
 /// Checks a C1 output for this prover and sector and returns the inputs of its circuits. The
-/// vanilla proofs are verified here (cheap next to C2): a tampered or mismatched C1 is reported
-/// before any synthesis time is spent on it.
+/// vanilla proofs' structure is checked ([`check`]), then they are verified here (cheap next to
+/// C2): a malformed, tampered or mismatched C1 is reported before any synthesis time is spent
+/// on it.
 pub fn check_c1<Tree: 'static + MerkleTreeTrait>(c1: SealCommitPhase1Output, prover_id: [u8; 32], sector_id: u64) -> Result<SealInputs<Tree>> {
     let config = porep_config(c1.registered_proof)?;
     let (proof_size, vanilla_size) = (u64::from(c1.registered_proof.sector_size()), vanilla_sector_size(&c1.vanilla_proofs));
@@ -168,13 +171,23 @@ pub fn check_c1<Tree: 'static + MerkleTreeTrait>(c1: SealCommitPhase1Output, pro
             config.partitions.0
         )));
     }
+    let params = public_params::<Tree>(&config).map_err(dependency("PoRep public parameters"))?;
+    let nodes = (proof_size / storage_proofs_core::util::NODE_SIZE as u64) as usize;
+    check::check_structure::<Tree>(
+        &vanilla_proofs,
+        nodes,
+        params.num_layers,
+        params.challenges.num_challenges_per_partition(),
+    )?;
+    if !is_canonical(&c1.replica_id) {
+        return Err(Error::invalid("replica_id is not a canonical field element"));
+    }
     let replica_id = generate_replica_id::<Tree::Hasher, _>(&prover_id, sector_id, &c1.ticket, c1.comm_d, &config.porep_id);
     let c1_replica_id: <Tree::Hasher as Hasher>::Domain = blstrs::Scalar::from(c1.replica_id).into();
     if replica_id != c1_replica_id {
         return Err(Error::invalid("C1 was sealed for a different prover id, sector id, ticket or comm_d"));
     }
     let public_inputs = public_inputs::<Tree>(replica_id, c1.comm_r, c1.comm_d, c1.seed)?;
-    let params = public_params::<Tree>(&config).map_err(dependency("PoRep public parameters"))?;
     let valid = StackedDrg::<Tree, DefaultPieceHasher>::verify_all_partitions(&params, &public_inputs, &vanilla_proofs)
         .map_err(dependency("checking the vanilla proofs"))?;
     if !valid {

@@ -22,7 +22,7 @@ use filecoin_proofs::{FallbackPoStSectorProof, PoStType};
 use filecoin_proofs_api::RegisteredPoStProof;
 use storage_proofs_core::compound_proof::{self, CompoundProof};
 use storage_proofs_core::gadgets::por::PoRCompound;
-use storage_proofs_core::merkle::{base_path_length, compound_path_length, MerkleProof, MerkleProofTrait};
+use storage_proofs_core::merkle::MerkleProofTrait;
 use storage_proofs_core::multi_proof::MultiProof;
 use storage_proofs_core::por;
 use storage_proofs_core::sector::SectorId;
@@ -30,12 +30,12 @@ use storage_proofs_core::util::NODE_SIZE;
 use storage_proofs_post::fallback::{
     self, generate_leaf_challenge, get_challenge_index, FallbackPoSt, FallbackPoStCompound, PublicSector, Sector, SectorProof,
 };
-use typenum::Unsigned;
 
 use crate::backend::Priority;
 use crate::cancel::CancelToken;
 use crate::error::{Error, Result, Status};
 use crate::groth16::ProvingKey;
+use crate::kinds::vanilla::{check_path, is_canonical};
 use crate::kinds::{CircuitSource, ProofJob, ProofRequest, SynthesisPath};
 use crate::synthesis::r1cs::CircuitShape;
 use crate::synthesis::SynthesizedCircuit;
@@ -154,7 +154,8 @@ fn blank_shape<Tree: 'static + MerkleTreeTrait>(params: &fallback::PublicParams)
 
 type TreeDomain<Tree> = <<Tree as MerkleTreeTrait>::Hasher as Hasher>::Domain;
 type TreeSectorProof<Tree> = SectorProof<<Tree as MerkleTreeTrait>::Proof>;
-type TreePath<Tree> = MerkleProof<
+#[cfg(feature = "internals")]
+type TreePath<Tree> = storage_proofs_core::merkle::MerkleProof<
     <Tree as MerkleTreeTrait>::Hasher,
     <Tree as MerkleTreeTrait>::Arity,
     <Tree as MerkleTreeTrait>::SubTreeArity,
@@ -169,11 +170,6 @@ fn canonical<D: Domain>(bytes: &[u8; 32], what: &str) -> Result<D> {
         )));
     }
     D::try_from_bytes(bytes).map_err(|e| Error::from_dependency(Status::InvalidArgument, what, e))
-}
-
-fn is_canonical<D: Domain>(value: &D) -> bool {
-    let bytes: Option<[u8; 32]> = value.as_ref().try_into().ok();
-    bytes.is_some_and(|b| Option::<Scalar>::from(Scalar::from_bytes_le(&b)).is_some())
 }
 
 /// A checked PoSt: the circuit's slots and public inputs.
@@ -291,7 +287,7 @@ fn decode_vanilla_proofs<Tree: 'static + MerkleTreeTrait>(request: &PostRequest,
             )));
         }
         for (n, path) in sector_proof.inclusion_proofs.iter().enumerate() {
-            check_path_shape::<Tree>(path, leaves).map_err(|m| named(format!("inclusion path {n}: {m}")))?;
+            check_path(path, leaves).map_err(|m| named(format!("inclusion path {n}: {m}")))?;
         }
         proofs.push(proof);
     }
@@ -312,47 +308,6 @@ fn decode_one<Tree: 'static + MerkleTreeTrait>(bytes: &[u8]) -> Result<FallbackP
         .reject_trailing_bytes()
         .deserialize(bytes)
         .map_err(|e| Error::from_dependency(Status::ParseError, "not a FallbackPoStSectorProof of this sector size", e))
-}
-
-/// Whether an inclusion path has the tree's shape (what filecoin-proofs' hashing assumes and
-/// would panic on): the proof variant of the tree's layers, the path length for `leaves`,
-/// arity − 1 siblings and an index below the arity at every level, canonical values.
-fn check_path_shape<Tree: MerkleTreeTrait>(path: &TreePath<Tree>, leaves: usize) -> std::result::Result<(), String> {
-    let (base, sub, top) = (Tree::Arity::to_usize(), Tree::SubTreeArity::to_usize(), Tree::TopTreeArity::to_usize());
-    // The serialized proof starts with its variant: 0 one tree, 1 with sub-trees, 2 with a top tree.
-    let variant = bincode::serialize(path).map_err(|e| e.to_string())?;
-    let expected_variant: u8 = if top > 0 {
-        2
-    } else if sub > 0 {
-        1
-    } else {
-        0
-    };
-    if variant.get(..4) != Some(&[expected_variant, 0, 0, 0][..]) {
-        return Err("its layers do not match the sector size's tree".into());
-    }
-    let levels = path.path();
-    let expected = compound_path_length::<Tree::Arity, Tree::SubTreeArity, Tree::TopTreeArity>(leaves);
-    if levels.len() != expected {
-        return Err(format!("{} levels, the tree has {expected}", levels.len()));
-    }
-    let base_levels = base_path_length::<Tree::Arity, Tree::SubTreeArity, Tree::TopTreeArity>(leaves);
-    let arities = std::iter::repeat_n(base, base_levels).chain([sub, top].into_iter().filter(|&a| a > 0));
-    for (height, ((siblings, index), arity)) in levels.iter().zip(arities).enumerate() {
-        if siblings.len() + 1 != arity || *index >= arity {
-            return Err(format!(
-                "level {height} has {} siblings and index {index}, the tree's arity there is {arity}",
-                siblings.len()
-            ));
-        }
-        if !siblings.iter().all(is_canonical) {
-            return Err(format!("level {height} has a non-canonical field element"));
-        }
-    }
-    if !is_canonical(&path.leaf()) || !is_canonical(&path.root()) {
-        return Err("its leaf or root is not a canonical field element".into());
-    }
-    Ok(())
 }
 
 impl<Tree: 'static + MerkleTreeTrait> PostJob<Tree> {
@@ -594,6 +549,8 @@ impl ProofRequest for MadeUpPost {
 fn made_up_job<Tree: 'static + MerkleTreeTrait>(made_up: &MadeUpPost) -> Result<Box<dyn ProofJob>> {
     use ff::Field;
     use rand::{Rng, SeedableRng};
+    use storage_proofs_core::merkle::{base_path_length, MerkleProof};
+    use typenum::Unsigned;
 
     let config = post_config(made_up.proof, made_up.kind)?;
     let params = public_params::<Tree>(&config)?;

@@ -1,0 +1,56 @@
+//! Checks shared by the kinds' vanilla proofs, made before filecoin-proofs' code reads them
+//! (its hashing and gadgets assert, or convert with `expect`, on what they assume): canonical
+//! field elements and Merkle paths of the tree's shape.
+
+use blstrs::Scalar;
+use filecoin_hashers::{Domain, Hasher};
+use storage_proofs_core::merkle::{base_path_length, compound_path_length, MerkleProofTrait};
+use typenum::Unsigned;
+
+/// Whether a field element's 32 bytes are canonical (< the BLS12-381 scalar modulus).
+pub(crate) fn is_canonical<D: Domain>(value: &D) -> bool {
+    let bytes: Option<[u8; 32]> = value.as_ref().try_into().ok();
+    bytes.is_some_and(|b| Option::<Scalar>::from(Scalar::from_bytes_le(&b)).is_some())
+}
+
+/// Whether an inclusion path has the shape of a tree of `leaves` (what filecoin-proofs' hashing
+/// and inclusion gadget assume): the proof variant of the tree's layers, the path length, arity
+/// − 1 siblings and an index below the arity at every level, canonical values. (Whether it
+/// hashes to its root is the caller's: a PoSt names such a sector faulty.)
+pub(crate) fn check_path<P: MerkleProofTrait>(path: &P, leaves: usize) -> Result<(), String> {
+    let (base, sub, top) = (P::Arity::to_usize(), P::SubTreeArity::to_usize(), P::TopTreeArity::to_usize());
+    // The serialized proof starts with its variant: 0 one tree, 1 with sub-trees, 2 with a top tree.
+    let variant = bincode::serialize(path).map_err(|e| e.to_string())?;
+    let expected_variant: u8 = if top > 0 {
+        2
+    } else if sub > 0 {
+        1
+    } else {
+        0
+    };
+    if variant.get(..4) != Some(&[expected_variant, 0, 0, 0][..]) {
+        return Err("its layers do not match the sector size's tree".into());
+    }
+    let levels = path.path();
+    let expected = compound_path_length::<P::Arity, P::SubTreeArity, P::TopTreeArity>(leaves);
+    if levels.len() != expected {
+        return Err(format!("{} levels, the tree has {expected}", levels.len()));
+    }
+    let base_levels = base_path_length::<P::Arity, P::SubTreeArity, P::TopTreeArity>(leaves);
+    let arities = std::iter::repeat_n(base, base_levels).chain([sub, top].into_iter().filter(|&a| a > 0));
+    for (height, ((siblings, index), arity)) in levels.iter().zip(arities).enumerate() {
+        if siblings.len() + 1 != arity || *index >= arity {
+            return Err(format!(
+                "level {height} has {} siblings and index {index}, the tree's arity there is {arity}",
+                siblings.len()
+            ));
+        }
+        if !siblings.iter().all(is_canonical::<<P::Hasher as Hasher>::Domain>) {
+            return Err(format!("level {height} has a non-canonical field element"));
+        }
+    }
+    if !is_canonical(&path.leaf()) || !is_canonical(&path.root()) {
+        return Err("its leaf or root is not a canonical field element".into());
+    }
+    Ok(())
+}
