@@ -9,6 +9,7 @@ use blstrs::Scalar;
 use filecoin_hashers::{POSEIDON_CONSTANTS_2, POSEIDON_CONSTANTS_4, POSEIDON_CONSTANTS_8};
 use storage_proofs_core::gadgets::constraint;
 use storage_proofs_core::gadgets::insertion::insert;
+use storage_proofs_core::merkle::MerkleProofTrait;
 
 use super::poseidon::poseidon_hash;
 use crate::synthesis::r1cs::WitnessCs;
@@ -49,4 +50,12 @@ pub(crate) fn inclusion(
     multipack::pack_into_inputs(&mut *cs, &path_bits)?;
     constraint::equal(cs, || "enforce root is correct", &node, root);
     Ok(())
+}
+
+/// A vanilla inclusion proof's levels as [`inclusion`] takes them.
+pub(crate) fn levels<P: MerkleProofTrait>(path: &P) -> Vec<(Vec<Scalar>, usize)> {
+    path.path()
+        .into_iter()
+        .map(|(siblings, index)| (siblings.into_iter().map(Into::into).collect(), index))
+        .collect()
 }

@@ -4,40 +4,16 @@
 //! checks such input was a panic — or, for a tampered comm_d path, a whole proof that failed
 //! self-verification. Every error names the place in the C1 JSON.
 
-use filecoin_hashers::Hasher;
 use filecoin_proofs::constants::DefaultPieceHasher;
 use filecoin_proofs::types::MerkleTreeTrait;
-use serde::Deserialize;
 use storage_proofs_core::drgraph::BASE_DEGREE;
-use storage_proofs_core::merkle::{MerkleProof, MerkleProofTrait};
+use storage_proofs_core::merkle::MerkleProofTrait;
 use storage_proofs_porep::stacked::{self, ColumnProof, EXP_DEGREE};
 
+use super::column::{column_parts, TreePath};
 use super::VanillaProofs;
 use crate::error::{Error, Result};
 use crate::kinds::vanilla::{check_path, is_canonical};
-
-type TreeDomain<Tree> = <<Tree as MerkleTreeTrait>::Hasher as Hasher>::Domain;
-type TreePath<Tree> = MerkleProof<
-    <Tree as MerkleTreeTrait>::Hasher,
-    <Tree as MerkleTreeTrait>::Arity,
-    <Tree as MerkleTreeTrait>::SubTreeArity,
-    <Tree as MerkleTreeTrait>::TopTreeArity,
->;
-
-/// A column proof's fields (private in storage-proofs-porep), decoded from its own
-/// serialization: the rows and the inclusion path of the column's hash.
-#[derive(Deserialize)]
-struct ColumnParts<D, P> {
-    column: ColumnRows<D>,
-    inclusion_proof: P,
-}
-
-#[derive(Deserialize)]
-struct ColumnRows<D> {
-    _index: u32,
-    rows: Vec<D>,
-    _h: std::marker::PhantomData<()>,
-}
 
 /// Checks every vanilla proof of `proofs` against the geometry of its sector size: `nodes`
 /// nodes, `layers` layers, `challenges` challenges per partition.
@@ -106,8 +82,7 @@ fn check_column<Tree: 'static + MerkleTreeTrait>(
     nodes: usize,
     layers: usize,
 ) -> std::result::Result<(), String> {
-    let encoded = bincode::serialize(column).map_err(|e| e.to_string())?;
-    let parts: ColumnParts<TreeDomain<Tree>, TreePath<Tree>> = bincode::deserialize(&encoded).map_err(|e| e.to_string())?;
+    let parts = column_parts::<Tree>(column)?;
     let rows = &parts.column.rows;
     if rows.len() != layers {
         return Err(format!("{} rows, expected one per layer ({layers})", rows.len()));

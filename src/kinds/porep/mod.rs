@@ -34,6 +34,7 @@ use crate::kinds::CircuitSource;
 use crate::synthesis::r1cs::{SegmentedCircuit, Witness};
 
 mod check;
+mod column;
 mod job;
 mod sha256;
 mod witness;

@@ -12,7 +12,9 @@
 //! combination, so a gadget may be handed variables allocated in another constraint system
 //! (or in a scratch one, from the proof's values): only their values are read. The parts are
 //! appended in the order `StackedCircuit::synthesize` allocates them; tests/r1cs.rs checks the
-//! result equals its witness exactly.
+//! result equals its witness exactly. The SHA-256 labels and comm_d path ([`super::sha256`])
+//! and the Poseidon column hashes and tree_c / tree_r_last paths (`kinds::poseidon`,
+//! `kinds::por`) are computed natively, not by running their gadgets.
 
 use bellperson::gadgets::boolean::{AllocatedBit, Boolean};
 use bellperson::gadgets::multipack;
@@ -21,24 +23,26 @@ use bellperson::gadgets::uint32::UInt32;
 use bellperson::SynthesisError;
 use blstrs::Scalar;
 use ff::PrimeField;
-use filecoin_hashers::{HashFunction, Hasher, PoseidonArity, POSEIDON_CONSTANTS_11, POSEIDON_CONSTANTS_2};
+use filecoin_hashers::poseidon::PoseidonHasher;
+use filecoin_hashers::{HashFunction, Hasher, POSEIDON_CONSTANTS_11, POSEIDON_CONSTANTS_2};
 use filecoin_proofs::constants::DefaultPieceHasher;
 use filecoin_proofs::types::MerkleTreeTrait;
 use rayon::prelude::*;
 use storage_proofs_core::gadgets::constraint;
 use storage_proofs_core::gadgets::encode::encode;
 use storage_proofs_core::gadgets::insertion::insert;
-use storage_proofs_core::gadgets::por::{AuthPath, PoRCircuit};
 use storage_proofs_core::gadgets::uint64::UInt64;
-use storage_proofs_core::gadgets::variables::Root;
-use storage_proofs_core::merkle::{DiskStore, MerkleProof, MerkleProofTrait, MerkleTreeWrapper};
+use storage_proofs_core::merkle::{MerkleProof, MerkleProofTrait};
 use storage_proofs_core::util::reverse_bit_numbering;
-use storage_proofs_porep::stacked::StackedCircuit;
-use typenum::{U11, U2};
+use storage_proofs_porep::stacked::{ColumnProof, StackedCircuit};
+use typenum::U2;
 
+use super::column::{column_parts, TreePath};
 use super::sha256::{sha256, to_booleans, Bit, Word};
 use super::{PartitionCircuit, TreeDomain};
 use crate::cancel::CancelToken;
+use crate::kinds::por;
+use crate::kinds::poseidon::poseidon_hash;
 use crate::synthesis::r1cs::{Witness, WitnessCs};
 
 type PieceDomain = <DefaultPieceHasher as Hasher>::Domain;
@@ -63,7 +67,7 @@ fn synthesize_prefix<Tree: 'static + MerkleTreeTrait>(cs: &mut WitnessCs, circui
     comm_r.inputize(&mut *cs)?;
     let comm_r_last = AllocatedNum::alloc(&mut *cs, value(circuit.comm_r_last.map(Into::into)))?;
     let comm_c = AllocatedNum::alloc(&mut *cs, value(circuit.comm_c.map(Into::into)))?;
-    let hash = <Tree::Hasher as Hasher>::Function::hash2_circuit(&mut *cs, &comm_c, &comm_r_last)?;
+    let hash = poseidon_hash(cs, &[comm_c.clone(), comm_r_last.clone()], &POSEIDON_CONSTANTS_2)?;
     constraint::equal(cs, || "comm_r = H(comm_c || comm_r_last)", &comm_r, &hash);
     Ok(Prefix {
         replica_id_bits,
@@ -73,31 +77,11 @@ fn synthesize_prefix<Tree: 'static + MerkleTreeTrait>(cs: &mut WitnessCs, circui
     })
 }
 
-/// storage-proofs-porep's `enforce_inclusion` (private there): a PoR of `leaf` under `root`.
-fn enforce_inclusion<H, U, V, W>(
-    cs: &mut WitnessCs,
-    path: AuthPath<H, U, V, W>,
-    root: &AllocatedNum<Scalar>,
-    leaf: &AllocatedNum<Scalar>,
-) -> Result<(), SynthesisError>
-where
-    H: 'static + Hasher,
-    U: 'static + PoseidonArity,
-    V: 'static + PoseidonArity,
-    W: 'static + PoseidonArity,
-{
-    let (root, leaf) = (
-        Root::from_allocated::<WitnessCs>(root.clone()),
-        Root::from_allocated::<WitnessCs>(leaf.clone()),
-    );
-    PoRCircuit::<MerkleTreeWrapper<H, DiskStore<H::Domain>, U, V, W>>::synthesize(cs, leaf, path, root, true)
-}
-
-/// storage-proofs-porep's `hash_single_column` (private there).
+/// storage-proofs-porep's `hash_single_column` (private there), its hash computed natively.
 fn hash_column(cs: &mut WitnessCs, column: &[AllocatedNum<Scalar>]) -> Result<AllocatedNum<Scalar>, SynthesisError> {
     match column.len() {
-        2 => neptune::circuit::poseidon_hash::<_, Scalar, U2>(cs, column.to_vec(), &POSEIDON_CONSTANTS_2),
-        11 => neptune::circuit::poseidon_hash::<_, Scalar, U11>(cs, column.to_vec(), &POSEIDON_CONSTANTS_11),
+        2 => poseidon_hash(cs, column, &POSEIDON_CONSTANTS_2),
+        11 => poseidon_hash(cs, column, &POSEIDON_CONSTANTS_11),
         n => Err(SynthesisError::IoError(std::io::Error::other(format!("no column hash for {n} layers")))),
     }
 }
@@ -121,6 +105,13 @@ fn as_circuit_proofs<Tree: MerkleTreeTrait, P>(
     proofs
 }
 
+/// The levels of a column's inclusion path (the witness reads the vanilla proof: the circuit's
+/// copy keeps them private).
+fn column_levels<Tree: 'static + MerkleTreeTrait>(column: &ColumnProof<TreePath<Tree>>) -> Result<Vec<(Vec<Scalar>, usize)>, SynthesisError> {
+    let parts = column_parts::<Tree>(column).map_err(|e| SynthesisError::IoError(std::io::Error::other(e)))?;
+    Ok(por::levels(&parts.inclusion_proof))
+}
+
 /// One task of a challenge, in the order `StackedCircuit` synthesizes them.
 #[derive(Clone, Copy)]
 enum Part {
@@ -140,6 +131,11 @@ pub fn partition_witness<Tree: 'static + MerkleTreeTrait>(
     circuit: &PartitionCircuit<Tree>,
     cancel: Option<&CancelToken>,
 ) -> Result<Witness, SynthesisError> {
+    if <Tree::Hasher as Hasher>::name() != PoseidonHasher::name() {
+        return Err(SynthesisError::IoError(std::io::Error::other(
+            "a PoRep's tree_c and tree_r_last are Poseidon trees",
+        )));
+    }
     let mut whole = WitnessCs::whole(cancel);
     let prefix = synthesize_prefix(&mut whole, circuit)?;
     let proofs = as_circuit_proofs::<Tree, _>(
@@ -173,9 +169,16 @@ pub fn partition_witness<Tree: 'static + MerkleTreeTrait>(
                     } else {
                         &proof.exp_parents_proofs[j - drg]
                     };
-                    let (rows, path) = column.clone().alloc(&mut cs)?;
-                    let hash = rows.hash(&mut cs)?;
-                    enforce_inclusion(&mut cs, path, &prefix.comm_c, &hash)?;
+                    let (rows, _) = column.clone().alloc(&mut cs)?;
+                    let rows: Vec<_> = (1..=circuit.num_layers).map(|layer| rows.get_value(layer).clone()).collect();
+                    let hash = hash_column(&mut cs, &rows)?;
+                    let vanilla = &circuit.proofs[i].replica_column_proofs;
+                    let vanilla = if j < drg {
+                        &vanilla.drg_parents[j]
+                    } else {
+                        &vanilla.exp_parents[j - drg]
+                    };
+                    por::inclusion(&mut cs, &hash, &column_levels::<Tree>(vanilla)?, &prefix.comm_c)?;
                 }
                 Part::Challenge => UInt64::alloc(&mut cs, proof.challenge)?.pack_into_input(&mut cs)?,
                 Part::Layer(layer) => {
@@ -212,16 +215,21 @@ pub fn partition_witness<Tree: 'static + MerkleTreeTrait>(
     }
     let tails = challenges
         .par_iter()
-        .zip(&proofs)
-        .map(|(parts, proof)| {
+        .zip(proofs.par_iter().zip(&circuit.proofs))
+        .map(|(parts, (proof, vanilla))| {
             let labels: Vec<_> = parts.iter().filter_map(|(_, label)| label.clone()).collect();
             let key = labels.last().ok_or_else(missing)?;
             let mut cs = WitnessCs::part(cancel);
             let leaf = AllocatedNum::alloc(WitnessCs::part(None), || proof.data_leaf.ok_or_else(missing))?;
             let encoded = encode(&mut cs, key, &leaf)?;
-            enforce_inclusion(&mut cs, proof.comm_r_last_path.clone(), &prefix.comm_r_last, &encoded)?;
+            por::inclusion(&mut cs, &encoded, &por::levels(&vanilla.comm_r_last_proof), &prefix.comm_r_last)?;
             let column_hash = hash_column(&mut cs, &labels)?;
-            enforce_inclusion(&mut cs, proof.comm_c_path.clone(), &prefix.comm_c, &column_hash)?;
+            por::inclusion(
+                &mut cs,
+                &column_hash,
+                &column_levels::<Tree>(&vanilla.replica_column_proofs.c_x)?,
+                &prefix.comm_c,
+            )?;
             Ok(cs)
         })
         .collect::<Result<Vec<_>, SynthesisError>>()?;

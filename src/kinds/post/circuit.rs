@@ -76,12 +76,7 @@ fn slot_witness<Tree: 'static + MerkleTreeTrait>(
     constraint::equal(cs, || "comm_r = H(comm_c ‖ comm_r_last)", &comm_r, &hash);
     for path in &proof.inclusion_proofs {
         let leaf = alloc(cs, path.leaf())?;
-        let levels: Vec<(Vec<Scalar>, usize)> = path
-            .path()
-            .into_iter()
-            .map(|(siblings, index)| (siblings.into_iter().map(Into::into).collect(), index))
-            .collect();
-        por::inclusion(cs, &leaf, &levels, &comm_r_last)?;
+        por::inclusion(cs, &leaf, &por::levels(path), &comm_r_last)?;
     }
     Ok(())
 }
