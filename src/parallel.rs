@@ -1,29 +1,19 @@
 //! Copying on all cores: large vectors assembled from parts made in parallel (a 32GiB
 //! partition's witness is 4.2 GB; appended part by part it is copied on one core).
 
+use std::mem::MaybeUninit;
+
 use rayon::prelude::*;
 
 /// Appends every slice of `parts` to `out`, in order, the slices copied in parallel into one
 /// allocation.
 pub(crate) fn extend_parallel<T: Copy + Send + Sync>(out: &mut Vec<T>, parts: &[&[T]]) {
-    let start = out.len();
-    let total: usize = parts.iter().map(|p| p.len()).sum();
-    out.reserve_exact(total);
-    let mut spare = &mut out.spare_capacity_mut()[..total];
-    let mut destinations = Vec::with_capacity(parts.len());
-    for part in parts {
-        let (head, tail) = spare.split_at_mut(part.len());
-        destinations.push(head);
-        spare = tail;
-    }
-    destinations.into_par_iter().zip(parts).for_each(|(dst, src)| {
-        for (d, s) in dst.iter_mut().zip(src.iter()) {
+    let lengths: Vec<usize> = parts.iter().map(|p| p.len()).collect();
+    fill_tiles(out, &lengths, |i, dst| {
+        for (d, s) in dst.iter_mut().zip(parts[i]) {
             d.write(*s);
         }
     });
-    // SAFETY: the `total` slots after `start` were all written above (the destinations tile
-    // them exactly), and T is Copy (nothing to drop).
-    unsafe { out.set_len(start + total) };
 }
 
 /// Appends to `out` the elements of `src` that `keep(index, element)` keeps, in order, on all
@@ -37,29 +27,33 @@ pub(crate) fn extend_selected<T: Copy + Send + Sync>(out: &mut Vec<T>, src: &[T]
         .enumerate()
         .map(|(k, chunk)| chunk.iter().enumerate().filter(|&(i, x)| keep(k * CHUNK + i, x)).count())
         .collect();
+    fill_tiles(out, &kept, |k, dst| {
+        let chunk = &src[k * CHUNK..src.len().min((k + 1) * CHUNK)];
+        let chosen = chunk.iter().enumerate().filter(|&(i, x)| keep(k * CHUNK + i, x));
+        for (d, (_, x)) in dst.iter_mut().zip(chosen) {
+            d.write(*x);
+        }
+    });
+}
+
+/// Appends `lengths.iter().sum()` elements to `out`: tile i, the next `lengths[i]` slots,
+/// written by `fill(i, tile)` on all cores, which must write every slot of its tile.
+fn fill_tiles<T: Copy + Send + Sync>(out: &mut Vec<T>, lengths: &[usize], fill: impl Fn(usize, &mut [MaybeUninit<T>]) + Sync) {
     let start = out.len();
-    let total: usize = kept.iter().sum();
+    let total: usize = lengths.iter().sum();
     out.reserve_exact(total);
     let mut spare = &mut out.spare_capacity_mut()[..total];
-    let mut destinations = Vec::with_capacity(kept.len());
-    for &n in &kept {
+    let mut tiles = Vec::with_capacity(lengths.len());
+    for &n in lengths {
         let (head, tail) = spare.split_at_mut(n);
-        destinations.push(head);
+        tiles.push(head);
         spare = tail;
     }
-    destinations
-        .into_par_iter()
-        .zip(src.par_chunks(CHUNK))
-        .enumerate()
-        .for_each(|(k, (dst, chunk))| {
-            let chosen = chunk.iter().enumerate().filter(|&(i, x)| keep(k * CHUNK + i, x));
-            for (d, (_, x)) in dst.iter_mut().zip(chosen) {
-                d.write(*x);
-            }
-        });
-    // SAFETY: each destination received exactly its chunk's kept count of elements (`keep` is
-    // a pure function of index and element), and the destinations tile the `total` slots
-    // after `start`; T is Copy (nothing to drop).
+    tiles.into_par_iter().enumerate().for_each(|(i, tile)| fill(i, tile));
+    // SAFETY: the tiles cover the `total` slots after `start` exactly and `fill` wrote every
+    // slot of each (extend_parallel copies a part of the tile's length; extend_selected the
+    // chunk's kept elements, counted above with the same pure `keep`); T is Copy (nothing to
+    // drop).
     unsafe { out.set_len(start + total) };
 }
 

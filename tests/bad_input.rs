@@ -266,16 +266,20 @@ fn malformed_vanilla_proofs_name_their_place_in_the_c1() {
     use serde_json::{json, Value};
     let f = fixture();
     let base: Value = serde_json::from_slice(&f.c1_json).unwrap();
-    let variant = base["vanilla_proofs"].as_object().unwrap().keys().next().unwrap().clone();
-    fn challenge<'a>(c1: &'a mut Value, variant: &str) -> &'a mut Value {
-        &mut c1["vanilla_proofs"][variant][0][1]
+    /// Partition 0 of the C1's vanilla proofs (of its one sector-size variant).
+    fn partition(c1: &mut Value) -> &mut Value {
+        &mut c1["vanilla_proofs"].as_object_mut().unwrap().values_mut().next().unwrap()[0]
+    }
+    fn challenge(c1: &mut Value) -> &mut Value {
+        &mut partition(c1)[1]
     }
     type Mutation = Box<dyn Fn(&mut Value)>;
     let path_of = |proof: &str| format!("/{proof}/data/Single/path/path");
     let cases: Vec<(&str, Mutation, &str)> = vec![
         (
             "a tree_r_last path a hash short",
-            Box::new(move |p| {
+            Box::new(move |c1| {
+                let p = challenge(c1);
                 p.pointer_mut(&path_of("comm_r_last_proof")).unwrap()[0]["hashes"]
                     .as_array_mut()
                     .unwrap()
@@ -285,7 +289,8 @@ fn malformed_vanilla_proofs_name_their_place_in_the_c1() {
         ),
         (
             "a tree_r_last path a hash long",
-            Box::new(move |p| {
+            Box::new(move |c1| {
+                let p = challenge(c1);
                 let hashes = p.pointer_mut(&path_of("comm_r_last_proof")).unwrap()[0]["hashes"].as_array_mut().unwrap();
                 hashes.push(hashes[0].clone());
             }),
@@ -293,14 +298,16 @@ fn malformed_vanilla_proofs_name_their_place_in_the_c1() {
         ),
         (
             "a comm_d path a level short",
-            Box::new(move |p| {
+            Box::new(move |c1| {
+                let p = challenge(c1);
                 p.pointer_mut(&path_of("comm_d_proofs")).unwrap().as_array_mut().unwrap().pop();
             }),
             "vanilla_proofs[0][1].comm_d_proofs",
         ),
         (
             "a comm_d sibling byte changed",
-            Box::new(move |p| {
+            Box::new(move |c1| {
+                let p = challenge(c1);
                 let byte = &mut p.pointer_mut(&path_of("comm_d_proofs")).unwrap()[0]["hashes"][0][3];
                 *byte = json!((byte.as_u64().unwrap() + 1) % 256);
             }),
@@ -308,21 +315,24 @@ fn malformed_vanilla_proofs_name_their_place_in_the_c1() {
         ),
         (
             "a tree_r_last sibling not canonical",
-            Box::new(move |p| {
+            Box::new(move |c1| {
+                let p = challenge(c1);
                 p.pointer_mut(&path_of("comm_r_last_proof")).unwrap()[0]["hashes"][0][31] = json!(255);
             }),
             "non-canonical",
         ),
         (
             "the challenge's column a row short",
-            Box::new(|p| {
+            Box::new(|c1| {
+                let p = challenge(c1);
                 p["replica_column_proofs"]["c_x"]["column"]["rows"].as_array_mut().unwrap().pop();
             }),
             "replica_column_proofs.c_x: 1 rows",
         ),
         (
             "a parent column a row short",
-            Box::new(|p| {
+            Box::new(|c1| {
+                let p = challenge(c1);
                 p["replica_column_proofs"]["drg_parents"][2]["column"]["rows"]
                     .as_array_mut()
                     .unwrap()
@@ -332,7 +342,8 @@ fn malformed_vanilla_proofs_name_their_place_in_the_c1() {
         ),
         (
             "a parent column's path a hash short",
-            Box::new(|p| {
+            Box::new(|c1| {
+                let p = challenge(c1);
                 p["replica_column_proofs"]["exp_parents"][3]["inclusion_proof"]["data"]["Single"]["path"]["path"][1]["hashes"]
                     .as_array_mut()
                     .unwrap()
@@ -342,22 +353,36 @@ fn malformed_vanilla_proofs_name_their_place_in_the_c1() {
         ),
         (
             "an expander parent column missing",
-            Box::new(|p| {
+            Box::new(|c1| {
+                let p = challenge(c1);
                 p["replica_column_proofs"]["exp_parents"].as_array_mut().unwrap().pop();
             }),
             "exp_parents: 7 columns",
         ),
         (
             "a labeling proof missing",
-            Box::new(|p| {
+            Box::new(|c1| {
+                let p = challenge(c1);
                 p["labeling_proofs"].as_array_mut().unwrap().pop();
             }),
             "labeling_proofs",
         ),
+        (
+            "a challenge proof missing from a partition",
+            Box::new(|c1| {
+                partition(c1).as_array_mut().unwrap().pop();
+            }),
+            "vanilla_proofs[0] has 1 challenge proofs",
+        ),
+        (
+            "replica_id not canonical",
+            Box::new(|c1| c1["replica_id"][31] = json!(255)),
+            "replica_id is not a canonical",
+        ),
     ];
     for (what, mutate, needle) in cases {
         let mut c1 = base.clone();
-        mutate(challenge(&mut c1, &variant));
+        mutate(&mut c1);
         let json = serde_json::to_vec(&c1).unwrap();
         match prove(&engine(), &json, f.sector.sector_id, &f.sector.prover_id, None) {
             Ok(_) => panic!("{what}: proved"),
@@ -367,32 +392,5 @@ fn malformed_vanilla_proofs_name_their_place_in_the_c1() {
             }
         }
     }
-    // A challenge proof missing from a partition; replica_id not canonical.
-    let mut c1 = base.clone();
-    c1["vanilla_proofs"][&variant][0].as_array_mut().unwrap().pop();
-    expect_err(
-        prove(
-            &engine(),
-            &serde_json::to_vec(&c1).unwrap(),
-            f.sector.sector_id,
-            &f.sector.prover_id,
-            None,
-        ),
-        Status::InvalidArgument,
-        "vanilla_proofs[0] has 1 challenge proofs",
-    );
-    let mut c1 = base.clone();
-    c1["replica_id"][31] = json!(255);
-    expect_err(
-        prove(
-            &engine(),
-            &serde_json::to_vec(&c1).unwrap(),
-            f.sector.sector_id,
-            &f.sector.prover_id,
-            None,
-        ),
-        Status::InvalidArgument,
-        "replica_id is not a canonical",
-    );
     prove(&engine(), &f.c1_json, f.sector.sector_id, &f.sector.prover_id, None).expect("the untouched C1 proves afterwards");
 }

@@ -283,6 +283,13 @@ fn select_dense(mut head: Vec<[u8; 32]>, all: &[[u8; 32]], density: &Density) ->
 mod tests {
     use super::*;
 
+    /// A density of `len` variables, set where `keep` says.
+    fn density(keep: fn(usize) -> bool, len: usize) -> Density {
+        let mut d = Density::with_len(len);
+        (0..len).filter(|&i| keep(i)).for_each(|i| d.set(i));
+        d
+    }
+
     #[test]
     fn one_parallel_pass_classifies_like_a_query_at_a_time() {
         let values = [Scalar::ZERO, Scalar::ONE, Scalar::from(7u64), -Scalar::ONE];
@@ -290,11 +297,6 @@ mod tests {
         let scalar = |i: usize| values[(i * 7919) % 4];
         let aux: Vec<Scalar> = (0..n).map(scalar).collect();
         let inputs = [Scalar::ONE, Scalar::from(3u64), Scalar::ZERO];
-        let density = |keep: fn(usize) -> bool, len| {
-            let mut d = Density::with_len(len);
-            (0..len).filter(|&i| keep(i)).for_each(|i| d.set(i));
-            d
-        };
         let (a_aux, b_aux, b_inputs) = (density(|i| i % 3 != 1, n), density(|i| i % 5 < 2, n), density(|i| i != 1, 3));
         let layout = QueryLayout { num_inputs: 3, b_inputs: 2 };
         let p = PreparedMsms::new(&layout, &inputs, &aux, &a_aux, &b_inputs, &b_aux);
@@ -333,11 +335,6 @@ mod tests {
         };
         let aux: Vec<Scalar> = (0..n).map(scalar).collect();
         let inputs = [Scalar::ONE, -Scalar::ONE, Scalar::ZERO];
-        let density = |keep: fn(usize) -> bool, len| {
-            let mut d = Density::with_len(len);
-            (0..len).filter(|&i| keep(i)).for_each(|i| d.set(i));
-            d
-        };
         let (a_aux, b_aux, b_inputs) = (density(|i| i % 7 != 3, n), density(|i| i % 3 == 0, n), density(|i| i != 0, 3));
         let layout = QueryLayout { num_inputs: 3, b_inputs: 2 };
         let dense = PreparedMsms::new(&layout, &inputs, &aux, &a_aux, &b_inputs, &b_aux);

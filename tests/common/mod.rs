@@ -10,13 +10,11 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use blstrs::Scalar;
 use cuzk::error::Status;
 use cuzk::ffi::*;
 use cuzk::internals::{ProofJob, SynthesisPath, SynthesizedCircuit};
 use cuzk::timings::Timings;
 use cuzk_tools::fixtures::{default_test_params_dir, make_post_fixture, registered_proof_for, seal_random_sector, PostFixture, SealedSector};
-use ff::Field;
 use filecoin_proofs_api::post::{verify_window_post, verify_winning_post};
 use filecoin_proofs_api::{PublicReplicaInfo, SectorId};
 use rand::SeedableRng;
@@ -295,11 +293,5 @@ pub fn check_post_split_path(job: &dyn ProofJob, what: &str) -> (Duration, Durat
     let ours = job.synthesize(0, &path, None, &mut t).unwrap();
     let split = start.elapsed();
     assert_same(&ours, &theirs, what);
-    let full = ours
-        .aux_assignment
-        .iter()
-        .filter(|s| !bool::from(s.is_zero()) && **s != Scalar::ONE)
-        .count();
-    eprintln!("{what}: {full} of {} aux values full-width", ours.aux_assignment.len());
     (classic, split)
 }
