@@ -314,6 +314,15 @@ fn malformed_vanilla_proofs_name_their_place_in_the_c1() {
             "comm_d_proofs: the path does not hash to its root",
         ),
         (
+            "a tree_r_last sibling byte changed",
+            Box::new(move |c1| {
+                let p = challenge(c1);
+                let byte = &mut p.pointer_mut(&path_of("comm_r_last_proof")).unwrap()[1]["hashes"][3][0];
+                *byte = json!((byte.as_u64().unwrap() + 1) % 256);
+            }),
+            "comm_r_last_proof: the path does not hash to its root",
+        ),
+        (
             "a tree_r_last sibling not canonical",
             Box::new(move |c1| {
                 let p = challenge(c1);

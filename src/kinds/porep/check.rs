@@ -1,8 +1,9 @@
 //! The structure of a C1's vanilla proofs, checked before filecoin-proofs' verifier and
 //! circuits read them: both assume it (a path one hash short fails an assertion inside the
 //! inclusion gadget, a non-canonical element an `expect` in a conversion), so without these
-//! checks such input was a panic — or, for a tampered comm_d path, a whole proof that failed
-//! self-verification. Every error names the place in the C1 JSON.
+//! checks such input was a panic — or, for a tampered comm_d or tree_r_last path, a whole proof
+//! that failed self-verification (and with self-verify off, a proof that does not verify).
+//! Every error names the place in the C1 JSON.
 
 use filecoin_proofs::constants::DefaultPieceHasher;
 use filecoin_proofs::types::MerkleTreeTrait;
@@ -46,11 +47,10 @@ fn check_challenge<Tree: 'static + MerkleTreeTrait>(
     fn at(place: &str) -> impl Fn(String) -> (String, String) + '_ {
         move |what| (place.to_string(), what)
     }
-    check_path(&proof.comm_d_proofs, nodes).map_err(at("comm_d_proofs"))?;
-    if !proof.comm_d_proofs.verify() {
-        return Err(at("comm_d_proofs")("the path does not hash to its root".into()));
-    }
-    check_path(&proof.comm_r_last_proof, nodes).map_err(at("comm_r_last_proof"))?;
+    // filecoin-proofs' verifier checks only these two paths' roots and indices (the columns'
+    // paths it hashes): a changed sibling passed it and made a proof that does not verify.
+    check_hashed_path(&proof.comm_d_proofs, nodes).map_err(at("comm_d_proofs"))?;
+    check_hashed_path(&proof.comm_r_last_proof, nodes).map_err(at("comm_r_last_proof"))?;
     let columns = &proof.replica_column_proofs;
     check_column::<Tree>(&columns.c_x, nodes, layers).map_err(at("replica_column_proofs.c_x"))?;
     for (name, parents, count) in [
@@ -74,6 +74,15 @@ fn check_challenge<Tree: 'static + MerkleTreeTrait>(
         )));
     }
     Ok(())
+}
+
+/// A path of the tree's shape that hashes to its root.
+fn check_hashed_path<P: MerkleProofTrait>(path: &P, nodes: usize) -> std::result::Result<(), String> {
+    check_path(path, nodes)?;
+    match path.verify() {
+        true => Ok(()),
+        false => Err("the path does not hash to its root".into()),
+    }
 }
 
 /// A parent or challenge column: one canonical row per layer, and its hash's inclusion path.
