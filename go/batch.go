@@ -22,8 +22,8 @@ type SectorRequest struct {
 	MinerID      abi.ActorID
 }
 
-// SectorResult is the outcome of one sector of SealCommitPhase2Batch: its proof, its timings
-// and each partition's, or its error.
+// SectorResult is the outcome of one sector of SealCommitPhase2Batch or
+// GenerateUpdateProofBatch: its proof, its timings and each partition's, or its error.
 type SectorResult struct {
 	Proof      []byte
 	Timings    Timings
@@ -57,9 +57,15 @@ func SealCommitPhase2Batch(ctx context.Context, sectors []SectorRequest, opts ..
 	if err != nil {
 		return nil, err
 	}
-	r, err := callCancellable(ctx, eng, func(tok *C.cuzk_cancel_token) batchResult {
+	return callBatch(ctx, eng, func(tok *C.cuzk_cancel_token) batchResult {
 		return eng.sealCommitPhase2Batch(sectors, proverIDs, config, tok)
-	}, func(r batchResult) error { return r.err })
+	})
+}
+
+// callBatch makes a batch call as callCancellable does; a sector cancelled because ctx is done
+// has ctx.Err() as its error.
+func callBatch(ctx context.Context, eng *engine, call func(*C.cuzk_cancel_token) batchResult) ([]SectorResult, error) {
+	r, err := callCancellable(ctx, eng, call, func(r batchResult) error { return r.err })
 	if err != nil {
 		return nil, err
 	}
@@ -101,16 +107,12 @@ func (e *engine) sealCommitPhase2Batch(sectors []SectorRequest, proverIDs [][32]
 		return batchResult{results: []SectorResult{}}
 	}
 	requests := cArray[C.cuzk_sector_request](n)
-	results := cArray[C.cuzk_sector_result](n)
-	timings := cArray[C.cuzk_timings](n)
 	var inputs []unsafe.Pointer
 	defer func() {
 		for _, p := range inputs {
 			C.free(p)
 		}
 		C.free(unsafe.Pointer(&requests[0]))
-		C.free(unsafe.Pointer(&results[0]))
-		C.free(unsafe.Pointer(&timings[0]))
 	}()
 	for i, s := range sectors {
 		c1, id := cCopy(s.Phase1Output), cCopy(proverIDs[i][:])
@@ -121,6 +123,24 @@ func (e *engine) sealCommitPhase2Batch(sectors []SectorRequest, proverIDs [][32]
 			sector_id:   C.uint64_t(s.SectorNum),
 			prover_id:   (*C.uint8_t)(id),
 		}
+	}
+	return batchCall(n, config, tok, func(results *C.cuzk_sector_result, opts *C.cuzk_prove_options, cerr **C.cuzk_error) C.enum_cuzk_status {
+		return C.cuzk_seal_commit_phase2_batch(e.ptr, &requests[0], results, C.size_t(n), opts, cerr)
+	})
+}
+
+// batchCall makes a batch call of the library (call, over n requests the caller has put in C
+// memory) with result and timings arrays in C memory, and copies each sector's proof, timings
+// and partitions' timings, or its error, out.
+func batchCall(n int, config proveConfig, tok *C.cuzk_cancel_token,
+	call func(*C.cuzk_sector_result, *C.cuzk_prove_options, **C.cuzk_error) C.enum_cuzk_status) batchResult {
+	results := cArray[C.cuzk_sector_result](n)
+	timings := cArray[C.cuzk_timings](n)
+	defer func() {
+		C.free(unsafe.Pointer(&results[0]))
+		C.free(unsafe.Pointer(&timings[0]))
+	}()
+	for i := range results {
 		timings[i].struct_size = C.uint32_t(unsafe.Sizeof(timings[i]))
 		results[i].timings = &timings[i]
 	}
@@ -129,8 +149,7 @@ func (e *engine) sealCommitPhase2Batch(sectors []SectorRequest, proverIDs [][32]
 	defer partitions.free()
 	partitions.setIn(&opts)
 	var cerr *C.cuzk_error
-	status := C.cuzk_seal_commit_phase2_batch(e.ptr, &requests[0], &results[0], C.size_t(n), &opts, &cerr)
-	if err := takeError(status, cerr); err != nil {
+	if err := takeError(call(&results[0], &opts, &cerr), cerr); err != nil {
 		return batchResult{err: err}
 	}
 	out := make([]SectorResult, n)

@@ -6,12 +6,12 @@ require (
 	github.com/filecoin-project/go-address v1.2.0
 	github.com/filecoin-project/go-fil-commcid v0.2.0
 	github.com/filecoin-project/go-state-types v0.19.0
+	github.com/ipfs/go-cid v0.6.2
 )
 
 require (
 	github.com/ipfs/boxo v0.41.0 // indirect
 	github.com/ipfs/go-block-format v0.2.4 // indirect
-	github.com/ipfs/go-cid v0.6.2 // indirect
 	github.com/ipfs/go-ipld-cbor v0.3.0 // indirect
 	github.com/ipfs/go-ipld-format v0.6.3 // indirect
 	github.com/klauspost/cpuid/v2 v2.3.0 // indirect

@@ -61,6 +61,28 @@ func EvictPoStKey(registeredProof abi.RegisteredPoStProof) (bool, error) {
 	})
 }
 
+// PreloadUpdateKey is PreloadKey for a registered update proof: the SnapDeals proving key of a
+// sector size.
+func PreloadUpdateKey(registeredProof abi.RegisteredUpdateProof) (PreloadReport, error) {
+	return preload(checkUpdateProof(registeredProof), func(eng *C.cuzk_engine, load, upload *C.uint64_t, cerr **C.cuzk_error) C.enum_cuzk_status {
+		return C.cuzk_engine_preload_update_key(eng, C.uint32_t(registeredProof), load, upload, cerr)
+	})
+}
+
+// EvictUpdateKey is EvictKey for a registered update proof.
+func EvictUpdateKey(registeredProof abi.RegisteredUpdateProof) (bool, error) {
+	return evict(checkUpdateProof(registeredProof), func(eng *C.cuzk_engine, evicted *C.bool, cerr **C.cuzk_error) C.enum_cuzk_status {
+		return C.cuzk_engine_evict_update_key(eng, C.uint32_t(registeredProof), evicted, cerr)
+	})
+}
+
+func checkUpdateProof(p abi.RegisteredUpdateProof) error {
+	if p < 0 || p > math.MaxUint32 {
+		return newError(StatusInvalidArgument, "registered update proof %d out of range", p)
+	}
+	return nil
+}
+
 // preload runs call, a cuzk_engine_preload*_key, on the engine, unless the proof number was
 // refused (checked).
 func preload(checked error, call func(*C.cuzk_engine, *C.uint64_t, *C.uint64_t, **C.cuzk_error) C.enum_cuzk_status) (PreloadReport, error) {

@@ -71,6 +71,10 @@
 // ≈ 25 KB, its WinningPoSt one ≈ 170 KB).
 #define CUZK_MAX_VANILLA_PROOF_BYTES (1 << 22)
 
+// Most partitions an update proof has (32GiB and 64GiB sectors: 16), so the most vanilla
+// proofs one update takes.
+#define CUZK_MAX_UPDATE_PARTITIONS 16
+
 // Version of the `cuzk_timings` layout this library writes.
 #define CUZK_TIMINGS_VERSION 4
 
@@ -323,7 +327,7 @@ typedef struct cuzk_sector_request {
   const uint8_t *prover_id;
 } cuzk_sector_request;
 
-// The outcome of one sector of `cuzk_seal_commit_phase2_batch`.
+// The outcome of one sector of `cuzk_seal_commit_phase2_batch` or `cuzk_generate_update_proof_batch`.
 typedef struct cuzk_sector_result {
   // CUZK_STATUS_OK, or why this sector failed.
   enum cuzk_status status;
@@ -364,6 +368,21 @@ typedef struct cuzk_post_sector {
   uint64_t sector_id;
   uint8_t comm_r[32];
 } cuzk_post_sector;
+
+// One sector's update, with the inputs of filecoin-ffi's `GenerateUpdateProofWithVanilla`:
+// the registered update proof (go-state-types numbering), the commitments as their 32 bytes
+// (comm_r_old: the sealed CC sector's; comm_r_new, comm_d_new: the updated replica's and the
+// new data's), and the partition vanilla proofs as `GenerateUpdateVanillaProofs` returns them
+// (one per partition, in order). The pointers follow `cuzk_generate_update_proof`'s rules.
+typedef struct cuzk_update_request {
+  uint32_t registered_update_proof;
+  // 32 bytes each.
+  const uint8_t *comm_r_old;
+  const uint8_t *comm_r_new;
+  const uint8_t *comm_d_new;
+  const struct cuzk_byte_slice *vanilla_proofs;
+  size_t vanilla_proofs_len;
+} cuzk_update_request;
 
 #ifdef __cplusplus
 extern "C" {
@@ -444,6 +463,10 @@ enum cuzk_status cuzk_engine_preload_key(const struct cuzk_engine *engine, uint3
 // WindowPoSt or WinningPoSt key of a sector size.
 enum cuzk_status cuzk_engine_preload_post_key(const struct cuzk_engine *engine, uint32_t registered_post_proof, uint64_t *srs_load_ns, uint64_t *srs_upload_ns, struct cuzk_error **err);
 
+// `cuzk_engine_preload_key` for a registered update proof (go-state-types numbering): the
+// SnapDeals key of a sector size.
+enum cuzk_status cuzk_engine_preload_update_key(const struct cuzk_engine *engine, uint32_t registered_update_proof, uint64_t *srs_load_ns, uint64_t *srs_upload_ns, struct cuzk_error **err);
+
 // Drops the proving key of `registered_proof` from host memory and from every GPU; calls
 // using it finish first. `*evicted_out` is true when it was resident anywhere.
 //
@@ -454,6 +477,9 @@ enum cuzk_status cuzk_engine_evict_key(const struct cuzk_engine *engine, uint32_
 
 // `cuzk_engine_evict_key` for a registered PoSt proof (go-state-types numbering).
 enum cuzk_status cuzk_engine_evict_post_key(const struct cuzk_engine *engine, uint32_t registered_post_proof, bool *evicted_out, struct cuzk_error **err);
+
+// `cuzk_engine_evict_key` for a registered update proof (go-state-types numbering).
+enum cuzk_status cuzk_engine_evict_update_key(const struct cuzk_engine *engine, uint32_t registered_update_proof, bool *evicted_out, struct cuzk_error **err);
 
 // What the engine holds and does, as a JSON object:
 // `{"version", "backend": "gpu"|"cpu", "worker_threads", "proofs_in_flight",
@@ -577,6 +603,43 @@ enum cuzk_status cuzk_verify_window_post(const struct cuzk_engine *engine, uint3
 // filecoin-proofs-api's `verify_winning_post`: as `cuzk_verify_window_post`, for the one
 // challenged sector (`sectors_len` is 1) and a 192-byte proof.
 enum cuzk_status cuzk_verify_winning_post(const struct cuzk_engine *engine, uint32_t registered_post_proof, const uint8_t *prover_id, const uint8_t *randomness, const struct cuzk_post_sector *sectors, size_t sectors_len, const uint8_t *proof, size_t proof_len, bool *valid_out, struct cuzk_error **err);
+
+// A SnapDeals update proof of one sector (see `cuzk_update_request` for the inputs). On success
+// `*proof_out` holds the proof: what filecoin-proofs-api's
+// `generate_empty_sector_update_proof_with_vanilla` returns (192 bytes per partition, in
+// order). Vanilla proofs that do not prove the commitments are CUZK_STATUS_INVALID_ARGUMENT
+// naming the partition, challenge and path.
+//
+// `engine`: not NULL, a handle from `cuzk_engine_new` not yet freed. `request`: not NULL; its
+// commitments not NULL, 32 readable bytes each (canonical field elements); its vanilla proofs
+// `vanilla_proofs_len` readable slices (NULL only when the length is 0, which is an error).
+// `options`: NULL (all defaults) or a cuzk_prove_options (see there). `proof_out`: not NULL;
+// receives the proof (the caller's, free with `cuzk_bytes_free`), NULL on failure. `timings`:
+// NULL, or a cuzk_timings with its `struct_size` set. `err`: NULL, or where to store the
+// call's error. All are read or written during the call only.
+enum cuzk_status cuzk_generate_update_proof(const struct cuzk_engine *engine, const struct cuzk_update_request *request, const struct cuzk_prove_options *options, struct cuzk_bytes **proof_out, struct cuzk_timings *timings, struct cuzk_error **err);
+
+// Update proofs of `count` sectors in one call: their partitions flow through one pipeline, as
+// `cuzk_seal_commit_phase2_batch`'s, whose rules the results follow (`results[i]` receives
+// sector i's outcome; a sector that fails fails alone).
+//
+// `engine`: not NULL, a handle from `cuzk_engine_new` not yet freed. `requests`: `count`
+// readable requests (NULL only when `count` is 0). `results`: `count` writable results (NULL
+// only when `count` is 0). `options`: NULL or a cuzk_prove_options. `err`: NULL, or where to
+// store the call's error. All are read or written during the call only.
+enum cuzk_status cuzk_generate_update_proof_batch(const struct cuzk_engine *engine, const struct cuzk_update_request *requests, struct cuzk_sector_result *results, size_t count, const struct cuzk_prove_options *options, struct cuzk_error **err);
+
+// filecoin-proofs-api's `verify_empty_sector_update_proof`: whether `proof` (every partition's
+// proof, in order) proves the update from comm_r_old to comm_r_new with the data of
+// comm_d_new. `*valid_out` is false for a proof that does not verify; an error is returned
+// only for unusable arguments (CUZK_STATUS_INVALID_ARGUMENT: a proof of the wrong length,
+// non-canonical commitments) or a missing verifying key.
+//
+// `engine`: not NULL, a handle from `cuzk_engine_new` not yet freed. `comm_r_old`,
+// `comm_r_new`, `comm_d_new`: not NULL, 32 readable bytes each. `proof`: `proof_len` readable
+// bytes. `valid_out`: not NULL, writable (false on failure). `err`: NULL, or where to store
+// the call's error. All are read or written during the call only.
+enum cuzk_status cuzk_verify_update_proof(const struct cuzk_engine *engine, uint32_t registered_update_proof, const uint8_t *comm_r_old, const uint8_t *comm_r_new, const uint8_t *comm_d_new, const uint8_t *proof, size_t proof_len, bool *valid_out, struct cuzk_error **err);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -13,6 +13,8 @@
 #                          but CUZK_TEST_PARAMS is set, one is made here, and the PoSt
 #                          parameters are added to CUZK_TEST_PARAMS (when cuzk-fixtures knows
 #                          `post`).
+#   CUZK_UPDATE_FIXTURE_DIR directory with update.json (cuzk-fixtures update makes one); when
+#                          unset but CUZK_TEST_PARAMS is set, one is made here.
 # Without them the proving tests skip (and say so); the other tests still run.
 set -euo pipefail
 
@@ -47,6 +49,15 @@ if [[ -n "${CUZK_TEST_PARAMS:-}" && -z "${CUZK_POST_FIXTURE_DIR:-}" ]]; then
     elif [[ -x "$fixtures" ]]; then
         echo "test-go.sh: $fixtures has no \`post\` command: no PoSt fixture" >&2
     fi
+fi
+if [[ -n "${CUZK_TEST_PARAMS:-}" && -z "${CUZK_UPDATE_FIXTURE_DIR:-}" && -x "$root/target/release/cuzk-fixtures" ]]; then
+    export CUZK_UPDATE_FIXTURE_DIR="$root/target/cuzk-go-update-fixture"
+    "$root/target/release/cuzk-fixtures" update --sector-size 2KiB --out "$CUZK_UPDATE_FIXTURE_DIR" --miner 1000
+    # `params` makes only what is missing: here the update parameters.
+    "$root/target/release/cuzk-fixtures" params --sector-size 2KiB --dir "$CUZK_TEST_PARAMS"
+fi
+if [[ -z "${CUZK_UPDATE_FIXTURE_DIR:-}" ]]; then
+    echo "test-go.sh: CUZK_UPDATE_FIXTURE_DIR is not set: the update proving tests will be skipped" >&2
 fi
 if [[ -z "${CUZK_POST_FIXTURE_DIR:-}" ]]; then
     echo "test-go.sh: CUZK_POST_FIXTURE_DIR is not set: the PoSt proving tests will be skipped" >&2

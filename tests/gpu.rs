@@ -11,7 +11,7 @@ use std::time::Instant;
 use bellperson::groth16::{create_proof_batch, generate_random_parameters, prepare_verifying_key, verify_proof};
 use blstrs::{Bls12, Scalar};
 use common::fixture;
-use cuzk::engine::{Engine, EngineConfig, PostKind, PostRequest, ProofOutput, ProveOptions, SplitPolicy};
+use cuzk::engine::{Engine, EngineConfig, PostKind, PostRequest, ProofOutput, ProveOptions, SplitPolicy, UpdateRequest};
 use cuzk::error::Status;
 use cuzk::internals::device_count;
 use cuzk::internals::r1cs::CircuitShape;
@@ -22,6 +22,7 @@ use cuzk::ProvingKey;
 use cuzk::{BackendChoice, CircuitOptions, Prover, Whole};
 use cuzk_tools::circuits::{synthetic_key, OnlyTheConstant, RandomCircuit};
 use cuzk_tools::post_oracle::{bellperson_window_post, bellperson_winning_post};
+use cuzk_tools::update_oracle::bellperson_update;
 use ff::Field;
 use filecoin_proofs_api::RegisteredSealProof;
 use rand::SeedableRng;
@@ -309,6 +310,43 @@ fn post_2k_gpu_proofs_equal_bellperson_and_verify() {
     assert!(
         common::filecoin_verify_winning(&f.randomness, &ours),
         "filecoin-proofs rejects the GPU WinningPoSt"
+    );
+}
+
+#[test]
+#[cfg_attr(
+    not(cuzk_gpu_tests),
+    ignore = "GPU test: build with CUZK_GPU_TESTS=1 and run where a CUDA device is present"
+)]
+fn update_2k_gpu_proof_equals_bellperson_and_verifies() {
+    let f = common::update_fixture();
+    let engine = gpu_engine();
+    let mut rng = rand::thread_rng();
+    let vanilla: Vec<Vec<u8>> = f.vanilla_proofs.iter().map(|h| h.0.clone()).collect();
+    let slices: Vec<&[u8]> = vanilla.iter().map(Vec::as_slice).collect();
+    let rs: Vec<(Scalar, Scalar)> = (0..vanilla.len()).map(|_| (Scalar::random(&mut rng), Scalar::random(&mut rng))).collect();
+    let request = UpdateRequest {
+        registered_proof: f.registered_proof,
+        comm_r_old: f.comm_r_old,
+        comm_r_new: f.comm_r_new,
+        comm_d_new: f.comm_d_new,
+        vanilla_proofs: &slices,
+    };
+    let options = ProveOptions {
+        randomness: Some(rs.clone()),
+        ..Default::default()
+    };
+    let proven = engine.generate_update(&request, &options).expect("GPU update proof");
+    assert_eq!(proven.timings.backend, BackendKind::Gpu as u32);
+    for (name, ns) in proven.timings.phases() {
+        eprintln!("update-2k GPU {name:<12} {:>9.3} ms", ns as f64 / 1e6);
+    }
+    let comms = (f.comm_r_old, f.comm_r_new, f.comm_d_new);
+    let theirs = bellperson_update(f.registered_proof, comms, &vanilla, &fixture().params_dir, &rs).unwrap();
+    assert_eq!(proven.proof, theirs, "update: GPU and bellperson proofs differ for the same r, s");
+    assert!(
+        common::filecoin_verify_update([f.comm_r_old, f.comm_r_new, f.comm_d_new], &proven.proof),
+        "filecoin-proofs rejects the GPU update proof"
     );
 }
 

@@ -7,7 +7,7 @@ mod common;
 
 use blstrs::Scalar;
 use common::{
-    all_window_sectors, check_post_split_path, engine_for, filecoin_verify_window, filecoin_verify_winning, post_fixture as fixture, take_error,
+    all_window_sectors, check_job_split_path, engine_for, filecoin_verify_window, filecoin_verify_winning, post_fixture as fixture, take_error,
     Engine,
 };
 use cuzk::engine::{Engine as RustEngine, EngineConfig, PostKind, PostRequest, ProveOptions};
@@ -230,7 +230,7 @@ fn native_witness_equals_the_gadgets_on_real_vanilla_proofs() {
     });
     for request in &requests {
         let job = request.check(&mut Timings::default()).expect("valid vanilla proofs");
-        check_post_split_path(job.as_ref(), &format!("{:?} partition {}", request.kind, request.partition_index));
+        check_job_split_path(job.as_ref(), 0, &format!("{:?} partition {}", request.kind, request.partition_index));
     }
 }
 

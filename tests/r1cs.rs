@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{assert_same, check_post_split_path};
+use common::{assert_same, check_job_split_path};
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -328,7 +328,7 @@ fn post_split_path_equals_classic_synthesis() {
             key: None,
         };
         let job = made_up.check(&mut Timings::default()).unwrap();
-        let (classic, split) = check_post_split_path(job.as_ref(), &format!("made-up {proof:?}"));
+        let (classic, split) = check_job_split_path(job.as_ref(), 0, &format!("made-up {proof:?}"));
         eprintln!("{proof:?}: classic synthesis {classic:?}, split path {split:?}");
     }
 }

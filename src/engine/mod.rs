@@ -26,8 +26,9 @@ use crate::kinds::porep::SectorInput;
 pub use crate::kinds::porep::SectorInput;
 pub use crate::kinds::porep::{SealStatement, SectorRequest};
 pub use crate::kinds::post::{PostKind, PostRequest, PostStatement, MAX_VANILLA_PROOF_BYTES};
+pub use crate::kinds::update::{UpdateRequest, UpdateStatement};
 pub use crate::kinds::RegisteredProof;
-use crate::kinds::{post, CircuitSource, ProofJob, ProofRequest};
+use crate::kinds::{post, update, CircuitSource, ProofJob, ProofRequest};
 #[cfg(feature = "cuda")]
 use crate::prover::gpu_backend;
 use crate::prover::{fresh_randomness, Prover};
@@ -195,6 +196,29 @@ impl Engine {
         Ok(proven)
     }
 
+    /// A SnapDeals update proof: what filecoin-proofs-api's
+    /// `generate_empty_sector_update_proof_with_vanilla` does, with timings (its partitions
+    /// through the pipeline, as a C2's).
+    pub fn generate_update(&self, request: &UpdateRequest, options: &ProveOptions) -> Result<ProofOutput> {
+        self.generate_update_batch(std::slice::from_ref(request), options)?
+            .pop()
+            .expect("one result per request")
+    }
+
+    /// Update proofs of several sectors in one call, their partitions through one pipeline: one
+    /// result per sector, in order; a sector that fails fails alone (as
+    /// `seal_commit_phase2_batch`).
+    pub fn generate_update_batch(&self, requests: &[UpdateRequest], options: &ProveOptions) -> Result<Vec<Result<ProofOutput>>> {
+        let dyn_requests: Vec<&dyn ProofRequest> = requests.iter().map(|r| r as &dyn ProofRequest).collect();
+        let results = self.run_pipeline(&dyn_requests, options)?;
+        for (i, proven) in results.iter().enumerate() {
+            if let Ok(proven) = proven {
+                log_timings(&format!("update {i}"), &proven.timings);
+            }
+        }
+        Ok(results)
+    }
+
     /// Proves `requests` through the pipeline, one result per request.
     fn run_pipeline(&self, requests: &[&dyn ProofRequest], options: &ProveOptions) -> Result<Vec<Result<ProofOutput>>> {
         let start = Instant::now();
@@ -228,6 +252,16 @@ impl Engine {
         self.prover
             .pool
             .install(|| with_tree_shape!(statement.registered_proof, verify_post_with(statement, &vk, proof)))
+    }
+
+    /// filecoin-proofs-api's `verify_empty_sector_update_proof`, with the verifying key from
+    /// the engine's parameter directory.
+    pub fn verify_update(&self, statement: &UpdateStatement, proof: &[u8]) -> Result<bool> {
+        let (id, _) = RegisteredProof::Update(statement.registered_proof).circuit()?;
+        let vk = self.keys.verifying_key(&self.key_path(&id, true))?;
+        self.prover
+            .pool
+            .install(|| with_tree_shape!(statement.registered_proof, verify_update_with(statement, &vk, proof)))
     }
 
     /// Reads the proving key of `proof` into host memory, copies it to every device the
@@ -378,6 +412,14 @@ fn verify_post_with<Tree: 'static + MerkleTreeTrait>(
     proof: &[u8],
 ) -> Result<bool> {
     post::verify_post::<Tree>(statement, vk, proof)
+}
+
+fn verify_update_with<Tree: 'static + MerkleTreeTrait<Hasher = storage_proofs_update::constants::TreeRHasher>>(
+    statement: &UpdateStatement,
+    vk: &bellperson::groth16::PreparedVerifyingKey<blstrs::Bls12>,
+    proof: &[u8],
+) -> Result<bool> {
+    update::verify_update::<Tree>(statement, vk, proof)
 }
 
 fn log_timings(what: &str, t: &Timings) {

@@ -1,7 +1,7 @@
 //! Proving keys kept resident by the engine, and the engine's status.
 
 use super::boundary::{boundary, optional_mut, owned_bytes, required_mut};
-use super::registered_proof::{post_proof_from_abi, seal_proof_from_abi};
+use super::registered_proof::{post_proof_from_abi, seal_proof_from_abi, update_proof_from_abi};
 use super::{cuzk_bytes, cuzk_engine, cuzk_error, engine::engine_of};
 use crate::engine::RegisteredProof;
 use crate::error::{Error, Result, Status};
@@ -44,6 +44,22 @@ pub extern "C" fn cuzk_engine_preload_post_key(
     })
 }
 
+/// `cuzk_engine_preload_key` for a registered update proof (go-state-types numbering): the
+/// SnapDeals key of a sector size.
+#[no_mangle]
+pub extern "C" fn cuzk_engine_preload_update_key(
+    engine: *const cuzk_engine,
+    registered_update_proof: u32,
+    srs_load_ns: *mut u64,
+    srs_upload_ns: *mut u64,
+    err: *mut *mut cuzk_error,
+) -> Status {
+    boundary(err, || {
+        let proof = update_proof_from_abi(registered_update_proof)?.into();
+        preload(engine, proof, srs_load_ns, srs_upload_ns)
+    })
+}
+
 fn preload(engine: *const cuzk_engine, proof: RegisteredProof, srs_load_ns: *mut u64, srs_upload_ns: *mut u64) -> Result<()> {
     let report = engine_of(engine)?.preload_key(proof)?;
     if let Some(out) = optional_mut(srs_load_ns) {
@@ -81,6 +97,19 @@ pub extern "C" fn cuzk_engine_evict_post_key(
 ) -> Status {
     boundary(err, || {
         evict(engine, || Ok(post_proof_from_abi(registered_post_proof)?.into()), evicted_out)
+    })
+}
+
+/// `cuzk_engine_evict_key` for a registered update proof (go-state-types numbering).
+#[no_mangle]
+pub extern "C" fn cuzk_engine_evict_update_key(
+    engine: *const cuzk_engine,
+    registered_update_proof: u32,
+    evicted_out: *mut bool,
+    err: *mut *mut cuzk_error,
+) -> Status {
+    boundary(err, || {
+        evict(engine, || Ok(update_proof_from_abi(registered_update_proof)?.into()), evicted_out)
     })
 }
 

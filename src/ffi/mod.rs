@@ -40,13 +40,16 @@ mod verify;
 
 mod post;
 
+mod update;
+
 pub use batch::*;
 pub use engine::*;
 pub use error::*;
 pub use keys::*;
 pub use post::*;
 pub use prove::*;
-pub use registered_proof::{post_proof_from_abi, seal_proof_from_abi, seal_proof_to_abi};
+pub use registered_proof::{post_proof_from_abi, seal_proof_from_abi, seal_proof_to_abi, update_proof_from_abi};
+pub use update::*;
 pub use verify::*;
 
 /// Version of the C ABI in include/cuzk.h. Bumped only for incompatible changes.

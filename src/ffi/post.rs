@@ -33,10 +33,11 @@ pub struct cuzk_post_sector {
     pub comm_r: [u8; 32],
 }
 
-/// The vanilla proofs of a call (each checked against CUZK_MAX_VANILLA_PROOF_BYTES when decoded).
-fn vanilla_proofs<'a>(ptr: *const cuzk_byte_slice, len: usize) -> Result<Vec<&'a [u8]>> {
-    if len > CUZK_MAX_POST_SECTORS {
-        return Err(Error::invalid(format!("{len} vanilla proofs, more than any PoSt holds")));
+/// The vanilla proofs of a call, at most `max` of them (each checked against
+/// CUZK_MAX_VANILLA_PROOF_BYTES when decoded).
+pub(super) fn vanilla_proofs<'a>(ptr: *const cuzk_byte_slice, len: usize, max: usize) -> Result<Vec<&'a [u8]>> {
+    if len > max {
+        return Err(Error::invalid(format!("{len} vanilla proofs, more than the {max} this call takes")));
     }
     slice(ptr, len, "vanilla_proofs")?
         .iter()
@@ -62,7 +63,7 @@ fn generate(
     let proof_out = required_mut(proof_out, "proof_out")?;
     *proof_out = std::ptr::null_mut();
     let engine = engine_of(engine)?;
-    let vanilla_proofs = vanilla_proofs(vanilla.0, vanilla.1)?;
+    let vanilla_proofs = vanilla_proofs(vanilla.0, vanilla.1, CUZK_MAX_POST_SECTORS)?;
     let request = PostRequest {
         kind,
         registered_proof: post_proof_from_abi(registered_proof)?,

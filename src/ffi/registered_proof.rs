@@ -1,7 +1,8 @@
-//! The `registered_proof` numbers of the ABI: filecoin-ffi's `RegisteredSealProof` and
-//! `RegisteredPoStProof` numberings (the same as go-state-types' abi package).
+//! The `registered_proof` numbers of the ABI: filecoin-ffi's `RegisteredSealProof`,
+//! `RegisteredPoStProof` and `RegisteredUpdateProof` numberings (the same as go-state-types'
+//! abi package).
 
-use filecoin_proofs_api::{RegisteredPoStProof, RegisteredSealProof};
+use filecoin_proofs_api::{RegisteredPoStProof, RegisteredSealProof, RegisteredUpdateProof};
 
 use crate::error::{Error, Result};
 
@@ -76,6 +77,25 @@ pub fn post_proof_from_abi(n: u32) -> Result<RegisteredPoStProof> {
         .ok_or_else(|| Error::invalid(format!("unknown registered PoSt proof {n}")))
 }
 
+/// The update proofs in the order of their ABI numbers.
+const UPDATE_PROOFS: [RegisteredUpdateProof; 5] = {
+    use RegisteredUpdateProof::*;
+    [
+        StackedDrg2KiBV1,
+        StackedDrg8MiBV1,
+        StackedDrg512MiBV1,
+        StackedDrg32GiBV1,
+        StackedDrg64GiBV1,
+    ]
+};
+
+pub fn update_proof_from_abi(n: u32) -> Result<RegisteredUpdateProof> {
+    UPDATE_PROOFS
+        .get(n as usize)
+        .copied()
+        .ok_or_else(|| Error::invalid(format!("unknown registered update proof {n}")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -91,5 +111,7 @@ mod tests {
         assert_eq!(post_proof_from_abi(0).unwrap(), RegisteredPoStProof::StackedDrgWinning2KiBV1);
         assert_eq!(post_proof_from_abi(13).unwrap(), RegisteredPoStProof::StackedDrgWindow32GiBV1_2);
         assert_eq!(post_proof_from_abi(15).unwrap_err().status, Status::InvalidArgument);
+        assert_eq!(update_proof_from_abi(3).unwrap(), RegisteredUpdateProof::StackedDrg32GiBV1);
+        assert_eq!(update_proof_from_abi(5).unwrap_err().status, Status::InvalidArgument);
     }
 }

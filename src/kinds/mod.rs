@@ -1,7 +1,7 @@
 //! The proof kinds the engine proves: each turns its caller's input (filecoin-ffi's arguments)
 //! into checked partition circuits of filecoin-proofs, names their circuit identity (and so
 //! their proving key and shape), and verifies its proofs with filecoin-proofs' own verifier.
-//! PoRep C2 (`porep`), WindowPoSt and WinningPoSt (`post`).
+//! PoRep C2 (`porep`), WindowPoSt and WinningPoSt (`post`), SnapDeals updates (`update`).
 //!
 //! The pipeline sees a kind only through two traits: a [`ProofRequest`] (the caller's input,
 //! not yet checked) becomes a [`ProofJob`] (checked: the partitions to synthesize and how to
@@ -13,7 +13,7 @@ use std::sync::Arc;
 use bellperson::groth16::VerifyingKey;
 use bellperson::Circuit;
 use blstrs::{Bls12, Scalar};
-use filecoin_proofs_api::{RegisteredPoStProof, RegisteredSealProof};
+use filecoin_proofs_api::{RegisteredPoStProof, RegisteredSealProof, RegisteredUpdateProof};
 
 use crate::backend::Priority;
 use crate::cancel::CancelToken;
@@ -28,6 +28,7 @@ mod por;
 pub mod porep;
 mod poseidon;
 pub mod post;
+pub mod update;
 mod vanilla;
 
 /// One proof of some kind as its caller gave it (one sector's C2, one WindowPoSt partition, a
@@ -99,6 +100,7 @@ pub(crate) type CircuitSource<'a> = Box<dyn FnOnce() -> Result<CircuitShape> + S
 pub enum RegisteredProof {
     Seal(RegisteredSealProof),
     Post(RegisteredPoStProof),
+    Update(RegisteredUpdateProof),
 }
 
 impl RegisteredProof {
@@ -107,6 +109,7 @@ impl RegisteredProof {
         match self {
             RegisteredProof::Seal(proof) => with_tree_shape!(proof, circuit_of_seal(proof)),
             RegisteredProof::Post(proof) => with_tree_shape!(proof, circuit_of_post(proof)),
+            RegisteredProof::Update(proof) => with_tree_shape!(proof, circuit_of_update(proof)),
         }
     }
 }
@@ -119,6 +122,12 @@ fn circuit_of_post<Tree: 'static + filecoin_proofs::types::MerkleTreeTrait>(proo
     post::circuit_of::<Tree>(proof)
 }
 
+fn circuit_of_update<Tree: 'static + filecoin_proofs::types::MerkleTreeTrait<Hasher = storage_proofs_update::constants::TreeRHasher>>(
+    proof: RegisteredUpdateProof,
+) -> Result<(String, CircuitSource<'static>)> {
+    update::circuit_of::<Tree>(proof)
+}
+
 impl From<RegisteredSealProof> for RegisteredProof {
     fn from(proof: RegisteredSealProof) -> Self {
         RegisteredProof::Seal(proof)
@@ -128,5 +137,11 @@ impl From<RegisteredSealProof> for RegisteredProof {
 impl From<RegisteredPoStProof> for RegisteredProof {
     fn from(proof: RegisteredPoStProof) -> Self {
         RegisteredProof::Post(proof)
+    }
+}
+
+impl From<RegisteredUpdateProof> for RegisteredProof {
+    fn from(proof: RegisteredUpdateProof) -> Self {
+        RegisteredProof::Update(proof)
     }
 }

@@ -2,10 +2,46 @@
 //! (its hashing and gadgets assert, or convert with `expect`, on what they assume): canonical
 //! field elements and Merkle paths of the tree's shape.
 
+use bincode::Options;
 use blstrs::Scalar;
 use filecoin_hashers::{Domain, Hasher};
+use serde::de::DeserializeOwned;
 use storage_proofs_core::merkle::{base_path_length, compound_path_length, MerkleProofTrait};
 use typenum::Unsigned;
+
+use crate::error::{Error, Result, Status};
+
+/// Largest vanilla proof accepted, in bytes. A 32GiB sector's WindowPoSt vanilla proof is
+/// ≈ 25 KB, its WinningPoSt one ≈ 170 KB, a SnapDeals partition's ≈ 0.6 MB; anything past
+/// this is not a vanilla proof.
+pub const MAX_VANILLA_PROOF_BYTES: usize = 1 << 22;
+
+/// A vanilla proof in filecoin-proofs-api's encoding (bincode's defaults), `what` it must be,
+/// with nothing left over and at most [`MAX_VANILLA_PROOF_BYTES`].
+pub(crate) fn decode_bincode<T: DeserializeOwned>(bytes: &[u8], what: &str) -> Result<T> {
+    if bytes.len() > MAX_VANILLA_PROOF_BYTES {
+        return Err(Error::invalid(format!(
+            "{} bytes, more than the {MAX_VANILLA_PROOF_BYTES} byte limit",
+            bytes.len()
+        )));
+    }
+    bincode::DefaultOptions::new()
+        .with_fixint_encoding()
+        .with_limit(bytes.len() as u64)
+        .reject_trailing_bytes()
+        .deserialize(bytes)
+        .map_err(|e| Error::from_dependency(Status::ParseError, &format!("not {what}"), e))
+}
+
+/// A field element given as 32 little-endian bytes, refused unless canonical (< the modulus).
+pub(crate) fn canonical<D: Domain>(bytes: &[u8; 32], what: &str) -> Result<D> {
+    if Option::<Scalar>::from(Scalar::from_bytes_le(bytes)).is_none() {
+        return Err(Error::invalid(format!(
+            "{what} is not a canonical field element (it is ≥ the BLS12-381 scalar modulus)"
+        )));
+    }
+    D::try_from_bytes(bytes).map_err(|e| Error::from_dependency(Status::InvalidArgument, what, e))
+}
 
 /// Whether a field element's 32 bytes are canonical (< the BLS12-381 scalar modulus).
 pub(crate) fn is_canonical<D: Domain>(value: &D) -> bool {
@@ -17,7 +53,7 @@ pub(crate) fn is_canonical<D: Domain>(value: &D) -> bool {
 /// and inclusion gadget assume): the proof variant of the tree's layers, the path length, arity
 /// − 1 siblings and an index below the arity at every level, canonical values. (Whether it
 /// hashes to its root is the caller's: a PoSt names such a sector faulty.)
-pub(crate) fn check_path<P: MerkleProofTrait>(path: &P, leaves: usize) -> Result<(), String> {
+pub(crate) fn check_path<P: MerkleProofTrait>(path: &P, leaves: usize) -> std::result::Result<(), String> {
     let (base, sub, top) = (P::Arity::to_usize(), P::SubTreeArity::to_usize(), P::TopTreeArity::to_usize());
     // The serialized proof starts with its variant: 0 one tree, 1 with sub-trees, 2 with a top tree.
     let variant = bincode::serialize(path).map_err(|e| e.to_string())?;

@@ -14,7 +14,10 @@ use cuzk::error::Status;
 use cuzk::ffi::*;
 use cuzk::internals::{ProofJob, SynthesisPath, SynthesizedCircuit};
 use cuzk::timings::Timings;
-use cuzk_tools::fixtures::{default_test_params_dir, make_post_fixture, registered_proof_for, seal_random_sector, PostFixture, SealedSector};
+use cuzk_tools::fixtures::{
+    default_test_params_dir, make_post_fixture, make_update_fixture, registered_proof_for, seal_random_sector, PostFixture, SealedSector,
+    UpdateFixture,
+};
 use filecoin_proofs_api::post::{verify_window_post, verify_winning_post};
 use filecoin_proofs_api::{PublicReplicaInfo, SectorId};
 use rand::SeedableRng;
@@ -67,6 +70,31 @@ pub fn post_fixture() -> &'static PostFixture {
         let _ = std::fs::remove_dir_all(&work);
         fixture
     })
+}
+
+/// A 2KiB CC sector updated with random data and its update vanilla proofs, made once per test
+/// process.
+pub fn update_fixture() -> &'static UpdateFixture {
+    static FIXTURE: OnceLock<UpdateFixture> = OnceLock::new();
+    FIXTURE.get_or_init(|| {
+        let params = default_test_params_dir();
+        // filecoin-proofs' own verifier (the independent check) reads this once.
+        std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &params);
+        let work = std::env::temp_dir().join(format!("cuzk-test-update-{}", std::process::id()));
+        let mut rng = rand_chacha::ChaCha20Rng::from_entropy();
+        let fixture = make_update_fixture("2KiB", 1000, &work, &mut rng).expect("2KiB update fixture");
+        let _ = std::fs::remove_dir_all(&work);
+        fixture
+    })
+}
+
+/// filecoin-proofs-api's `verify_empty_sector_update_proof` of the update fixture's statement
+/// with `comms` (comm_r_old, comm_r_new, comm_d_new) in place of its own.
+pub fn filecoin_verify_update(comms: [[u8; 32]; 3], proof: &[u8]) -> bool {
+    let f = update_fixture();
+    let [old, new, d] = comms;
+    filecoin_proofs_api::update::verify_empty_sector_update_proof(f.registered_proof, proof, old, new, d)
+        .expect("filecoin-proofs verify_empty_sector_update_proof")
 }
 
 /// (sector id, comm_r) of every WindowPoSt sector of the PoSt fixture, in partition order.
@@ -277,20 +305,21 @@ pub fn assert_same(ours: &SynthesizedCircuit, theirs: &SynthesizedCircuit, what:
     assert!(ours == theirs, "{what}: synthesized circuits differ");
 }
 
-/// A PoSt job's split path (its shape, its slots' native witness: `kinds::poseidon`) gives
-/// classic synthesis' result (filecoin-proofs' gadgets) value for value; returns both times.
-pub fn check_post_split_path(job: &dyn ProofJob, what: &str) -> (Duration, Duration) {
+/// Partition `k` of a job on the split path (its shape, its witness: native where the kind has
+/// one, as a PoSt's slots in `kinds::poseidon`) gives classic synthesis' result
+/// (filecoin-proofs' gadgets) value for value; returns both times.
+pub fn check_job_split_path(job: &dyn ProofJob, k: usize, what: &str) -> (Duration, Duration) {
     let shape = Arc::new(job.extract_shape().unwrap());
     let mut t = Timings::default();
     let start = Instant::now();
-    let theirs = job.synthesize(0, &SynthesisPath::Classic, None, &mut t).unwrap();
+    let theirs = job.synthesize(k, &SynthesisPath::Classic, None, &mut t).unwrap();
     let classic = start.elapsed();
     let start = Instant::now();
     let path = SynthesisPath::Shape {
         shape,
         defer_products: false,
     };
-    let ours = job.synthesize(0, &path, None, &mut t).unwrap();
+    let ours = job.synthesize(k, &path, None, &mut t).unwrap();
     let split = start.elapsed();
     assert_same(&ours, &theirs, what);
     (classic, split)

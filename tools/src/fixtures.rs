@@ -1,6 +1,7 @@
 //! Test fixtures made with filecoin-proofs itself: random-setup Groth16 parameters for the small
-//! sector sizes (PoRep, WindowPoSt, WinningPoSt), freshly sealed random sectors with their C1
-//! output, and sealed sectors' PoSt vanilla proofs. FOR TESTS ONLY: the parameters carry the
+//! sector sizes (PoRep, WindowPoSt, WinningPoSt, SnapDeals), freshly sealed random sectors with
+//! their C1 output, sealed sectors' PoSt vanilla proofs, and CC sectors updated with new data
+//! with their update vanilla proofs. FOR TESTS ONLY: the parameters carry the
 //! production file names but come from a random setup, so they never verify against the
 //! network's keys — keep them in a test cache directory.
 
@@ -13,7 +14,7 @@ use filecoin_proofs::constants::DefaultPieceHasher;
 use filecoin_proofs::parameters::{public_params, window_post_public_params, winning_post_public_params};
 use filecoin_proofs::types::{MerkleTreeTrait, PoStConfig, PoStType};
 use filecoin_proofs_api::seal::{self, SealCommitPhase1Output, SealPreCommitPhase2Output};
-use filecoin_proofs_api::{post, PrivateReplicaInfo, PublicReplicaInfo, RegisteredPoStProof};
+use filecoin_proofs_api::{post, update, PrivateReplicaInfo, PublicReplicaInfo, RegisteredPoStProof, RegisteredUpdateProof};
 use filecoin_proofs_api::{PaddedBytesAmount, PieceInfo, RegisteredSealProof, SectorId, UnpaddedBytesAmount};
 use rand::{Rng, RngCore};
 use serde::{Deserialize, Serialize};
@@ -21,6 +22,8 @@ use storage_proofs_core::compound_proof::CompoundProof;
 use storage_proofs_core::parameter_cache::{parameter_cache_dir, CacheableParameters};
 use storage_proofs_porep::stacked::StackedCompound;
 use storage_proofs_post::fallback::{self, FallbackPoStCompound};
+use storage_proofs_update::constants::TreeRHasher;
+use storage_proofs_update::EmptySectorUpdateCompound;
 
 use cuzk::internals::porep::porep_config;
 
@@ -184,12 +187,31 @@ struct Precommitted {
     pc2: SealPreCommitPhase2Output,
 }
 
-/// Seals one piece of random data filling the sector (add_piece, PC1, PC2) into `work_dir`
-/// (`staged`, `sealed`, `cache/`) with a random ticket. Needs no Groth16 parameters.
-fn precommit_random_sector(
+/// What a sector is sealed with: one piece of random data filling it, or nothing (a CC sector,
+/// zeros, which a SnapDeals update later fills).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum SectorData {
+    Random,
+    CommittedCapacity,
+}
+
+/// The unpadded bytes of a piece filling a sector of `proof`'s size, random (`data`).
+fn piece_filling(proof: RegisteredSealProof, data: SectorData, rng: &mut impl Rng) -> Result<(UnpaddedBytesAmount, Vec<u8>)> {
+    let piece_size = UnpaddedBytesAmount::from(PaddedBytesAmount(u64::from(proof.sector_size())));
+    let mut piece = vec![0u8; usize::try_from(u64::from(piece_size))?];
+    if data == SectorData::Random {
+        rng.fill_bytes(&mut piece);
+    }
+    Ok((piece_size, piece))
+}
+
+/// Seals one piece filling the sector (add_piece, PC1, PC2) into `work_dir` (`staged`,
+/// `sealed`, `cache/`) with a random ticket. Needs no Groth16 parameters.
+fn precommit_sector(
     proof: RegisteredSealProof,
     prover_id: [u8; 32],
     sector_id: u64,
+    data: SectorData,
     work_dir: &Path,
     rng: &mut impl Rng,
 ) -> Result<Precommitted> {
@@ -197,9 +219,7 @@ fn precommit_random_sector(
     fs::create_dir_all(&cache_dir).with_context(|| format!("creating {}", cache_dir.display()))?;
     let staged_path = work_dir.join("staged");
     let sealed_path = work_dir.join("sealed");
-    let piece_size = UnpaddedBytesAmount::from(PaddedBytesAmount(u64::from(proof.sector_size())));
-    let mut piece = vec![0u8; usize::try_from(u64::from(piece_size))?];
-    rng.fill_bytes(&mut piece);
+    let (piece_size, piece) = piece_filling(proof, data, rng)?;
 
     let mut staged = fs::OpenOptions::new()
         .read(true)
@@ -244,7 +264,7 @@ pub fn seal_random_sector(
         ticket,
         pieces,
         pc2,
-    } = precommit_random_sector(proof, prover_id, sector_id, work_dir, rng)?;
+    } = precommit_sector(proof, prover_id, sector_id, SectorData::Random, work_dir, rng)?;
     let mut seed = [0u8; 32];
     rng.fill_bytes(&mut seed);
     seed[31] &= 0x3f;
@@ -303,7 +323,8 @@ pub fn seal_sectors_for_post(
         .iter()
         .map(|&sector_id| {
             let dir = work_dir.join(format!("sector-{sector_id}"));
-            let sealed = precommit_random_sector(proof, prover_id, sector_id, &dir, rng).with_context(|| format!("sealing sector {sector_id}"))?;
+            let sealed = precommit_sector(proof, prover_id, sector_id, SectorData::Random, &dir, rng)
+                .with_context(|| format!("sealing sector {sector_id}"))?;
             seal::clear_cache(&sealed.cache_dir)?;
             fs::remove_file(dir.join("staged"))?;
             Ok(PostReplica {
@@ -461,6 +482,128 @@ fn post_sector(replica: &PostReplica) -> PostSector {
         sector_id: replica.sector_id,
         comm_r: replica.comm_r,
     }
+}
+
+fn generate_update_params<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+    proof: RegisteredUpdateProof,
+    rng: &mut (impl RngCore + Send),
+) -> Result<PathBuf> {
+    let params = storage_proofs_update::PublicParams::from_sector_size(u64::from(proof.sector_size()));
+    type Compound<Tree> = EmptySectorUpdateCompound<Tree>;
+    <Compound<Tree> as CompoundProof<_, _>>::groth_params(Some(&mut *rng), &params)?;
+    <Compound<Tree> as CompoundProof<_, _>>::verifying_key(Some(&mut *rng), &params)?;
+    let blank = <Compound<Tree> as CompoundProof<_, _>>::blank_circuit(&params);
+    <Compound<Tree> as CacheableParameters<_, _>>::get_param_metadata(blank, &params)?;
+    Ok(storage_proofs_core::parameter_cache::parameter_cache_params_path(
+        &<Compound<Tree> as CacheableParameters<_, _>>::cache_identifier(&params),
+    ))
+}
+
+/// Generates (random setup) the Groth16 parameters, verifying key and metadata of the SnapDeals
+/// update `proof` into `dir` under filecoin-proofs' names (`v28-empty-sector-update-…`) unless
+/// they are there already, and returns the `.params` path.
+pub fn ensure_update_params(proof: RegisteredUpdateProof, dir: &Path, rng: &mut (impl RngCore + Send)) -> Result<PathBuf> {
+    fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    ensure_settings_dir(dir)?;
+    cuzk::with_tree_shape!(proof, generate_update_params(proof, rng)).with_context(|| format!("{proof:?} parameters"))
+}
+
+/// The SnapDeals update proof of a sector size (there is only `…V1`).
+pub fn update_proof_for(size: &str) -> Result<RegisteredUpdateProof> {
+    use RegisteredUpdateProof::*;
+    Ok(match size {
+        "2KiB" => StackedDrg2KiBV1,
+        "8MiB" => StackedDrg8MiBV1,
+        "512MiB" => StackedDrg512MiBV1,
+        "32GiB" => StackedDrg32GiBV1,
+        "64GiB" => StackedDrg64GiBV1,
+        other => bail!("unknown sector size {other:?} (2KiB, 8MiB, 512MiB, 32GiB, 64GiB)"),
+    })
+}
+
+/// go-state-types' `abi.RegisteredUpdateProof` number of an update proof: 2KiB…64GiB = 0…4.
+pub fn update_proof_abi(proof: RegisteredUpdateProof) -> u32 {
+    use RegisteredUpdateProof::*;
+    match proof {
+        StackedDrg2KiBV1 => 0,
+        StackedDrg8MiBV1 => 1,
+        StackedDrg512MiBV1 => 2,
+        StackedDrg32GiBV1 => 3,
+        StackedDrg64GiBV1 => 4,
+    }
+}
+
+/// The inputs of a SnapDeals update's SNARK and what its verifier checks, made the way Curio
+/// makes them: a CC sector sealed, encoded with new random data (`encode_into`), and its
+/// partition vanilla proofs (`generate_partition_proofs`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct UpdateFixture {
+    pub registered_proof: RegisteredUpdateProof,
+    /// go-state-types' number of `registered_proof` (see [`update_proof_abi`]).
+    pub abi_proof: u32,
+    #[serde(with = "hex::serde")]
+    pub comm_r_old: [u8; 32],
+    #[serde(with = "hex::serde")]
+    pub comm_r_new: [u8; 32],
+    #[serde(with = "hex::serde")]
+    pub comm_d_new: [u8; 32],
+    /// One per partition, in order (bincode of filecoin-proofs' `PartitionProof`).
+    pub vanilla_proofs: Vec<HexBytes>,
+}
+
+/// Seals a CC sector of `sector_size` in `work_dir` for miner `miner_id`, updates it with a
+/// piece of random data filling it, and makes the update's partition vanilla proofs, checked
+/// by filecoin-proofs-api's `verify_partition_proofs`. Needs no Groth16 parameters; the files
+/// stay in `work_dir`.
+pub fn make_update_fixture(sector_size: &str, miner_id: u64, work_dir: &Path, rng: &mut impl Rng) -> Result<UpdateFixture> {
+    let seal_proof = registered_proof_for(sector_size)?;
+    let proof = update_proof_for(sector_size)?;
+    let sector_id = rng.gen_range(1..1_000_000u64);
+    let old_dir = work_dir.join("sector-key");
+    let old = precommit_sector(
+        seal_proof,
+        prover_id_from_miner(miner_id),
+        sector_id,
+        SectorData::CommittedCapacity,
+        &old_dir,
+        rng,
+    )?;
+    fs::remove_file(old_dir.join("staged"))?;
+
+    let new_dir = work_dir.join("update");
+    let (new_cache, new_replica, staged) = (new_dir.join("cache"), new_dir.join("replica"), new_dir.join("staged"));
+    fs::create_dir_all(&new_cache)?;
+    let (piece_size, piece) = piece_filling(seal_proof, SectorData::Random, rng)?;
+    let mut staged_file = fs::File::create(&staged)?;
+    let (piece_info, _) = seal::add_piece(seal_proof, Cursor::new(&piece), &mut staged_file, piece_size, &[])?;
+    drop(staged_file);
+    // The encoder writes the new replica in place: a file of the sector key's size.
+    fs::File::create(&new_replica)?.set_len(u64::from(seal_proof.sector_size()))?;
+    let encoded = update::empty_sector_update_encode_into(proof, &new_replica, &new_cache, &old.sealed_path, &old.cache_dir, &staged, &[piece_info])?;
+    let comm_r_old = old.pc2.comm_r;
+    let (comm_r_new, comm_d_new) = (encoded.comm_r_new, encoded.comm_d_new);
+    let vanilla = update::generate_partition_proofs(
+        proof,
+        comm_r_old,
+        comm_r_new,
+        comm_d_new,
+        &old.sealed_path,
+        &old.cache_dir,
+        &new_replica,
+        &new_cache,
+    )?;
+    ensure!(
+        update::verify_partition_proofs(proof, &vanilla, comm_r_old, comm_r_new, comm_d_new)?,
+        "filecoin-proofs-api refuses its own update vanilla proofs"
+    );
+    Ok(UpdateFixture {
+        registered_proof: proof,
+        abi_proof: update_proof_abi(proof),
+        comm_r_old,
+        comm_r_new,
+        comm_d_new,
+        vanilla_proofs: vanilla.into_iter().map(|p| HexBytes(p.0)).collect(),
+    })
 }
 
 /// Parses "2KiB", "8MiB", "512MiB", "32GiB", "64GiB" into the current (V1_1) seal proof.

@@ -1,6 +1,6 @@
 //! cuzk's test and benchmark tools, kept out of the shipped crate: fixtures made with
-//! filecoin-proofs (random-setup parameters, freshly sealed sectors, PoSt vanilla proofs), the
-//! bellperson oracle for PoSt proofs, test circuits and synthetic proving keys, and the SHA-256
+//! filecoin-proofs (random-setup parameters, freshly sealed sectors, PoSt and SnapDeals vanilla
+//! proofs), the bellperson oracles for PoSt and update proofs, test circuits and synthetic proving keys, and the SHA-256
 //! chain workload the peers under bench/peers/ prove too. The binaries `cuzk-fixtures` and
 //! `cuzk-bench` are built on them.
 //!
@@ -11,3 +11,4 @@ pub mod circuits;
 pub mod fixtures;
 pub mod post_oracle;
 pub mod sha_chain;
+pub mod update_oracle;

@@ -13,9 +13,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
 use bellperson::groth16::{prepare_verifying_key, PreparedVerifyingKey, Proof, VerifyingKey};
-use bincode::Options;
 use blstrs::{Bls12, Scalar};
-use filecoin_hashers::{Domain, HashFunction, Hasher};
+use filecoin_hashers::{HashFunction, Hasher};
 use filecoin_proofs::parameters::{window_post_public_params, winning_post_public_params};
 use filecoin_proofs::types::{MerkleTreeTrait, PoStConfig};
 use filecoin_proofs::{FallbackPoStSectorProof, PoStType};
@@ -35,7 +34,8 @@ use crate::backend::Priority;
 use crate::cancel::CancelToken;
 use crate::error::{Error, Result, Status};
 use crate::groth16::ProvingKey;
-use crate::kinds::vanilla::{check_path, is_canonical};
+pub use crate::kinds::vanilla::MAX_VANILLA_PROOF_BYTES;
+use crate::kinds::vanilla::{canonical, check_path, decode_bincode, is_canonical};
 use crate::kinds::{CircuitSource, ProofJob, ProofRequest, SynthesisPath};
 use crate::synthesis::r1cs::CircuitShape;
 use crate::synthesis::SynthesizedCircuit;
@@ -44,10 +44,6 @@ use crate::with_tree_shape;
 
 mod circuit;
 use circuit::PostCircuit;
-
-/// Largest vanilla proof accepted, in bytes. A 32GiB sector's WindowPoSt vanilla proof is
-/// ≈ 25 KB, its WinningPoSt one ≈ 170 KB; anything past this is not a vanilla proof.
-pub const MAX_VANILLA_PROOF_BYTES: usize = 1 << 22;
 
 /// Which PoSt a request is for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -162,16 +158,6 @@ type TreePath<Tree> = storage_proofs_core::merkle::MerkleProof<
     <Tree as MerkleTreeTrait>::TopTreeArity,
 >;
 
-/// A field element given as 32 little-endian bytes, refused unless canonical (< the modulus).
-fn canonical<D: Domain>(bytes: &[u8; 32], what: &str) -> Result<D> {
-    if Option::<Scalar>::from(Scalar::from_bytes_le(bytes)).is_none() {
-        return Err(Error::invalid(format!(
-            "{what} is not a canonical field element (it is ≥ the BLS12-381 scalar modulus)"
-        )));
-    }
-    D::try_from_bytes(bytes).map_err(|e| Error::from_dependency(Status::InvalidArgument, what, e))
-}
-
 /// A checked PoSt: the circuit's slots and public inputs.
 struct PostJob<Tree: 'static + MerkleTreeTrait> {
     /// The made-up inputs' synthetic key (nothing to verify then); None for real inputs.
@@ -264,7 +250,8 @@ fn decode_vanilla_proofs<Tree: 'static + MerkleTreeTrait>(request: &PostRequest,
     let mut seen = std::collections::HashSet::new();
     let mut proofs = Vec::with_capacity(count);
     for (i, bytes) in request.vanilla_proofs.iter().enumerate() {
-        let proof = decode_one::<Tree>(bytes).map_err(|e| e.context(&format!("vanilla proof {i}")))?;
+        let proof = decode_bincode::<FallbackPoStSectorProof<Tree>>(bytes, "a FallbackPoStSectorProof of this sector size")
+            .map_err(|e| e.context(&format!("vanilla proof {i}")))?;
         let sector = u64::from(proof.sector_id);
         let named = |message: String| Error::invalid(format!("vanilla proof {i} (sector {sector}): {message}"));
         if !seen.insert(sector) {
@@ -292,22 +279,6 @@ fn decode_vanilla_proofs<Tree: 'static + MerkleTreeTrait>(request: &PostRequest,
         proofs.push(proof);
     }
     Ok(proofs)
-}
-
-fn decode_one<Tree: 'static + MerkleTreeTrait>(bytes: &[u8]) -> Result<FallbackPoStSectorProof<Tree>> {
-    if bytes.len() > MAX_VANILLA_PROOF_BYTES {
-        return Err(Error::invalid(format!(
-            "{} bytes, more than the {MAX_VANILLA_PROOF_BYTES} byte limit",
-            bytes.len()
-        )));
-    }
-    // filecoin-proofs-api's encoding (bincode's defaults), with nothing left over.
-    bincode::DefaultOptions::new()
-        .with_fixint_encoding()
-        .with_limit(bytes.len() as u64)
-        .reject_trailing_bytes()
-        .deserialize(bytes)
-        .map_err(|e| Error::from_dependency(Status::ParseError, "not a FallbackPoStSectorProof of this sector size", e))
 }
 
 impl<Tree: 'static + MerkleTreeTrait> PostJob<Tree> {

@@ -1,8 +1,8 @@
 //! Test fixtures for cuzk, made with filecoin-proofs itself.
 //!
 //!   cuzk-fixtures params --sector-size 2KiB [--dir DIR]
-//!       random-setup Groth16 parameters (TEST ONLY) of the PoRep, WindowPoSt and WinningPoSt
-//!       circuits into DIR (default: CUZK_TEST_PARAMS or ~/.cache/cuzk/test-params); nothing is
+//!       random-setup Groth16 parameters (TEST ONLY) of the PoRep, WindowPoSt, WinningPoSt and
+//!       SnapDeals update circuits into DIR (default: CUZK_TEST_PARAMS or ~/.cache/cuzk/test-params); nothing is
 //!       done for those that exist.
 //!   cuzk-fixtures seal --sector-size 2KiB --out DIR [--miner ID] [--sector N]
 //!       seals a random sector and writes DIR/c1.json and DIR/sector.json.
@@ -10,6 +10,9 @@
 //!       seals N random sectors (default 3) and writes DIR/post.json: the vanilla proofs of a
 //!       WindowPoSt over them (per partition) and of a WinningPoSt, with the randomness, prover
 //!       id and sectors their SNARKs and verifiers take.
+//!   cuzk-fixtures update --sector-size 2KiB --out DIR [--miner ID]
+//!       seals a CC sector, updates it with random data and writes DIR/update.json: the
+//!       update's partition vanilla proofs and its commitments.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -17,8 +20,8 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use cuzk_tools::fixtures::{
-    default_test_params_dir, ensure_params, ensure_post_params, make_post_fixture, registered_proof_for, seal_random_sector, window_post_proof_for,
-    winning_post_proof_for,
+    default_test_params_dir, ensure_params, ensure_post_params, ensure_update_params, make_post_fixture, make_update_fixture, registered_proof_for,
+    seal_random_sector, update_proof_for, window_post_proof_for, winning_post_proof_for,
 };
 use rand::SeedableRng;
 
@@ -79,6 +82,10 @@ fn run() -> Result<()> {
             for post in [window_post_proof_for(&args.sector_size)?, winning_post_proof_for(&args.sector_size)?] {
                 println!("{}", ensure_post_params(post, &dir, &mut rng)?.display());
             }
+            println!(
+                "{}",
+                ensure_update_params(update_proof_for(&args.sector_size)?, &dir, &mut rng)?.display()
+            );
             eprintln!("cuzk-fixtures: parameters ready in {:.1} s", start.elapsed().as_secs_f64());
         }
         "seal" => {
@@ -112,7 +119,22 @@ fn run() -> Result<()> {
             );
             println!("{}", out.join("post.json").display());
         }
-        other => bail!("unknown command {other:?}: use `params`, `seal` or `post`"),
+        "update" => {
+            let out = args.out.context("update needs --out DIR")?;
+            std::fs::create_dir_all(&out)?;
+            let start = Instant::now();
+            let work = out.join("work");
+            let fixture = make_update_fixture(&args.sector_size, args.miner, &work, &mut rng)?;
+            std::fs::write(out.join("update.json"), serde_json::to_vec_pretty(&fixture)?)?;
+            std::fs::remove_dir_all(&work)?;
+            eprintln!(
+                "cuzk-fixtures: a {} CC sector sealed, updated and its update vanilla proofs made in {:.1} s",
+                args.sector_size,
+                start.elapsed().as_secs_f64()
+            );
+            println!("{}", out.join("update.json").display());
+        }
+        other => bail!("unknown command {other:?}: use `params`, `seal`, `post` or `update`"),
     }
     Ok(())
 }

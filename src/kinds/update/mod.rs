@@ -1,0 +1,214 @@
+//! SnapDeals (empty-sector update) proofs on top of filecoin-proofs: the partition vanilla
+//! proofs filecoin-ffi's `GenerateUpdateVanillaProofs` returns, checked; one partition circuit
+//! per vanilla proof (`EmptySectorUpdateCompound::circuit`: 16 for a 32GiB sector, each ≈ 81M
+//! constraints); verification with filecoin-proofs' own verifier.
+//!
+//! The proof is what filecoin-proofs-api's `generate_empty_sector_update_proof_with_vanilla`
+//! returns: every partition's Groth16 proof (192 bytes), in partition order.
+
+use bellperson::groth16::{prepare_verifying_key, PreparedVerifyingKey, VerifyingKey};
+use blstrs::Bls12;
+use filecoin_proofs::types::{MerkleTreeTrait, PoRepConfig, SectorUpdateConfig};
+use filecoin_proofs_api::RegisteredUpdateProof;
+use storage_proofs_core::compound_proof::{self, CompoundProof};
+use storage_proofs_core::multi_proof::MultiProof;
+use storage_proofs_core::parameter_cache::CacheableParameters;
+use storage_proofs_update::constants::{TreeDDomain, TreeRDomain, TreeRHasher};
+use storage_proofs_update::{EmptySectorUpdateCompound, PartitionProof, PublicInputs, PublicParams, SetupParams};
+
+use crate::backend::Priority;
+use crate::cancel::CancelToken;
+use crate::error::{Error, Result, Status};
+use crate::kinds::vanilla::{canonical, decode_bincode};
+use crate::kinds::{CircuitSource, ProofJob, ProofRequest, SynthesisPath};
+use crate::synthesis::r1cs::CircuitShape;
+use crate::synthesis::SynthesizedCircuit;
+use crate::timings::{timed, Timings};
+use crate::with_tree_shape;
+
+mod check;
+mod circuit;
+use circuit::UpdateCircuit;
+
+/// One sector update to prove: the arguments of filecoin-ffi's
+/// `GenerateUpdateProofWithVanilla` (commitments as their 32 bytes).
+#[derive(Clone, Copy, Debug)]
+pub struct UpdateRequest<'a> {
+    pub registered_proof: RegisteredUpdateProof,
+    /// The sector's comm_r before the update (its sealed CC replica's).
+    pub comm_r_old: [u8; 32],
+    /// The updated replica's comm_r.
+    pub comm_r_new: [u8; 32],
+    /// The new data's comm_d.
+    pub comm_d_new: [u8; 32],
+    /// One per partition, in order, as filecoin-proofs-api's `generate_partition_proofs`
+    /// returns them (bincode of `PartitionProof`).
+    pub vanilla_proofs: &'a [&'a [u8]],
+}
+
+impl ProofRequest for UpdateRequest<'_> {
+    fn check(&self, t: &mut Timings) -> Result<Box<dyn ProofJob>> {
+        timed(&mut t.input_check_ns, || with_tree_shape!(self.registered_proof, update_job(self)))
+    }
+
+    fn class(&self) -> Priority {
+        Priority::Sealing
+    }
+}
+
+/// filecoin-proofs' configuration of a registered update proof, or why cuzk can't prove it.
+pub fn update_config(proof: RegisteredUpdateProof) -> Result<SectorUpdateConfig> {
+    if proof.major_version() != 1 {
+        return Err(Error::invalid(format!("{proof:?}: unsupported proof version")));
+    }
+    let config: PoRepConfig = proof.as_v1_config();
+    Ok(SectorUpdateConfig::from_porep_config(&config))
+}
+
+/// The vanilla parameters of a sector size's update circuit (challenges, partitions, apex tree).
+fn public_params(config: &SectorUpdateConfig) -> PublicParams {
+    PublicParams::from_sector_size(u64::from(config.sector_size))
+}
+
+/// The parameter id of `proof`'s partition circuit and the extraction of its shape.
+pub(crate) fn circuit_of<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+    proof: RegisteredUpdateProof,
+) -> Result<(String, CircuitSource<'static>)> {
+    let params = public_params(&update_config(proof)?);
+    let id = circuit_id::<Tree>(&params);
+    Ok((id, Box::new(move || extract_shape::<Tree>(&params))))
+}
+
+/// filecoin-proofs' parameter id of the update circuit (`empty-sector-update-…`).
+fn circuit_id<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(params: &PublicParams) -> String {
+    <EmptySectorUpdateCompound<Tree> as CacheableParameters<_, _>>::cache_identifier(params)
+}
+
+/// The partition circuit's shape, from filecoin-proofs' blank circuit.
+fn extract_shape<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(params: &PublicParams) -> Result<CircuitShape> {
+    CircuitShape::extract_parallel(&UpdateCircuit::<Tree>::blank(params))
+}
+
+/// The public inputs of every partition (filecoin-proofs sets `k` per partition).
+fn public_inputs(config: &SectorUpdateConfig, comm_r_old: &[u8; 32], comm_r_new: &[u8; 32], comm_d_new: &[u8; 32]) -> Result<PublicInputs> {
+    Ok(PublicInputs {
+        k: 0,
+        comm_r_old: canonical::<TreeRDomain>(comm_r_old, "comm_r_old")?,
+        comm_d_new: canonical::<TreeDDomain>(comm_d_new, "comm_d_new")?,
+        comm_r_new: canonical::<TreeRDomain>(comm_r_new, "comm_r_new")?,
+        h: config.h,
+    })
+}
+
+/// A checked update: its partitions' vanilla proofs and public inputs.
+struct UpdateJob<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> {
+    params: PublicParams,
+    circuit_id: String,
+    inputs: PublicInputs,
+    proofs: Vec<PartitionProof<Tree>>,
+}
+
+fn update_job<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(request: &UpdateRequest) -> Result<Box<dyn ProofJob>> {
+    let config = update_config(request.registered_proof)?;
+    let params = public_params(&config);
+    let inputs = public_inputs(&config, &request.comm_r_old, &request.comm_r_new, &request.comm_d_new)?;
+    if request.vanilla_proofs.len() != params.partition_count {
+        return Err(Error::invalid(format!(
+            "{} vanilla proofs; a {:?} update has {} partitions, one vanilla proof each",
+            request.vanilla_proofs.len(),
+            request.registered_proof,
+            params.partition_count
+        )));
+    }
+    let mut proofs = Vec::with_capacity(params.partition_count);
+    for (k, bytes) in request.vanilla_proofs.iter().enumerate() {
+        let place = format!("vanilla_proofs[{k}]");
+        let proof: PartitionProof<Tree> = decode_bincode(bytes, "a PartitionProof of this sector size").map_err(|e| e.context(&place))?;
+        check::structure(&params, &proof).map_err(|m| Error::invalid(format!("{place}: {m}")))?;
+        check::verifies(&params, &inputs, k, &proof).map_err(|m| Error::invalid(format!("{place}: {m}")))?;
+        proofs.push(proof);
+    }
+    Ok(Box::new(UpdateJob::<Tree> {
+        circuit_id: circuit_id::<Tree>(&params),
+        params,
+        inputs,
+        proofs,
+    }))
+}
+
+impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> ProofJob for UpdateJob<Tree> {
+    fn circuit_id(&self) -> &str {
+        &self.circuit_id
+    }
+
+    fn partitions(&self) -> usize {
+        self.params.partition_count
+    }
+
+    fn extract_shape(&self) -> Result<CircuitShape> {
+        extract_shape::<Tree>(&self.params)
+    }
+
+    fn synthesize(&self, k: usize, path: &SynthesisPath, cancel: Option<&CancelToken>, t: &mut Timings) -> Result<SynthesizedCircuit> {
+        let proof = self
+            .proofs
+            .get(k)
+            .ok_or_else(|| Error::internal(format!("partition {k} of an update of {} was asked for", self.proofs.len())))?;
+        path.run(UpdateCircuit::partition(&self.params, &self.inputs, k, proof), cancel, t)
+    }
+
+    fn verify(&self, vk: &VerifyingKey<Bls12>, proof: &[u8]) -> Option<Result<bool>> {
+        Some(verify_with::<Tree>(&self.params, &self.inputs, &prepare_verifying_key(vk), proof))
+    }
+}
+
+/// What an update proof is verified against: filecoin-proofs-api's
+/// `verify_empty_sector_update_proof` arguments.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UpdateStatement {
+    pub registered_proof: RegisteredUpdateProof,
+    pub comm_r_old: [u8; 32],
+    pub comm_r_new: [u8; 32],
+    pub comm_d_new: [u8; 32],
+}
+
+/// filecoin-proofs' `verify_empty_sector_update_proof` with the verifying key supplied by the
+/// caller (from the engine's parameter directory).
+pub fn verify_update<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+    statement: &UpdateStatement,
+    vk: &PreparedVerifyingKey<Bls12>,
+    proof: &[u8],
+) -> Result<bool> {
+    let config = update_config(statement.registered_proof)?;
+    let inputs = public_inputs(&config, &statement.comm_r_old, &statement.comm_r_new, &statement.comm_d_new)?;
+    verify_with::<Tree>(&public_params(&config), &inputs, vk, proof)
+}
+
+fn verify_with<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+    params: &PublicParams,
+    inputs: &PublicInputs,
+    vk: &PreparedVerifyingKey<Bls12>,
+    proof: &[u8],
+) -> Result<bool> {
+    let partitions = params.partition_count;
+    let expected = partitions * crate::engine::GROTH_PROOF_BYTES;
+    if proof.len() != expected {
+        return Err(Error::invalid(format!(
+            "the proof is {} bytes; this sector size's update proof is {partitions} partition(s) of 192 bytes",
+            proof.len()
+        )));
+    }
+    let setup = compound_proof::SetupParams {
+        vanilla_params: SetupParams {
+            sector_bytes: (params.sector_nodes as u64) << 5,
+        },
+        partitions: Some(partitions),
+        priority: false,
+    };
+    let compound =
+        EmptySectorUpdateCompound::<Tree>::setup(&setup).map_err(|e| Error::from_dependency(Status::Internal, "update public parameters", e))?;
+    let multi_proof =
+        MultiProof::new_from_bytes(Some(partitions), proof, vk).map_err(|e| Error::from_dependency(Status::InvalidArgument, "proof bytes", e))?;
+    EmptySectorUpdateCompound::<Tree>::verify(&compound, inputs, &multi_proof, &())
+        .map_err(|e| Error::from_dependency(Status::Internal, "verifying the update proof", e))
+}
