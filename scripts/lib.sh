@@ -45,13 +45,28 @@ seal_fixture() {
 
 json_field() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"; }
 
-# Installs libcuzk into target/cuzk-prefix and builds the C example against it.
+# Installs libcuzk into target/cuzk-prefix and builds the C examples against it.
 build_c_example() {
-    step "C example against the installed library (pkg-config)"
+    step "C examples against the installed library (pkg-config)"
     "$root/scripts/install.sh" "$root/target/cuzk-prefix" >/dev/null
     export PKG_CONFIG_PATH="$root/target/cuzk-prefix/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
-    # shellcheck disable=SC2046
-    cc -std=c11 -O2 -Wall -Wextra -Werror -o "$root/target/prove_c2" "$root/examples/prove_c2.c" $(pkg-config --cflags --libs cuzk)
+    local example
+    for example in prove_c2 prove_update; do
+        # shellcheck disable=SC2046
+        cc -std=c11 -O2 -Wall -Wextra -Werror -o "$root/target/$example" "$root/examples/$example.c" $(pkg-config --cflags --libs cuzk)
+    done
+}
+
+# Seals a CC sector of size $1, updates it and writes its update fixture into directory $2.
+update_fixture() {
+    step "a random $1 SnapDeals update into $2"
+    rm -rf "$2"
+    "$root/target/release/cuzk-fixtures" update --sector-size "$1" --out "$2" --miner 1000
+}
+
+# The C update example on the fixture of directory $1 (a 2KiB update: registered proof 0).
+run_update_example() {
+    "$root/target/prove_update" "$1" 0 "$CUZK_TEST_PARAMS"
 }
 
 run_c_example() {

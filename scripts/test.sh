@@ -30,6 +30,10 @@ seal_fixture 2KiB "$fixture"
 build_c_example
 step "C example: prove + verify"
 run_c_example "$fixture"
+update="$root/target/fixtures/update-2k"
+update_fixture 2KiB "$update"
+step "C update example: prove + verify"
+run_update_example "$update"
 
 step "Go package"
 CUZK_FIXTURE_DIR="$fixture" "$root/scripts/test-go.sh"

@@ -1,6 +1,6 @@
 //! The phase lists outside the crate follow its one list, `cuzk::timings::SPANS`: the duration
 //! fields of `cuzk_timings` in include/cuzk.h, the Go package's `Timings.Phases` and the fields
-//! it reads, the timings table of examples/prove_c2.c and the phase table of
+//! it reads, the timings table of the C examples (examples/example_util.h) and the phase table of
 //! scripts/bench-table.py. A failure names the file and the phase that drifted.
 
 use cuzk::timings::{Role, SPANS};
@@ -171,7 +171,7 @@ fn go_phases_follow_the_spans() {
 /// out. Its rows are a display, so their order is its own.
 #[test]
 fn c_example_table_follows_the_spans() {
-    let path = "examples/prove_c2.c";
+    let path = "examples/example_util.h";
     let c = read(path);
     let fields = idents_after(
         &block(path, &c, "const struct { const char *name; uint64_t ns; } rows[] = {", "};"),

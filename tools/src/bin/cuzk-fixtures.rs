@@ -1,9 +1,9 @@
 //! Test fixtures for cuzk, made with filecoin-proofs itself.
 //!
-//!   cuzk-fixtures params --sector-size 2KiB [--dir DIR]
+//!   cuzk-fixtures params --sector-size 2KiB [--dir DIR] [--kinds porep,post,update]
 //!       random-setup Groth16 parameters (TEST ONLY) of the PoRep, WindowPoSt, WinningPoSt and
-//!       SnapDeals update circuits into DIR (default: CUZK_TEST_PARAMS or ~/.cache/cuzk/test-params); nothing is
-//!       done for those that exist.
+//!       SnapDeals update circuits (or of the kinds listed) into DIR (default:
+//!       CUZK_TEST_PARAMS or ~/.cache/cuzk/test-params); nothing is done for those that exist.
 //!   cuzk-fixtures seal --sector-size 2KiB --out DIR [--miner ID] [--sector N]
 //!       seals a random sector and writes DIR/c1.json and DIR/sector.json.
 //!   cuzk-fixtures post --sector-size 2KiB --out DIR [--miner ID] [--sectors N]
@@ -33,6 +33,8 @@ struct Args {
     miner: u64,
     sector: u64,
     sectors: usize,
+    /// The proof kinds `params` makes parameters for.
+    kinds: Vec<String>,
 }
 
 fn parse_args() -> Result<Args> {
@@ -46,6 +48,7 @@ fn parse_args() -> Result<Args> {
         miner: 1000,
         sector: 1,
         sectors: 3,
+        kinds: ["porep", "post", "update"].map(String::from).to_vec(),
     };
     while let Some(flag) = argv.next() {
         let value = argv.next().with_context(|| format!("{flag} needs a value"))?;
@@ -56,6 +59,7 @@ fn parse_args() -> Result<Args> {
             "--miner" => args.miner = value.parse().context("--miner")?,
             "--sector" => args.sector = value.parse().context("--sector")?,
             "--sectors" => args.sectors = value.parse().context("--sectors")?,
+            "--kinds" => args.kinds = value.split(',').map(String::from).collect(),
             _ => bail!("unknown flag {flag}"),
         }
     }
@@ -73,19 +77,26 @@ fn run() -> Result<()> {
             // before its first call (we are still single-threaded here).
             std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &dir);
             eprintln!(
-                "cuzk-fixtures: RANDOM-SETUP parameters for {proof:?}, for tests only, in {}",
+                "cuzk-fixtures: RANDOM-SETUP parameters of {} {}, for tests only, in {}",
+                args.sector_size,
+                args.kinds.join(", "),
                 dir.display()
             );
             let start = Instant::now();
-            let path = ensure_params(proof, &dir, &mut rng)?;
-            println!("{}", path.display());
-            for post in [window_post_proof_for(&args.sector_size)?, winning_post_proof_for(&args.sector_size)?] {
-                println!("{}", ensure_post_params(post, &dir, &mut rng)?.display());
+            for kind in &args.kinds {
+                let paths = match kind.as_str() {
+                    "porep" => vec![ensure_params(proof, &dir, &mut rng)?],
+                    "post" => [window_post_proof_for(&args.sector_size)?, winning_post_proof_for(&args.sector_size)?]
+                        .into_iter()
+                        .map(|post| ensure_post_params(post, &dir, &mut rng))
+                        .collect::<Result<_>>()?,
+                    "update" => vec![ensure_update_params(update_proof_for(&args.sector_size)?, &dir, &mut rng)?],
+                    other => bail!("unknown kind {other:?} in --kinds (porep, post, update)"),
+                };
+                for path in paths {
+                    println!("{}", path.display());
+                }
             }
-            println!(
-                "{}",
-                ensure_update_params(update_proof_for(&args.sector_size)?, &dir, &mut rng)?.display()
-            );
             eprintln!("cuzk-fixtures: parameters ready in {:.1} s", start.elapsed().as_secs_f64());
         }
         "seal" => {
