@@ -29,6 +29,8 @@
 #                                 fresh fixture: cuzk GPU, cuzk CPU, bellperson (filecoin-proofs-api),
 #                                 supraseal-c2 (filecoin-proofs-api with cuda-supraseal) in one run; then the 32GiB WinningPoSt shape (made-up, synthetic
 #                                 key, performance only), warm (~4 min)
+#   scripts/gpu-run.sh update     2KiB SnapDeals update of a fresh fixture: cuzk GPU, cuzk CPU,
+#                                 bellperson, supraseal-c2 (filecoin-proofs-api) in one run (~4 min)
 #   scripts/gpu-run.sh post-window  one 32GiB WindowPoSt partition (2 349 sectors × 10 challenges,
 #                                 made-up, synthetic key, performance only), warm (~8 min)
 #   scripts/gpu-run.sh post-during  32GiB WinningPoSts at random moments while a call proves
@@ -61,8 +63,8 @@ nvidia-smi --query-gpu=timestamp,memory.used --format=csv,noheader,nounits -lms 
 sampler=$!
 
 params() {
-    local start=$SECONDS size="${1:-2KiB}"
-    carry/cuzk-fixtures params --sector-size "$size" --dir /tmp/cuzk-params >>"$out/params.log" 2>&1 || { tail "$out/params.log"; exit 1; }
+    local start=$SECONDS size="${1:-2KiB}" kinds="${2:-porep,post,update}"
+    carry/cuzk-fixtures params --sector-size "$size" --kinds "$kinds" --dir /tmp/cuzk-params >>"$out/params.log" 2>&1 || { tail "$out/params.log"; exit 1; }
     echo "params $size: $((SECONDS - start)) s"
 }
 
@@ -78,7 +80,7 @@ tests)
     grep -E "^test |test result|constraints|porep-2k|device memory|panicked" "$out/gpu-tests.log"
     ;;
 bench)
-    params
+    params 2KiB porep
     carry/cuzk-fixtures seal --sector-size 2KiB --out /tmp/fx --sector 7 >/dev/null 2>&1
     c2() { bench c2 --fixture /tmp/fx --params /tmp/cuzk-params "$@" || status=1; }
     c2 --system cuzk --repeat 4
@@ -133,7 +135,7 @@ sector)
         >>"$out/bench.jsonl" 2>>"$out/bench.log" || status=1
     ;;
 post)
-    params
+    params 2KiB post
     carry/cuzk-fixtures post --sector-size 2KiB --out /tmp/pf --miner 1000 --sectors 3 >/dev/null 2>&1 || status=1
     for system in cuzk cuzk-cpu bellperson; do
         bench post --system $system --fixture /tmp/pf --params /tmp/cuzk-params --repeat 3 || status=1
@@ -143,6 +145,18 @@ post)
     fi
     timeout 240 carry/cuzk-bench post --system cuzk --sector-size 32GiB --post winning --repeat 5 \
         >>"$out/bench.jsonl" 2>>"$out/bench.log" || status=1
+    ;;
+update)
+    # 2KiB SnapDeals update of a fresh CC sector: cuzk GPU, cuzk CPU, bellperson and
+    # supraseal-c2 (both through filecoin-proofs-api) in one run.
+    params 2KiB update
+    carry/cuzk-fixtures update --sector-size 2KiB --out /tmp/uf --miner 1000 >/dev/null 2>&1 || status=1
+    for system in cuzk cuzk-cpu bellperson; do
+        bench update --system $system --fixture /tmp/uf --params /tmp/cuzk-params --repeat 3 || status=1
+    done
+    if [ -x carry/supraseal-bench ]; then
+        carry/supraseal-bench update --fixture /tmp/uf --params /tmp/cuzk-params --repeat 3 >>"$out/bench.jsonl" 2>>"$out/bench.log" || status=1
+    fi
     ;;
 post-window)
     timeout 560 carry/cuzk-bench post --system cuzk --sector-size 32GiB --post window --repeat 3 \

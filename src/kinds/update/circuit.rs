@@ -1,6 +1,6 @@
 //! An update partition's circuit: filecoin-proofs' `EmptySectorUpdateCircuit`, built from the
 //! partition's vanilla proof each time it is synthesized (it is consumed by synthesis), as one
-//! segment.
+//! segment; its witness with the challenges in parallel (`witness`).
 
 use std::ops::Range;
 
@@ -11,7 +11,9 @@ use storage_proofs_core::compound_proof::CompoundProof;
 use storage_proofs_update::constants::TreeRHasher;
 use storage_proofs_update::{EmptySectorUpdateCircuit, EmptySectorUpdateCompound, PartitionProof, PublicInputs, PublicParams};
 
-use crate::synthesis::r1cs::SegmentedCircuit;
+use super::witness::partition_witness;
+use crate::cancel::CancelToken;
+use crate::synthesis::r1cs::{SegmentedCircuit, Witness};
 
 /// Partition `k` of an update (or the blank circuit, for its shape).
 pub(super) struct UpdateCircuit<'a, Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> {
@@ -51,6 +53,10 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> SegmentedCircuit for
             true => Ok(()),
             false => self.build()?.synthesize(cs),
         }
+    }
+
+    fn witness(&self, cancel: Option<&CancelToken>) -> Result<Witness, SynthesisError> {
+        partition_witness(self.build()?, cancel)
     }
 }
 

@@ -28,6 +28,7 @@ use crate::with_tree_shape;
 
 mod check;
 mod circuit;
+mod witness;
 use circuit::UpdateCircuit;
 
 /// One sector update to prove: the arguments of filecoin-ffi's

@@ -10,6 +10,10 @@
 //!       filecoin-proofs-api's generate_single_window_post_with_vanilla, the WinningPoSt with
 //!       generate_winning_post_with_vanilla; checked with verify_window_post (the partitions
 //!       merged) and verify_winning_post.
+//!   supraseal-bench update --fixture DIR --params DIR [--repeat N]
+//!       DIR/update.json (as written by `cuzk-fixtures update`): the SnapDeals update proof with
+//!       filecoin-proofs-api's generate_empty_sector_update_proof_with_vanilla, checked with
+//!       verify_empty_sector_update_proof.
 //!   supraseal-bench circuit --workload sha --log-constraints K --params FILE [--repeat N]
 //!       the shared SHA-256 chain circuit (tools/src/sha_chain.rs) with 2^K - 64
 //!       constraints, proved with bellperson's supraseal path against a bellperson-format key
@@ -36,7 +40,7 @@ use std::{
 };
 
 use anyhow::{anyhow, bail, Context, Result};
-use filecoin_proofs_api::{post, seal, PublicReplicaInfo, RegisteredPoStProof, RegisteredSealProof, SectorId};
+use filecoin_proofs_api::{post, seal, update, PartitionProofBytes, PublicReplicaInfo, RegisteredPoStProof, RegisteredSealProof, RegisteredUpdateProof, SectorId};
 use rand_chacha::{rand_core::SeedableRng, ChaCha20Rng};
 use serde::Deserialize;
 
@@ -45,6 +49,7 @@ const SYSTEM: &str = "supraseal-c2";
 const USAGE: &str = "usage:
   supraseal-bench c2 --fixture DIR --params DIR [--repeat N]
   supraseal-bench post --fixture DIR --params DIR [--repeat N]
+  supraseal-bench update --fixture DIR --params DIR [--repeat N]
   supraseal-bench circuit --workload sha --log-constraints K --params FILE [--repeat N]";
 
 /// The fields of cuzk's `fixtures::SealedSector` (sector.json) this tool needs; the rest
@@ -106,6 +111,19 @@ struct PostSector {
 #[serde(transparent)]
 struct HexBytes(#[serde(with = "hex::serde")] Vec<u8>);
 
+/// The fields of cuzk's `fixtures::UpdateFixture` (update.json) this tool needs.
+#[derive(Deserialize)]
+struct UpdateFixture {
+    registered_proof: RegisteredUpdateProof,
+    #[serde(with = "hex::serde")]
+    comm_r_old: [u8; 32],
+    #[serde(with = "hex::serde")]
+    comm_r_new: [u8; 32],
+    #[serde(with = "hex::serde")]
+    comm_d_new: [u8; 32],
+    vanilla_proofs: Vec<HexBytes>,
+}
+
 #[derive(Debug, Default)]
 struct Args {
     command: String,
@@ -121,7 +139,7 @@ struct UsageError(String);
 
 fn parse_args(mut argv: impl Iterator<Item = String>) -> Result<Args, UsageError> {
     let command = argv.next().ok_or_else(|| UsageError("missing command".into()))?;
-    if command != "c2" && command != "circuit" && command != "post" {
+    if !["c2", "circuit", "post", "update"].contains(&command.as_str()) {
         return Err(UsageError(format!("unknown command {command:?}")));
     }
     let mut args = Args {
@@ -162,7 +180,7 @@ fn parse_args(mut argv: impl Iterator<Item = String>) -> Result<Args, UsageError
     };
     need(args.params.is_some(), "--params")?;
     match args.command.as_str() {
-        "c2" | "post" => {
+        "c2" | "post" | "update" => {
             need(args.fixture.is_some(), "--fixture")?;
             if args.workload.is_some() || args.log_constraints.is_some() {
                 return Err(UsageError(format!("{} takes no --workload/--log-constraints", args.command)));
@@ -347,6 +365,28 @@ fn run_post(fixture: &Path, repeat: usize) -> Result<bool> {
     Ok(all_verified)
 }
 
+fn run_update(fixture: &Path, repeat: usize) -> Result<bool> {
+    let path = fixture.join("update.json");
+    let f: UpdateFixture =
+        serde_json::from_slice(&fs::read(&path).with_context(|| format!("reading {}", path.display()))?).with_context(|| format!("parsing {}", path.display()))?;
+    let proof = f.registered_proof;
+    let mut all_verified = true;
+    for run in 0..repeat {
+        let vanilla = f.vanilla_proofs.iter().map(|h| PartitionProofBytes(h.0.clone())).collect();
+        let start = Instant::now();
+        let bytes = guarded("generate_empty_sector_update_proof_with_vanilla", || {
+            update::generate_empty_sector_update_proof_with_vanilla(proof, vanilla, f.comm_r_old, f.comm_r_new, f.comm_d_new)
+                .context("generate_empty_sector_update_proof_with_vanilla")
+        })?;
+        let wall = start.elapsed().as_secs_f64();
+        let verified = update::verify_empty_sector_update_proof(proof, &bytes.0, f.comm_r_old, f.comm_r_new, f.comm_d_new)
+            .context("verify_empty_sector_update_proof")?;
+        all_verified &= verified;
+        report(&format!("update {proof:?}"), run, wall, Some(verified));
+    }
+    Ok(all_verified)
+}
+
 fn run_circuit(k: u32, key: &Path, repeat: usize) -> Result<bool> {
     use bellperson::groth16::{create_random_proof_batch, SuprasealParameters};
     use blstrs::Bls12;
@@ -403,7 +443,7 @@ fn main() -> ExitCode {
         }
     };
     let params = args.params.clone().expect("checked by parse_args");
-    if args.command == "c2" || args.command == "post" {
+    if args.command != "circuit" {
         // filecoin-proofs reads its settings (the parameter directory among them) once, on
         // first use: set the variable before any of its code runs.
         if !params.is_dir() {
@@ -421,6 +461,7 @@ fn main() -> ExitCode {
     let result = match args.command.as_str() {
         "c2" => run_c2(args.fixture.as_deref().expect("checked"), &params, args.repeat),
         "post" => run_post(args.fixture.as_deref().expect("checked"), args.repeat),
+        "update" => run_update(args.fixture.as_deref().expect("checked"), args.repeat),
         _ => run_circuit(args.log_constraints.expect("checked"), &params, args.repeat),
     };
     match result {

@@ -27,6 +27,10 @@
 //!       while earlier ones are proven, within the host memory budget. Records the wall time
 //!       per sector, the device's and each stage's busy fraction, each partition's timings.
 //!
+//!   cuzk-bench update --system cuzk|cuzk-cpu|bellperson --fixture DIR --params DIR [--repeat N]
+//!       the SnapDeals update proof of a fixture made by `cuzk-fixtures update` (bellperson:
+//!       filecoin-proofs-api's own `generate_empty_sector_update_proof_with_vanilla`).
+//!
 //! `cuzk` uses the GPU when one is usable (else the CPU), keeping the key resident in device
 //! memory; `cuzk-streamed` the GPU with a key budget of one byte, so that the key's points are
 //! streamed from host memory on every call (resident against streamed); `cuzk-cpu` always the
@@ -41,6 +45,7 @@ mod porep_partition;
 mod porep_sector;
 mod post;
 mod record;
+mod update;
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -112,6 +117,7 @@ fn run() -> Result<()> {
         Workload::PorepPartition => porep_partition::run(&bench),
         Workload::PorepSector => porep_sector::run(&bench),
         Workload::Post => post::run(&bench),
+        Workload::Update => update::run(&bench),
     }
 }
 
