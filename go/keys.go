@@ -187,6 +187,9 @@ type ResidentKeyStatus struct {
 	Bytes  uint64 `json:"bytes"`
 	Uses   uint64 `json:"uses"`   // calls that used it
 	Loaded bool   `json:"loaded"` // false while it is being copied
+	// Class is the highest class of the calls that used it ("Sealing", "WindowPost",
+	// "WinningPost"): calls of lower classes never evict it, they stream their key instead.
+	Class string `json:"class"`
 }
 
 // PinnedPoolStatus is a GPU's pool of pinned host staging buffers.

@@ -101,10 +101,10 @@ pub trait Backend: Send + Sync {
         timings: &mut Timings,
     ) -> Result<MsmResults>;
 
-    /// Makes `key` resident where the backend keeps keys (every device); returns the upload
-    /// time, 0 when it was already there or the backend keeps nothing. Called as
-    /// `compute_msms` is.
-    fn preload(&self, _key: &ProvingKey, _pool: &ThreadPool) -> Result<u64> {
+    /// Makes `key` resident where the backend keeps keys (every device), for calls of `class`
+    /// (which keys it may displace); returns the upload time, 0 when it was already there or
+    /// the backend keeps nothing. Called as `compute_msms` is.
+    fn preload(&self, _key: &ProvingKey, _class: Priority, _pool: &ThreadPool) -> Result<u64> {
         Ok(0)
     }
 

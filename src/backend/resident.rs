@@ -1,12 +1,17 @@
-//! Copies of proving keys kept in a budgeted memory (a device's): at most `budget` bytes, the
-//! least recently used copy evicted first when a new one does not fit, each key copied once
-//! however many calls ask for it at the same time, and copies of keys that no longer exist
-//! dropped. A key larger than the whole budget is not copied: the caller streams it.
+//! Copies of proving keys kept in a budgeted memory (a device's): at most `budget` bytes, each
+//! key copied once however many calls ask for it at the same time, copies of keys that no
+//! longer exist dropped. When a new copy does not fit, copies are evicted by class, then by
+//! age: a key is tagged with the highest class (by deadline, `Priority`) of the calls that used
+//! it, and a call evicts only copies of its class or lower, the lowest class first and within a
+//! class the least recently used. So a sealing batch never displaces a PoSt key: when the room
+//! it needs is held by keys of higher classes its key is streamed instead (as is a key larger
+//! than the whole budget), and deadline-critical keys stay resident.
 
 use std::sync::{Arc, Mutex, Weak};
 
 use once_cell::sync::OnceCell;
 
+use crate::backend::Priority;
 use crate::error::Result;
 
 /// What the cache needs to know about a key.
@@ -18,6 +23,8 @@ pub struct KeyRef {
     pub bytes: u64,
     /// Dead once the key itself is dropped: its copy is stale then.
     pub alive: Weak<()>,
+    /// The class of the call asking for it.
+    pub class: Priority,
 }
 
 pub enum Residency<V> {
@@ -25,6 +32,8 @@ pub enum Residency<V> {
     Resident { copy: Arc<V>, loaded: bool },
     /// The key is larger than the whole budget.
     TooLarge,
+    /// The room it needs is held by copies of keys of higher classes, which it may not evict.
+    Displaces,
 }
 
 /// One copy, as the engine status shows it.
@@ -36,10 +45,14 @@ pub struct ResidentKey {
     pub uses: u64,
     /// False while it is being loaded.
     pub loaded: bool,
+    /// The highest class of the calls that used it (what may evict it).
+    pub class: Priority,
 }
 
 struct Entry<V> {
     key: KeyRef,
+    /// The highest class of the calls that used it.
+    class: Priority,
     last_used: u64,
     uses: u64,
     slot: Arc<OnceCell<Arc<V>>>,
@@ -85,26 +98,30 @@ impl<V> ResidentCache<V> {
             if let Some(entry) = state.entries.iter_mut().find(|e| e.key.id == key.id) {
                 entry.last_used = now;
                 entry.uses += 1;
+                entry.class = entry.class.max(key.class);
                 entry.slot.clone()
             } else {
                 if key.bytes > self.budget {
                     return Ok(Residency::TooLarge);
                 }
-                while state.entries.iter().map(|e| e.key.bytes).sum::<u64>() + key.bytes > self.budget {
-                    let oldest = (0..state.entries.len())
-                        .min_by_key(|&i| state.entries[i].last_used)
-                        .expect("over budget with no entries");
-                    let evicted = state.entries.remove(oldest);
+                let Some(victims) = Self::victims(&state.entries, key, self.budget) else {
+                    return Ok(Residency::Displaces);
+                };
+                for victim in victims.into_iter().rev() {
+                    let evicted = state.entries.remove(victim);
                     log::info!(
-                        "evicting {} ({} MiB) to make room for {}",
+                        "evicting {} ({} MiB, {:?} class) to make room for {} ({:?} class)",
                         evicted.key.label,
                         evicted.key.bytes >> 20,
-                        key.label
+                        evicted.class,
+                        key.label,
+                        key.class
                     );
                 }
                 let slot = Arc::new(OnceCell::new());
                 state.entries.push(Entry {
                     key: key.clone(),
+                    class: key.class,
                     last_used: now,
                     uses: 1,
                     slot: slot.clone(),
@@ -124,6 +141,25 @@ impl<V> ResidentCache<V> {
                 Err(e)
             }
         }
+    }
+
+    /// The entries to evict for `key` to fit in `budget` (ascending indices): of its class or
+    /// lower, the lowest class first and within a class the least recently used; None when
+    /// evicting all of those would not make room.
+    fn victims(entries: &[Entry<V>], key: &KeyRef, budget: u64) -> Option<Vec<usize>> {
+        let mut used: u64 = entries.iter().map(|e| e.key.bytes).sum();
+        let mut candidates: Vec<usize> = (0..entries.len()).filter(|&i| entries[i].class <= key.class).collect();
+        candidates.sort_by_key(|&i| (entries[i].class, entries[i].last_used));
+        let mut victims = Vec::new();
+        for i in candidates {
+            if used + key.bytes <= budget {
+                break;
+            }
+            used -= entries[i].key.bytes;
+            victims.push(i);
+        }
+        victims.sort_unstable();
+        (used + key.bytes <= budget).then_some(victims)
     }
 
     /// Drops the copies whose label is `label` (a key file's path); how many there were.
@@ -147,6 +183,7 @@ impl<V> ResidentCache<V> {
                 bytes: e.key.bytes,
                 uses: e.uses,
                 loaded: e.slot.get().is_some(),
+                class: e.class,
             })
             .collect()
     }
@@ -164,11 +201,16 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     fn key(id: u64, bytes: u64, alive: &Arc<()>) -> KeyRef {
+        class_key(id, bytes, alive, Priority::Sealing)
+    }
+
+    fn class_key(id: u64, bytes: u64, alive: &Arc<()>, class: Priority) -> KeyRef {
         KeyRef {
             id,
             label: format!("k{id}"),
             bytes,
             alive: Arc::downgrade(alive),
+            class,
         }
     }
 
@@ -179,7 +221,7 @@ mod tests {
     fn loaded(r: Residency<u64>) -> bool {
         match r {
             Residency::Resident { loaded, .. } => loaded,
-            Residency::TooLarge => panic!("expected a resident copy"),
+            Residency::TooLarge | Residency::Displaces => panic!("expected a resident copy"),
         }
     }
 
@@ -208,6 +250,38 @@ mod tests {
         assert_eq!(cache.evict_label("k4"), 1);
         assert_eq!(cache.evict_label("k4"), 0);
         assert!(loaded(cache.get(&key(4, 90, &alive), || Ok(4)).unwrap()), "evicted keys load again");
+    }
+
+    /// A PoSt key and a sealing key that do not fit together: the sealing call streams its key
+    /// instead of evicting the PoSt key; a PoSt call evicts the sealing key; a key used once
+    /// by a higher class keeps that class.
+    #[test]
+    fn lower_classes_never_evict_higher_ones() {
+        use Priority::*;
+        let alive = Arc::new(());
+        let cache = ResidentCache::<u64>::new(100);
+        assert!(loaded(cache.get(&class_key(1, 60, &alive, WindowPost), || Ok(1)).unwrap()));
+        assert!(matches!(
+            cache.get(&class_key(2, 60, &alive, Sealing), || panic!("never loaded")).unwrap(),
+            Residency::Displaces
+        ));
+        assert_eq!(labels(&cache), ["k1"]);
+        // A sealing key that fits beside it is resident.
+        assert!(loaded(cache.get(&class_key(3, 40, &alive, Sealing), || Ok(3)).unwrap()));
+        // A WinningPoSt key evicts the sealing one (lowest class) before the WindowPoSt one,
+        // although the WindowPoSt key is the least recently used.
+        assert!(loaded(cache.get(&class_key(4, 40, &alive, WinningPost), || Ok(4)).unwrap()));
+        assert_eq!(labels(&cache), ["k4", "k1"]);
+        // Another WindowPoSt key evicts the older WindowPoSt one, never the WinningPoSt one.
+        assert!(loaded(cache.get(&class_key(5, 60, &alive, WindowPost), || Ok(5)).unwrap()));
+        assert_eq!(labels(&cache), ["k5", "k4"]);
+        // Used by a sealing call, a WinningPoSt key stays of the WinningPoSt class.
+        cache.get(&class_key(4, 40, &alive, Sealing), || panic!("resident")).unwrap();
+        assert!(matches!(
+            cache.get(&class_key(6, 100, &alive, WindowPost), || panic!("never loaded")).unwrap(),
+            Residency::Displaces
+        ));
+        assert_eq!(labels(&cache), ["k4", "k5"]);
     }
 
     #[test]

@@ -18,7 +18,7 @@ use crate::timings::nanos;
 
 /// The class of a call's work, by deadline (`ProveOptions::priority`; each proof kind has its
 /// own by default). A class takes every device turn before waiting calls of lower classes.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
 pub enum Priority {
     /// Sealing and updates (PoRep C2, SnapDeals): hours of slack.
     #[default]

@@ -267,12 +267,13 @@ impl Engine {
     /// Reads the proving key of `proof` into host memory, copies it to every device the
     /// backend uses and extracts the circuit's shape, so that the first proof does none of it.
     pub fn preload_key(&self, proof: impl Into<RegisteredProof>) -> Result<PreloadReport> {
-        let (id, source) = proof.into().circuit()?;
+        let proof = proof.into();
+        let (id, source) = proof.circuit()?;
         let mut report = PreloadReport::default();
         let key = self
             .keys
             .proving_key(&self.key_path(&id, false), &self.prover.pool, &mut report.srs_load_ns)?;
-        report.srs_upload_ns = self.prover.backend.preload(&key, &self.prover.pool)?;
+        report.srs_upload_ns = self.prover.backend.preload(&key, proof.class(), &self.prover.pool)?;
         let mut t = Timings::new();
         self.cached_shape(&id, source, &mut t)?;
         report.shape_extract_ns = t.shape_extract_ns;

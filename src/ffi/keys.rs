@@ -125,7 +125,8 @@ fn evict(engine: *const cuzk_engine, proof: impl FnOnce() -> Result<RegisteredPr
 ///   "host_keys": [{"label", "bytes"}],
 ///   "devices": [{"ordinal", "name", "memory_total", "memory_free", "memory_used_by_cuzk",
 ///     "ntt_buffer_bytes", "witness_buffer_bytes", "key_budget",
-///     "resident_keys": [{"label", "bytes", "uses", "loaded"}],
+///     "resident_keys": [{"label", "bytes", "uses", "loaded",
+///       "class": "Sealing"|"WindowPost"|"WinningPost"}],
 ///     "resident_shapes": [{"constraints", "bytes"}],
 ///     "pinned_pool": {"buffer_bytes", "limit_bytes", "allocated_bytes", "in_use_bytes",
 ///     "acquisitions", "allocations"}, "proofs_in_flight", "proofs_done"}]}`.

@@ -104,6 +104,14 @@ pub enum RegisteredProof {
 }
 
 impl RegisteredProof {
+    /// The class of the proof's calls by deadline (what its key may displace on a device).
+    pub(crate) fn class(self) -> Priority {
+        match self {
+            RegisteredProof::Post(proof) => post::PostKind::of(proof).class(),
+            RegisteredProof::Seal(_) | RegisteredProof::Update(_) => Priority::Sealing,
+        }
+    }
+
     /// The parameter id of the proof's (partition) circuit and the extraction of its shape.
     pub(crate) fn circuit(self) -> Result<(String, CircuitSource<'static>)> {
         match self {

@@ -16,6 +16,7 @@ use super::GpuConfig;
 use crate::backend::pinned::BufferPool;
 use crate::backend::resident::{KeyRef, Residency, ResidentCache};
 use crate::backend::turn::Turn;
+use crate::backend::Priority;
 use crate::backend::{DeviceStatus, ResidentShape};
 use crate::error::{Result, Status};
 use crate::groth16::ProvingKey;
@@ -136,13 +137,15 @@ const CALL_HEADROOM_BYTES: u64 = 4 << 30;
 
 impl Device {
     /// The key's copy in this device's memory, uploaded now if it is not there (timed into
-    /// `srs_upload_ns`); `None` when it is larger than the budget. Call inside the turn.
-    pub(super) fn resident_key(&self, key: &ProvingKey, staging: &sys::Staging, t: &mut Timings) -> Result<Option<Arc<DeviceKey>>> {
+    /// `srs_upload_ns`) for a call of `class`; `None` when it is larger than the budget or its
+    /// room is held by keys of higher classes (see `resident`). Call inside the turn.
+    pub(super) fn resident_key(&self, key: &ProvingKey, class: Priority, staging: &sys::Staging, t: &mut Timings) -> Result<Option<Arc<DeviceKey>>> {
         let key_ref = KeyRef {
             id: key.id(),
             label: key.label().to_string(),
             bytes: key.points_bytes(),
             alive: key.liveness(),
+            class,
         };
         let start = Instant::now();
         let residency = match self.keys.get(&key_ref, || DeviceKey::upload(&self.ctx, key, staging)) {
@@ -173,9 +176,9 @@ impl Device {
                 t.key_residency = KeyResidency::Resident as u32;
                 Ok(Some(copy))
             }
-            Residency::TooLarge => {
+            Residency::TooLarge | Residency::Displaces => {
                 log::debug!(
-                    "{} ({} MiB) exceeds device {}'s key budget: streamed",
+                    "{} ({} MiB) exceeds device {}'s key budget, or the room is held by keys of classes above {class:?}: streamed",
                     key.label(),
                     key_ref.bytes >> 20,
                     self.ordinal

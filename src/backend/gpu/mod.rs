@@ -258,7 +258,7 @@ impl GpuBackend {
         cancel.check()?;
         let buffer = device.staging.acquire(&mut t.pin_ns)?;
         let staging = staging(&buffer);
-        let copy = device.resident_key(key, &staging, t)?;
+        let copy = device.resident_key(key, priority, &staging, t)?;
         if let HInput::Witness { shape, witness } = &h_input {
             if !device.make_shape_resident(shape, domain.log_size, &staging, t)? {
                 log::warn!(
@@ -329,14 +329,14 @@ impl Backend for GpuBackend {
         Ok(Box::new(GpuCall { gpu: self, device, priority }))
     }
 
-    fn preload(&self, key: &ProvingKey, pool: &ThreadPool) -> Result<u64> {
+    fn preload(&self, key: &ProvingKey, class: Priority, pool: &ThreadPool) -> Result<u64> {
         check_not_a_worker(pool)?;
         let mut upload_ns = 0;
         for device in &self.devices {
-            let _turn = device.turn.take(Priority::Sealing);
+            let _turn = device.turn.take(class);
             let mut t = Timings::new();
             let buffer = device.staging.acquire(&mut t.pin_ns)?;
-            device.resident_key(key, &staging(&buffer), &mut t)?;
+            device.resident_key(key, class, &staging(&buffer), &mut t)?;
             upload_ns += t.srs_upload_ns;
         }
         Ok(upload_ns)

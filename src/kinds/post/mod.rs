@@ -53,7 +53,7 @@ pub enum PostKind {
 }
 
 impl PostKind {
-    fn of(proof: RegisteredPoStProof) -> Self {
+    pub(crate) fn of(proof: RegisteredPoStProof) -> Self {
         match proof.typ() {
             PoStType::Window => PostKind::Window,
             PoStType::Winning => PostKind::Winning,
@@ -61,7 +61,7 @@ impl PostKind {
     }
 
     /// The class of the kind's work by deadline.
-    fn class(self) -> Priority {
+    pub(crate) fn class(self) -> Priority {
         match self {
             PostKind::Window => Priority::WindowPost,
             PostKind::Winning => Priority::WinningPost,
