@@ -31,6 +31,8 @@
 #                                 key, performance only), warm (~4 min)
 #   scripts/gpu-run.sh update     2KiB SnapDeals update of a fresh fixture: cuzk GPU, cuzk CPU,
 #                                 bellperson, supraseal-c2 (filecoin-proofs-api) in one run (~4 min)
+#   scripts/gpu-run.sh update-32g  a 32GiB update of made-up partitions (CUZK_PARTITIONS, default
+#                                 2; synthetic key, performance only): shape, key, 2 warm runs
 #   scripts/gpu-run.sh post-window  one 32GiB WindowPoSt partition (2 349 sectors × 10 challenges,
 #                                 made-up, synthetic key, performance only), warm (~8 min)
 #   scripts/gpu-run.sh post-during  32GiB WinningPoSts at random moments while a call proves
@@ -157,6 +159,12 @@ update)
     if [ -x carry/supraseal-bench ]; then
         carry/supraseal-bench update --fixture /tmp/uf --params /tmp/cuzk-params --repeat 3 >>"$out/bench.jsonl" 2>>"$out/bench.log" || status=1
     fi
+    ;;
+update-32g)
+    # A 32GiB update of CUZK_PARTITIONS (default 2) made-up partitions, synthetic key
+    # (performance only): shape extraction and key (not timed), then 2 updates, warm.
+    timeout 560 carry/cuzk-bench update --system cuzk --sector-size 32GiB --partitions "${CUZK_PARTITIONS:-2}" --repeat 2 \
+        >>"$out/bench.jsonl" 2>>"$out/bench.log" || status=1
     ;;
 post-window)
     timeout 560 carry/cuzk-bench post --system cuzk --sector-size 32GiB --post window --repeat 3 \

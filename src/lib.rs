@@ -44,6 +44,7 @@ pub mod internals {
     pub use crate::kinds::porep;
     pub use crate::kinds::post;
     pub use crate::kinds::post::MadeUpPost;
+    pub use crate::kinds::update::MadeUpUpdate;
     pub use crate::kinds::{ProofJob, ProofRequest, SynthesisPath};
     pub use crate::synthesis::r1cs;
     pub use crate::synthesis::{synthesize, synthesize_classic, synthesize_with_shape, Density, Products, SynthesizedCircuit};

@@ -54,7 +54,7 @@ pub(crate) fn is_canonical<D: Domain>(value: &D) -> bool {
 /// − 1 siblings and an index below the arity at every level, canonical values. (Whether it
 /// hashes to its root is the caller's: a PoSt names such a sector faulty.)
 pub(crate) fn check_path<P: MerkleProofTrait>(path: &P, leaves: usize) -> std::result::Result<(), String> {
-    let (base, sub, top) = (P::Arity::to_usize(), P::SubTreeArity::to_usize(), P::TopTreeArity::to_usize());
+    let (sub, top) = (P::SubTreeArity::to_usize(), P::TopTreeArity::to_usize());
     // The serialized proof starts with its variant: 0 one tree, 1 with sub-trees, 2 with a top tree.
     let variant = bincode::serialize(path).map_err(|e| e.to_string())?;
     let expected_variant: u8 = if top > 0 {
@@ -72,8 +72,7 @@ pub(crate) fn check_path<P: MerkleProofTrait>(path: &P, leaves: usize) -> std::r
     if levels.len() != expected {
         return Err(format!("{} levels, the tree has {expected}", levels.len()));
     }
-    let base_levels = base_path_length::<P::Arity, P::SubTreeArity, P::TopTreeArity>(leaves);
-    let arities = std::iter::repeat_n(base, base_levels).chain([sub, top].into_iter().filter(|&a| a > 0));
+    let arities = level_arities::<P::Arity, P::SubTreeArity, P::TopTreeArity>(leaves);
     for (height, ((siblings, index), arity)) in levels.iter().zip(arities).enumerate() {
         if siblings.len() + 1 != arity || *index >= arity {
             return Err(format!(
@@ -89,4 +88,37 @@ pub(crate) fn check_path<P: MerkleProofTrait>(path: &P, leaves: usize) -> std::r
         return Err("its leaf or root is not a canonical field element".into());
     }
     Ok(())
+}
+
+/// The arity of each level of a path in a tree of `leaves` leaves with these arities: its base
+/// tree's levels, then its sub and top trees' (when it has them).
+pub(crate) fn level_arities<Base: Unsigned, Sub: Unsigned, Top: Unsigned>(leaves: usize) -> Vec<usize> {
+    let base_levels = base_path_length::<Base, Sub, Top>(leaves);
+    std::iter::repeat_n(Base::to_usize(), base_levels)
+        .chain([Sub::to_usize(), Top::to_usize()].into_iter().filter(|&a| a > 0))
+        .collect()
+}
+
+/// A path of a tree of `leaves` leaves to `root`, of the tree's exact shape with random values
+/// (`rng`): for made-up vanilla proofs (benchmarks at sizes no sector can be sealed for).
+#[cfg(feature = "internals")]
+pub(crate) fn made_up_path<H, Base, Sub, Top>(
+    leaves: usize,
+    root: H::Domain,
+    rng: &mut impl rand::Rng,
+) -> storage_proofs_core::merkle::MerkleProof<H, Base, Sub, Top>
+where
+    H: Hasher,
+    H::Domain: From<Scalar>,
+    Base: filecoin_hashers::PoseidonArity,
+    Sub: filecoin_hashers::PoseidonArity,
+    Top: filecoin_hashers::PoseidonArity,
+{
+    use ff::Field;
+    let value = |rng: &mut dyn rand::RngCore| -> H::Domain { Scalar::random(rng).into() };
+    let levels = level_arities::<Base, Sub, Top>(leaves)
+        .into_iter()
+        .map(|arity| ((1..arity).map(|_| value(rng)).collect(), rand::Rng::gen_range(rng, 0..arity)))
+        .collect::<Vec<_>>();
+    storage_proofs_core::merkle::MerkleProof::from_parts(value(rng), root, levels)
 }

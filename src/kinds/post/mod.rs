@@ -518,31 +518,16 @@ impl ProofRequest for MadeUpPost {
 
 #[cfg(feature = "internals")]
 fn made_up_job<Tree: 'static + MerkleTreeTrait>(made_up: &MadeUpPost) -> Result<Box<dyn ProofJob>> {
+    use crate::kinds::vanilla::made_up_path;
     use ff::Field;
-    use rand::{Rng, SeedableRng};
-    use storage_proofs_core::merkle::{base_path_length, MerkleProof};
-    use typenum::Unsigned;
+    use rand::SeedableRng;
 
     let config = post_config(made_up.proof, made_up.kind)?;
     let params = public_params::<Tree>(&config)?;
     let leaves = params.sector_size as usize / NODE_SIZE;
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(made_up.seed);
     let value = |rng: &mut rand_chacha::ChaCha8Rng| -> TreeDomain<Tree> { Scalar::random(rng).into() };
-    let base_levels = base_path_length::<Tree::Arity, Tree::SubTreeArity, Tree::TopTreeArity>(leaves);
-    let arities: Vec<usize> = std::iter::repeat_n(Tree::Arity::to_usize(), base_levels)
-        .chain(
-            [Tree::SubTreeArity::to_usize(), Tree::TopTreeArity::to_usize()]
-                .into_iter()
-                .filter(|&a| a > 0),
-        )
-        .collect();
-    let path = |root: TreeDomain<Tree>, rng: &mut rand_chacha::ChaCha8Rng| -> TreePath<Tree> {
-        let levels = arities
-            .iter()
-            .map(|&arity| ((1..arity).map(|_| value(rng)).collect(), rng.gen_range(0..arity)))
-            .collect();
-        MerkleProof::from_parts(value(rng), root, levels)
-    };
+    let path = |root: TreeDomain<Tree>, rng: &mut rand_chacha::ChaCha8Rng| -> TreePath<Tree> { made_up_path(leaves, root, rng) };
     let sector = |id: u64, paths: usize, rng: &mut rand_chacha::ChaCha8Rng| {
         let (comm_c, comm_r_last) = (value(rng), value(rng));
         let proof = SectorProof {

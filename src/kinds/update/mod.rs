@@ -16,9 +16,12 @@ use storage_proofs_core::parameter_cache::CacheableParameters;
 use storage_proofs_update::constants::{TreeDDomain, TreeRDomain, TreeRHasher};
 use storage_proofs_update::{EmptySectorUpdateCompound, PartitionProof, PublicInputs, PublicParams, SetupParams};
 
+use std::sync::Arc;
+
 use crate::backend::Priority;
 use crate::cancel::CancelToken;
 use crate::error::{Error, Result, Status};
+use crate::groth16::ProvingKey;
 use crate::kinds::vanilla::{canonical, decode_bincode};
 use crate::kinds::{CircuitSource, ProofJob, ProofRequest, SynthesisPath};
 use crate::synthesis::r1cs::CircuitShape;
@@ -103,6 +106,8 @@ fn public_inputs(config: &SectorUpdateConfig, comm_r_old: &[u8; 32], comm_r_new:
 
 /// A checked update: its partitions' vanilla proofs and public inputs.
 struct UpdateJob<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> {
+    /// The made-up inputs' synthetic key (nothing to verify then); None for real inputs.
+    own_key: Option<Arc<ProvingKey>>,
     params: PublicParams,
     circuit_id: String,
     inputs: PublicInputs,
@@ -130,6 +135,7 @@ fn update_job<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(request: &U
         proofs.push(proof);
     }
     Ok(Box::new(UpdateJob::<Tree> {
+        own_key: None,
         circuit_id: circuit_id::<Tree>(&params),
         params,
         inputs,
@@ -143,7 +149,7 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> ProofJob for UpdateJ
     }
 
     fn partitions(&self) -> usize {
-        self.params.partition_count
+        self.proofs.len()
     }
 
     fn extract_shape(&self) -> Result<CircuitShape> {
@@ -159,7 +165,14 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> ProofJob for UpdateJ
     }
 
     fn verify(&self, vk: &VerifyingKey<Bls12>, proof: &[u8]) -> Option<Result<bool>> {
+        if self.own_key.is_some() {
+            return None;
+        }
         Some(verify_with::<Tree>(&self.params, &self.inputs, &prepare_verifying_key(vk), proof))
+    }
+
+    fn own_key(&self) -> Option<Arc<ProvingKey>> {
+        self.own_key.clone()
     }
 }
 
@@ -212,4 +225,76 @@ fn verify_with<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
         MultiProof::new_from_bytes(Some(partitions), proof, vk).map_err(|e| Error::from_dependency(Status::InvalidArgument, "proof bytes", e))?;
     EmptySectorUpdateCompound::<Tree>::verify(&compound, inputs, &multi_proof, &())
         .map_err(|e| Error::from_dependency(Status::Internal, "verifying the update proof", e))
+}
+
+/// An update of `proof`'s sector size made from made-up partition vanilla proofs: `partitions`
+/// partitions (at most the sector size's) whose paths, apex leaves and commitments have the
+/// exact shape of a real update's with random values (`seed`), so the circuits and their
+/// witnesses have a real update's shape and density but nothing is consistent: for benchmarks
+/// at sizes no sector can be updated for here (PERFORMANCE ONLY: its proof cannot verify, so
+/// none is verified). Proven with `key` (a synthetic key); without one it can only be
+/// synthesized (to make that key from).
+#[cfg(feature = "internals")]
+#[derive(Clone)]
+pub struct MadeUpUpdate {
+    pub proof: RegisteredUpdateProof,
+    pub partitions: usize,
+    pub seed: u64,
+    pub key: Option<Arc<ProvingKey>>,
+}
+
+#[cfg(feature = "internals")]
+impl ProofRequest for MadeUpUpdate {
+    fn check(&self, t: &mut Timings) -> Result<Box<dyn ProofJob>> {
+        timed(&mut t.input_check_ns, || with_tree_shape!(self.proof, made_up_job(self)))
+    }
+
+    fn class(&self) -> Priority {
+        Priority::Sealing
+    }
+}
+
+#[cfg(feature = "internals")]
+fn made_up_job<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(made_up: &MadeUpUpdate) -> Result<Box<dyn ProofJob>> {
+    use crate::kinds::vanilla::made_up_path;
+    use ff::Field;
+    use rand::SeedableRng;
+    use storage_proofs_update::ChallengeProof;
+
+    let params = public_params(&update_config(made_up.proof)?);
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(made_up.seed);
+    let scalar = |rng: &mut rand_chacha::ChaCha8Rng| blstrs::Scalar::random(rng);
+    let inputs = PublicInputs {
+        k: 0,
+        comm_r_old: scalar(&mut rng).into(),
+        comm_d_new: scalar(&mut rng).into(),
+        comm_r_new: scalar(&mut rng).into(),
+        h: update_config(made_up.proof)?.h,
+    };
+    let nodes = params.sector_nodes;
+    let partition = |rng: &mut rand_chacha::ChaCha8Rng| {
+        let (root_r_old, root_r_new) = (scalar(rng).into(), scalar(rng).into());
+        let challenge_proofs = (0..params.challenge_count)
+            .map(|_| ChallengeProof::<Tree> {
+                proof_r_old: made_up_path(nodes, root_r_old, rng),
+                proof_d_new: made_up_path(nodes, inputs.comm_d_new, rng),
+                proof_r_new: made_up_path(nodes, root_r_new, rng),
+            })
+            .collect();
+        PartitionProof::<Tree> {
+            comm_c: scalar(rng).into(),
+            apex_leafs: (0..params.apex_leaf_count).map(|_| scalar(rng).into()).collect(),
+            challenge_proofs,
+        }
+    };
+    let proofs = (0..made_up.partitions.clamp(1, params.partition_count))
+        .map(|_| partition(&mut rng))
+        .collect();
+    Ok(Box::new(UpdateJob::<Tree> {
+        own_key: made_up.key.clone(),
+        circuit_id: circuit_id::<Tree>(&params),
+        params,
+        inputs,
+        proofs,
+    }))
 }

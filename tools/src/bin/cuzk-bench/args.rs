@@ -6,7 +6,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use cuzk::engine::{EngineConfig, PostKind, SplitPolicy};
 use filecoin_proofs_api::RegisteredSealProof;
 
-const USAGE: &str = "usage: cuzk-bench c2 --system cuzk|cuzk-streamed|cuzk-cpu|bellperson --fixture DIR --params DIR [--repeat N]\n       cuzk-bench circuit --system cuzk|cuzk-streamed|cuzk-cpu|bellperson --log-constraints K [--witness porep|uniform|sha] [--setup-key] [--write-key FILE] [--repeat N]\n       cuzk-bench porep-partition --system cuzk|cuzk-streamed|cuzk-cpu --sector-size 2KiB|8MiB|512MiB|32GiB|64GiB [--check-shape] [--compare-spmv] [--repeat N]\n       cuzk-bench porep-sector --system cuzk|cuzk-cpu --sector-size 2KiB|8MiB|512MiB|32GiB|64GiB [--sectors N,N..] [--partitions P] [--lanes L] [--repeat N]\n       cuzk-bench post --system cuzk|cuzk-cpu --sector-size 2KiB|8MiB|512MiB|32GiB|64GiB [--post window|winning|both] [--partition-sectors N] [--during-batch SECTORS] [--repeat N]\n       cuzk-bench post --system cuzk|cuzk-cpu|bellperson --fixture DIR --params DIR [--repeat N]\n       cuzk-bench update --system cuzk|cuzk-cpu|bellperson --fixture DIR --params DIR [--repeat N]";
+const USAGE: &str = "usage: cuzk-bench c2 --system cuzk|cuzk-streamed|cuzk-cpu|bellperson --fixture DIR --params DIR [--repeat N]\n       cuzk-bench circuit --system cuzk|cuzk-streamed|cuzk-cpu|bellperson --log-constraints K [--witness porep|uniform|sha] [--setup-key] [--write-key FILE] [--repeat N]\n       cuzk-bench porep-partition --system cuzk|cuzk-streamed|cuzk-cpu --sector-size 2KiB|8MiB|512MiB|32GiB|64GiB [--check-shape] [--compare-spmv] [--repeat N]\n       cuzk-bench porep-sector --system cuzk|cuzk-cpu --sector-size 2KiB|8MiB|512MiB|32GiB|64GiB [--sectors N,N..] [--partitions P] [--lanes L] [--repeat N]\n       cuzk-bench post --system cuzk|cuzk-cpu --sector-size 2KiB|8MiB|512MiB|32GiB|64GiB [--post window|winning|both] [--partition-sectors N] [--during-batch SECTORS] [--repeat N]\n       cuzk-bench post --system cuzk|cuzk-cpu|bellperson --fixture DIR --params DIR [--repeat N]\n       cuzk-bench update --system cuzk|cuzk-cpu|bellperson --fixture DIR --params DIR [--repeat N]\n       cuzk-bench update --system cuzk|cuzk-cpu --sector-size 2KiB|8MiB|512MiB|32GiB|64GiB [--partitions P] [--repeat N]";
 
 /// The entry of `choices` (names and what they stand for) named `text`.
 fn choose<T: Copy>(what: &str, text: &str, choices: &[(&'static str, T)]) -> Result<T> {
@@ -147,7 +147,7 @@ pub struct Args {
     pub compare_spmv: bool,
     /// porep-sector: sectors per call, one call per entry and run (`--sectors 1,2,4`).
     pub sectors: Vec<usize>,
-    /// porep-sector: partitions per sector (default: the proof kind's).
+    /// porep-sector, update (made-up): partitions per sector (default: the proof kind's).
     pub partitions: Option<usize>,
     /// porep-sector: the engine's proving lanes (`EngineConfig::proving_lanes`; 0: automatic).
     pub lanes: usize,
@@ -231,7 +231,12 @@ impl Args {
         }
         args.system = system.context("--system is required")?;
         let real_post = matches!(args.workload, Workload::Post | Workload::Update) && args.fixture.is_some();
-        if matches!(args.workload, Workload::PorepPartition | Workload::PorepSector | Workload::Post) && !args.system.is_cuzk() && !real_post {
+        if matches!(
+            args.workload,
+            Workload::PorepPartition | Workload::PorepSector | Workload::Post | Workload::Update
+        ) && !args.system.is_cuzk()
+            && !real_post
+        {
             bail!("--system {} cannot run {}", args.system.name(), args.workload.name());
         }
         Ok(args)

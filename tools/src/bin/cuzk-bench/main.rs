@@ -30,6 +30,9 @@
 //!   cuzk-bench update --system cuzk|cuzk-cpu|bellperson --fixture DIR --params DIR [--repeat N]
 //!       the SnapDeals update proof of a fixture made by `cuzk-fixtures update` (bellperson:
 //!       filecoin-proofs-api's own `generate_empty_sector_update_proof_with_vanilla`).
+//!   cuzk-bench update --system cuzk|cuzk-cpu --sector-size 32GiB [--partitions P] [--repeat N]
+//!       an update of the sector size's exact shape from made-up vanilla proofs with a synthetic
+//!       key (PERFORMANCE ONLY): P of its partitions (default all) through the pipeline.
 //!
 //! `cuzk` uses the GPU when one is usable (else the CPU), keeping the key resident in device
 //! memory; `cuzk-streamed` the GPU with a key budget of one byte, so that the key's points are
@@ -53,7 +56,10 @@ use std::sync::Arc;
 use anyhow::Result;
 use blstrs::Scalar;
 use cuzk::engine::{Engine, EngineConfig};
+use cuzk::internals::{ProofRequest, SynthesisPath};
+use cuzk::timings::Timings;
 use cuzk::CircuitOptions;
+use cuzk_tools::circuits::KeySizes;
 use ff::Field;
 use serde::Serialize;
 
@@ -103,6 +109,23 @@ fn fixed_randomness() -> CircuitOptions {
         randomness: Some((Scalar::ONE, Scalar::ONE)),
         cancel: None,
     }
+}
+
+/// A synthetic key for `request`'s circuit, from one synthesized proof (a, b, c on the host),
+/// and the circuit's constraints.
+fn made_up_key(engine: &Engine, request: &dyn ProofRequest) -> Result<(Arc<cuzk::ProvingKey>, usize)> {
+    let synthesized = engine.prover().install(|| -> Result<_> {
+        let mut t = Timings::new();
+        let job = request.check(&mut t)?;
+        let path = SynthesisPath::Shape {
+            shape: Arc::new(job.extract_shape()?),
+            defer_products: false,
+        };
+        Ok(job.synthesize(0, &path, None, &mut t)?)
+    })?;
+    let (constraints, sizes) = (synthesized.num_constraints(), KeySizes::of(&synthesized));
+    drop(synthesized);
+    Ok((Arc::new(sizes.synthetic_key(7)), constraints))
 }
 
 fn run() -> Result<()> {

@@ -8,22 +8,20 @@
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use cuzk::engine::{Engine, PostKind, PostRequest, ProveOptions};
+use cuzk::engine::{PostKind, PostRequest, ProveOptions};
 use cuzk::internals::post::MadeUpPost;
-use cuzk::internals::{MadeUpSector, ProofRequest, SectorInput, SynthesisPath};
+use cuzk::internals::{MadeUpSector, SectorInput};
 use cuzk::timings::Timings;
-use cuzk_tools::circuits::KeySizes;
 use cuzk_tools::fixtures::{HexBytes, PostFixture};
 use filecoin_proofs_api::{RegisteredPoStProof, RegisteredSealProof};
 use serde::Serialize;
 
 use crate::args::System;
 use crate::record::{RunMemory, RunMemoryFields, TimingFields};
-use crate::Bench;
+use crate::{made_up_key, Bench};
 
 #[derive(Serialize)]
 struct PostRun<'a> {
@@ -177,23 +175,6 @@ fn made_up(bench: &Bench) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// A synthetic key for `request`'s circuit, from one synthesized proof (a, b, c on the host),
-/// and the circuit's constraints.
-fn made_up_key(engine: &Engine, request: &MadeUpPost) -> Result<(Arc<cuzk::ProvingKey>, usize)> {
-    let synthesized = engine.prover().install(|| -> Result<_> {
-        let mut t = Timings::new();
-        let job = request.check(&mut t)?;
-        let path = SynthesisPath::Shape {
-            shape: Arc::new(job.extract_shape()?),
-            defer_products: false,
-        };
-        Ok(job.synthesize(0, &path, None, &mut t)?)
-    })?;
-    let (constraints, sizes) = (synthesized.num_constraints(), KeySizes::of(&synthesized));
-    drop(synthesized);
-    Ok((Arc::new(sizes.synthetic_key(7)), constraints))
 }
 
 /// WinningPoSt latency while a batch runs.

@@ -1,17 +1,23 @@
-//! `update`: the SnapDeals update proof of a fixture (`cuzk-fixtures update`), proven by the
-//! engine or (`--system bellperson`) by filecoin-proofs-api with bellperson's prover.
+//! `update`: SnapDeals update proofs.
+//! - With `--fixture DIR` (`cuzk-fixtures update`): the fixture's real vanilla proofs, proven by
+//!   the engine or (`--system bellperson`) by filecoin-proofs-api with bellperson's prover.
+//! - Else an update of the sector size's exact shape (`--partitions P` of its partitions), made
+//!   from made-up vanilla proofs and proven with a synthetic key (performance only).
 
+use std::path::Path;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use cuzk::engine::{ProveOptions, UpdateRequest};
+use cuzk::internals::MadeUpUpdate;
 use cuzk_tools::fixtures::UpdateFixture;
 use filecoin_proofs_api::PartitionProofBytes;
+use filecoin_proofs_api::RegisteredUpdateProof;
 use serde::Serialize;
 
 use crate::args::System;
 use crate::record::{RunMemory, RunMemoryFields, TimingFields};
-use crate::Bench;
+use crate::{made_up_key, Bench};
 
 #[derive(Serialize)]
 struct UpdateRun<'a> {
@@ -23,8 +29,15 @@ struct UpdateRun<'a> {
 }
 
 pub fn run(bench: &Bench) -> Result<()> {
+    match &bench.args.fixture {
+        Some(fixture) => real(bench, fixture),
+        None => made_up(bench),
+    }
+}
+
+/// The fixture's update proof, `--repeat` times.
+fn real(bench: &Bench, fixture: &Path) -> Result<()> {
     let args = &bench.args;
-    let fixture = args.fixture.as_ref().context("update needs --fixture DIR (cuzk-fixtures update)")?;
     let params = args.params.as_ref().context("update needs --params")?;
     // filecoin-proofs reads its parameter directory once, from the environment; set it while
     // this process is still single-threaded.
@@ -80,4 +93,56 @@ pub fn run(bench: &Bench) -> Result<()> {
         bench.report(&label, run, wall, &measured, engine.as_deref());
     }
     Ok(())
+}
+
+/// The update of `--sector-size`'s proof: the synthetic key made from one made-up partition (not
+/// timed), then `--repeat` updates of `--partitions` partitions (default: all), each a call of
+/// its own (warm: the key stays resident), its partitions pipelined.
+fn made_up(bench: &Bench) -> Result<()> {
+    let args = &bench.args;
+    let proof = update_proof(args.sector_size.0)?;
+    let short = args.sector_size.short();
+    let engine = bench.engine()?;
+    let partitions = args.partitions.unwrap_or(usize::MAX);
+    let made_up = |seed: u64, key| MadeUpUpdate {
+        proof,
+        partitions,
+        seed,
+        key,
+    };
+    let start = Instant::now();
+    let (key, constraints) = made_up_key(&engine, &made_up(1, None))?;
+    eprintln!(
+        "update-{short}: {constraints} constraints per partition, synthetic key made in {:.1} s (not timed)",
+        start.elapsed().as_secs_f64()
+    );
+    let label = format!("update-{short} (made-up vanilla proofs, synthetic key, performance only)");
+    for run in 0..args.repeat {
+        let request = made_up(run as u64 + 2, Some(key.clone()));
+        let memory = RunMemory::start();
+        let start = Instant::now();
+        let proven = engine.prove_requests(&[&request], &ProveOptions::default())?.remove(0)?;
+        let wall = start.elapsed().as_secs_f64();
+        let measured = UpdateRun {
+            timings: Some(TimingFields(&proven.timings)),
+            memory: memory.fields(),
+            partitions: proven.partitions.len(),
+        };
+        bench.report(&label, run, wall, &measured, Some(&engine));
+    }
+    Ok(())
+}
+
+/// The update proof of a seal proof's sector size.
+fn update_proof(seal: filecoin_proofs_api::RegisteredSealProof) -> Result<RegisteredUpdateProof> {
+    use filecoin_proofs::constants as c;
+    use RegisteredUpdateProof::*;
+    Ok(match u64::from(seal.sector_size()) {
+        c::SECTOR_SIZE_2_KIB => StackedDrg2KiBV1,
+        c::SECTOR_SIZE_8_MIB => StackedDrg8MiBV1,
+        c::SECTOR_SIZE_512_MIB => StackedDrg512MiBV1,
+        c::SECTOR_SIZE_32_GIB => StackedDrg32GiBV1,
+        c::SECTOR_SIZE_64_GIB => StackedDrg64GiBV1,
+        other => bail!("no update proof for {other} byte sectors"),
+    })
 }
