@@ -74,7 +74,8 @@ params() {
 status=0
 case "${1:-tests}" in
 tests)
-    params
+    # CUZK_PARAM_KINDS: the kinds' parameters to make (default all; a filtered run may need fewer).
+    params 2KiB "${CUZK_PARAM_KINDS:-porep,post,update}"
     start=$SECONDS
     # An optional second argument runs only the tests whose names contain it.
     carry/gpu-tests --test-threads=1 --nocapture ${2:+"$2"} >"$out/gpu-tests.log" 2>&1

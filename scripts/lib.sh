@@ -32,8 +32,9 @@ build_library() {
 
 # Random-setup parameters for a sector size, generated once (2KiB: ~12 min on 2 cores).
 ensure_params() {
-    step "Groth16 parameters for $1 (random setup, tests only) in $CUZK_TEST_PARAMS"
-    "$root/target/release/cuzk-fixtures" params --sector-size "$1" --dir "$CUZK_TEST_PARAMS"
+    local kinds="${2:-porep,post,update}"
+    step "Groth16 parameters for $1 $kinds (random setup, tests only) in $CUZK_TEST_PARAMS"
+    "$root/target/release/cuzk-fixtures" params --sector-size "$1" --kinds "$kinds" --dir "$CUZK_TEST_PARAMS"
 }
 
 # Seals a fresh random sector of size $1 into directory $2 (c1.json, sector.json).

@@ -5,7 +5,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 build_release
-ensure_params 2KiB
+ensure_params 2KiB porep
 seal_fixture 2KiB "$root/target/fixtures/prove-2k"
 build_c_example
 step "C2 through the C ABI (examples/prove_c2.c)"

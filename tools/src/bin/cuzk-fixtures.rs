@@ -12,7 +12,8 @@
 //!       id and sectors their SNARKs and verifiers take.
 //!   cuzk-fixtures update --sector-size 2KiB --out DIR [--miner ID]
 //!       seals a CC sector, updates it with random data and writes DIR/update.json: the
-//!       update's partition vanilla proofs and its commitments.
+//!       update's partition vanilla proofs and its commitments; also as raw bytes for the C
+//!       example: DIR/comms.bin (comm_r_old, comm_r_new, comm_d_new) and DIR/vanilla-K.bin.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -137,6 +138,14 @@ fn run() -> Result<()> {
             let work = out.join("work");
             let fixture = make_update_fixture(&args.sector_size, args.miner, &work, &mut rng)?;
             std::fs::write(out.join("update.json"), serde_json::to_vec_pretty(&fixture)?)?;
+            // The same inputs as raw bytes, for the C example (examples/prove_update.c).
+            std::fs::write(
+                out.join("comms.bin"),
+                [fixture.comm_r_old, fixture.comm_r_new, fixture.comm_d_new].concat(),
+            )?;
+            for (k, proof) in fixture.vanilla_proofs.iter().enumerate() {
+                std::fs::write(out.join(format!("vanilla-{k}.bin")), &proof.0)?;
+            }
             std::fs::remove_dir_all(&work)?;
             eprintln!(
                 "cuzk-fixtures: a {} CC sector sealed, updated and its update vanilla proofs made in {:.1} s",
