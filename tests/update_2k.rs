@@ -157,21 +157,26 @@ fn a_batch_proves_each_update_and_fails_the_bad_one_alone() {
     }
 }
 
-/// The update circuit on the split path (its shape, the witness of filecoin-proofs' gadgets)
-/// gives classic synthesis' result value for value.
-#[test]
-fn split_path_equals_classic_synthesis_on_real_vanilla_proofs() {
+/// The fixture's update as the engine takes it, over `proofs` (its vanilla proofs, borrowed).
+fn rust_request<'a>(proofs: &'a [&'a [u8]]) -> UpdateRequest<'a> {
     let f = fixture();
-    let bytes = vanilla();
-    let proofs: Vec<&[u8]> = bytes.iter().map(Vec::as_slice).collect();
     let [comm_r_old, comm_r_new, comm_d_new] = comms();
-    let request = UpdateRequest {
+    UpdateRequest {
         registered_proof: f.registered_proof,
         comm_r_old,
         comm_r_new,
         comm_d_new,
-        vanilla_proofs: &proofs,
-    };
+        vanilla_proofs: proofs,
+    }
+}
+
+/// The update circuit on the split path (its shape, the witness of filecoin-proofs' gadgets)
+/// gives classic synthesis' result value for value.
+#[test]
+fn split_path_equals_classic_synthesis_on_real_vanilla_proofs() {
+    let bytes = vanilla();
+    let proofs: Vec<&[u8]> = bytes.iter().map(Vec::as_slice).collect();
+    let request = rust_request(&proofs);
     let job = request.check(&mut Timings::default()).expect("valid vanilla proofs");
     for k in 0..job.partitions() {
         check_job_split_path(job.as_ref(), k, &format!("update partition {k}"));
@@ -192,14 +197,7 @@ fn fixed_randomness_update_proofs_equal_bellperson_bit_for_bit() {
         .collect();
     let bytes = vanilla();
     let proofs: Vec<&[u8]> = bytes.iter().map(Vec::as_slice).collect();
-    let [comm_r_old, comm_r_new, comm_d_new] = comms();
-    let request = UpdateRequest {
-        registered_proof: f.registered_proof,
-        comm_r_old,
-        comm_r_new,
-        comm_d_new,
-        vanilla_proofs: &proofs,
-    };
+    let request = rust_request(&proofs);
     let options = ProveOptions {
         randomness: Some(rs.clone()),
         ..Default::default()
@@ -207,7 +205,7 @@ fn fixed_randomness_update_proofs_equal_bellperson_bit_for_bit() {
     let ours = engine.generate_update(&request, &options).expect("cuzk update proof").proof;
     let theirs = bellperson_update(
         f.registered_proof,
-        (comm_r_old, comm_r_new, comm_d_new),
+        (request.comm_r_old, request.comm_r_new, request.comm_d_new),
         &bytes,
         &default_test_params_dir(),
         &rs,

@@ -261,7 +261,8 @@ fn made_up_job<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(made_up: &
     use rand::SeedableRng;
     use storage_proofs_update::ChallengeProof;
 
-    let params = public_params(&update_config(made_up.proof)?);
+    let config = update_config(made_up.proof)?;
+    let params = public_params(&config);
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(made_up.seed);
     let scalar = |rng: &mut rand_chacha::ChaCha8Rng| blstrs::Scalar::random(rng);
     let inputs = PublicInputs {
@@ -269,7 +270,7 @@ fn made_up_job<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(made_up: &
         comm_r_old: scalar(&mut rng).into(),
         comm_d_new: scalar(&mut rng).into(),
         comm_r_new: scalar(&mut rng).into(),
-        h: update_config(made_up.proof)?.h,
+        h: config.h,
     };
     let nodes = params.sector_nodes;
     let partition = |rng: &mut rand_chacha::ChaCha8Rng| {
