@@ -105,6 +105,9 @@ fn compile_cuda(root: &Path) {
         build.flag("-gencode").flag(format!("arch=compute_{arch},code=sm_{arch}"));
     }
     build.flag("-gencode").flag("arch=compute_90,code=compute_90");
+    if std::env::var_os("CARGO_FEATURE_FAULT_INJECTION").is_some() {
+        build.define("CUZK_FAULT_INJECTION", None);
+    }
     build.file(root.join("cuda/cuzk_gpu.cu")).compile("cuzk_cuda");
     for lib in ["lib64", "lib"] {
         println!("cargo:rustc-link-search=native={}", cuda_home.join(lib).display());

@@ -88,6 +88,17 @@ static void check(RustError err)
     throw cuda_error{err.code, text};
 }
 
+// sppark's registry entry of device `index`, selected on this thread.
+static const gpu_t& selected_device(int index)
+{
+    if (index < 0 || (size_t)index >= ngpus())
+        throw std::invalid_argument("no such CUDA device");
+    const gpu_t& gpu = select_gpu(index);
+    gpu.select();
+    return gpu;
+}
+
+#include "fault.cuh"
 #include "context.cuh"
 #include "staging.cuh"
 #include "device_key.cuh"
@@ -125,15 +136,6 @@ static int guarded(cuzk_gpu_message* msg, F&& body)
         set_message(msg, "unknown C++ exception in the CUDA backend");
         return CUZK_GPU_INTERNAL;
     }
-}
-
-static const gpu_t& selected_device(int index)
-{
-    if (index < 0 || (size_t)index >= ngpus())
-        throw std::invalid_argument("no such CUDA device");
-    const gpu_t& gpu = select_gpu(index);
-    gpu.select();
-    return gpu;
 }
 
 // Writes p in affine coordinates into a cuzk_gpu_g1 (G1) or cuzk_gpu_g2 (G2).
@@ -206,10 +208,11 @@ extern "C" int cuzk_gpu_memory_info(cuzk_gpu_context* ctx, cuzk_gpu_memory* out,
     });
 }
 
-extern "C" int cuzk_gpu_pinned_alloc(size_t bytes, void** out, cuzk_gpu_message* msg)
+extern "C" int cuzk_gpu_pinned_alloc(int index, size_t bytes, void** out, cuzk_gpu_message* msg)
 {
     return guarded(msg, [&] {
         *out = nullptr;
+        (void)selected_device(index);
         CUDA_OK(cudaHostAlloc(out, bytes, cudaHostAllocPortable));
     });
 }
@@ -219,6 +222,31 @@ extern "C" void cuzk_gpu_pinned_free(void* ptr)
     if (ptr)
         (void)cudaFreeHost(ptr);
 }
+
+extern "C" int cuzk_gpu_device_faulted(int index, int* faulted, cuzk_gpu_message* msg)
+{
+    return guarded(msg, [&] {
+        *faulted = 0;
+        (void)selected_device(index);
+        *faulted = context_faulted() ? 1 : 0;
+    });
+}
+
+extern "C" int cuzk_gpu_device_reset(int index, cuzk_gpu_message* msg)
+{
+    return guarded(msg, [&] {
+        reset_device(index);
+    });
+}
+
+#ifdef CUZK_FAULT_INJECTION
+extern "C" int cuzk_gpu_inject_fault(cuzk_gpu_context* ctx, cuzk_gpu_message* msg)
+{
+    return guarded(msg, [&] {
+        inject_fault(ctx->gpu);
+    });
+}
+#endif
 
 extern "C" int cuzk_gpu_key_upload(cuzk_gpu_context* ctx, const cuzk_gpu_key_points* points,
                                    const cuzk_gpu_staging* staging, cuzk_gpu_key** out,

@@ -148,9 +148,23 @@ int cuzk_gpu_context_new(int device, cuzk_gpu_context **out, cuzk_gpu_message *m
 void cuzk_gpu_context_free(cuzk_gpu_context *ctx);
 int cuzk_gpu_memory_info(cuzk_gpu_context *ctx, cuzk_gpu_memory *out, cuzk_gpu_message *msg);
 
-/* Page-locked host memory (portable to every device) for the staging pool. */
-int cuzk_gpu_pinned_alloc(size_t bytes, void **out, cuzk_gpu_message *msg);
+/* Page-locked host memory (portable to every device) for a device's staging pool, allocated in
+ * that device's context (so that resetting another device's context leaves it alone). */
+int cuzk_gpu_pinned_alloc(int device, size_t bytes, void **out, cuzk_gpu_message *msg);
 void cuzk_gpu_pinned_free(void *ptr);
+
+/* *faulted = 1 when the device's context holds a sticky error (a kernel fault): every CUDA
+ * call there fails until cuzk_gpu_device_reset. */
+int cuzk_gpu_device_faulted(int device, int *faulted, cuzk_gpu_message *msg);
+
+/* Resets this process's context of the device (never the GPU) and rebuilds sppark's streams
+ * of it. Every context, key, shape and pinned buffer of the device must be freed first. */
+int cuzk_gpu_device_reset(int device, cuzk_gpu_message *msg);
+
+#ifdef CUZK_FAULT_INJECTION
+/* Tests only: launches a kernel that faults (an illegal address) on the context's device. */
+int cuzk_gpu_inject_fault(cuzk_gpu_context *ctx, cuzk_gpu_message *msg);
+#endif
 
 /* Copies a key's points to the device; *out owns them until cuzk_gpu_key_free. */
 int cuzk_gpu_key_upload(cuzk_gpu_context *ctx, const cuzk_gpu_key_points *points,

@@ -68,13 +68,13 @@ class quotient_stage : public NTT {
 
         auto start = std::chrono::steady_clock::now();
         const size_t npoints = domain - 1;
-        g1_msm_t msm{nullptr, npoints, sizeof(affine_t), gpu.id()};
+        abandoned_on_fault<g1_msm_t> msm{nullptr, npoints, sizeof(affine_t), gpu.id()};
         dev_ptr_t<fr_t> coefficients{d[0], domain};
         if (h_points.key)
-            check(msm.invoke(out, resident_msm_points<affine_t>(h_points, npoints), npoints,
+            check(msm->invoke(out, resident_msm_points<affine_t>(h_points, npoints), npoints,
                              coefficients, true));
         else
-            check(msm.invoke(out, (const affine_t*)h_points.host, npoints, coefficients, true));
+            check(msm->invoke(out, (const affine_t*)h_points.host, npoints, coefficients, true));
         times.msm_ns = elapsed_ns(start);
     }
 

@@ -29,15 +29,15 @@ static point_t tail_msm_on_device(cuzk_gpu_context& ctx, const cuzk_gpu_points& 
     out.inf();
     if (n == 0)
         return out;
-    msm_type msm{nullptr, n, sizeof(affine_t), gpu.id()};
+    abandoned_on_fault<msm_type> msm{nullptr, n, sizeof(affine_t), gpu.id()};
     if (!src.key) {
-        check(msm.invoke(out, (const affine_t*)src.host, n, canonical_scalars, false));
+        check(msm->invoke(out, (const affine_t*)src.host, n, canonical_scalars, false));
         return out;
     }
     if (indices == nullptr) {
         // Dense: scalar i belongs to point i of the query, read where it lies (a gathered
         // copy of a whole query would be as large as the query: 12 GB for a 32GiB PoSt's L).
-        check(msm.invoke(out, resident_msm_points<affine_t>(src, n), n, canonical_scalars, false));
+        check(msm->invoke(out, resident_msm_points<affine_t>(src, n), n, canonical_scalars, false));
         return out;
     }
     const uint32_t words = point_bytes(src.query) / sizeof(uint4);
@@ -51,7 +51,7 @@ static point_t tail_msm_on_device(cuzk_gpu_context& ctx, const cuzk_gpu_points& 
     gather_points<<<gpu.sm_count(), 1024, 0, stream>>>(&d_gathered[0], resident, &d_indices[0], n, words);
     CUDA_OK(cudaGetLastError());
     stream.sync();
-    check(msm.invoke(out, dev_ptr_t<affine_t>{(affine_t*)&d_gathered[0], n}, n, canonical_scalars,
+    check(msm->invoke(out, dev_ptr_t<affine_t>{(affine_t*)&d_gathered[0], n}, n, canonical_scalars,
                      false));
     return out;
 }

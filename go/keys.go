@@ -173,6 +173,14 @@ type DeviceStatus struct {
 	// BusyNs is the time calls have held the device (GPU phases, uploads) since the engine
 	// started: its growth over a window, divided by the window, is the GPU's busy fraction.
 	BusyNs uint64 `json:"busy_ns"`
+	// Health is "healthy", or "quarantined" after a fault this process could not recover from
+	// (its calls go to the other devices, or to the CPU when none is left).
+	Health string `json:"health"`
+	// Faults counts sticky CUDA faults on the device; each one reset this process's context of
+	// the device (keys are uploaded again on next use) or quarantined it.
+	Faults         uint64  `json:"faults"`
+	LastFault      *string `json:"last_fault"`
+	LastRecoveryNs uint64  `json:"last_recovery_ns"`
 }
 
 // ResidentShapeStatus is a circuit's R1CS matrices in device memory.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds what scripts/gpu-run.sh runs on the GPU machine into carry/ (git-ignored, < 64 MiB):
-# the GPU test target built with CUZK_GPU_TESTS=1, cuzk-fixtures and cuzk-bench, stripped, and
+# the GPU test target built with CUZK_GPU_TESTS=1 and the fault injector, cuzk-fixtures and cuzk-bench, stripped, and
 # the supraseal-c2 peer (scripts/build-peers.sh).
 # CUZK_CUDA_ARCHS narrows the GPU architectures (default: all of build.rs's list).
 set -euo pipefail
@@ -10,7 +10,7 @@ source "$root/scripts/nvcc-env.sh"
 cd "$root"
 export CUZK_GPU_TESTS=1
 cargo build --release --locked -p cuzk-tools --bins
-tests_bin=$(cargo test --release --locked -p cuzk --test gpu --no-run --message-format=json 2>/dev/null |
+tests_bin=$(cargo test --release --locked -p cuzk --features fault-injection --test gpu --no-run --message-format=json 2>/dev/null |
     python3 -c 'import json,sys
 for line in sys.stdin:
     m = json.loads(line)

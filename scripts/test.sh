@@ -13,11 +13,13 @@ step "style: cargo fmt --check, cargo clippy -D warnings (library alone, and eve
 (cd "$root" && cargo fmt --all --check)
 (cd "$root" && cargo clippy --release --locked -p cuzk --lib -- -D warnings)
 (cd "$root" && cargo clippy --release --locked --workspace --all-targets -- -D warnings)
+# The GPU test target with the test-only fault injector (scripts/gpu-build.sh builds it so).
+(cd "$root" && cargo clippy --release --locked -p cuzk --features fault-injection --lib --test gpu -- -D warnings)
 
-step "the shipped library's features: never cuzk's private \`internals\`"
+step "the shipped library's features: never cuzk's private \`internals\` or \`fault-injection\`"
 shipped_features=$(cd "$root" && cargo tree --locked -p cuzk --edges features,no-dev --invert cuzk --prefix none)
-if grep -q 'cuzk feature "internals"' <<<"$shipped_features"; then
-    echo "the shipped library is built with cuzk's internals feature:" >&2
+if grep -qE 'cuzk feature "(internals|fault-injection)"' <<<"$shipped_features"; then
+    echo "the shipped library is built with a private cuzk feature:" >&2
     echo "$shipped_features" >&2
     exit 1
 fi

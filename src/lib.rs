@@ -35,6 +35,9 @@ pub use synthesis::r1cs::{CircuitShape, SegmentedCircuit, Whole};
 #[doc(hidden)]
 pub mod internals {
     pub use crate::backend::cpu::{CpuBackend, Domain};
+    /// Tests only: faults on demand on the GPU (feature `fault-injection`).
+    #[cfg(feature = "fault-injection")]
+    pub use crate::backend::gpu::injection as gpu_fault_injection;
     #[cfg(feature = "cuda")]
     pub use crate::backend::gpu::{device_count, GpuBackend, GpuConfig};
     pub use crate::backend::{Backend, DeviceStatus};

@@ -536,3 +536,95 @@ fn smallest_circuits_equal_bellperson_and_the_next_call_works() {
     }
     check_gpu_equals_bellperson(1 << 12, true, Key::Setup);
 }
+
+#[test]
+#[cfg_attr(
+    not(cuzk_gpu_tests),
+    ignore = "GPU test: build with CUZK_GPU_TESTS=1 and run where a CUDA device is present"
+)]
+fn a_device_fault_fails_only_its_call_and_the_next_calls_prove() {
+    use cuzk::engine::DeviceHealth;
+    use cuzk::internals::gpu_fault_injection as injection;
+
+    require_gpu();
+    let seed: u64 = rand::random();
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed);
+    let circuit = RandomCircuit::new(&mut rng, 1 << 16, true);
+    let inputs = circuit.inputs.clone();
+    let key = ProvingKey::new(
+        generate_random_parameters::<Bls12, _, _>(circuit.clone(), &mut rng).unwrap(),
+        "fault test",
+    );
+    let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
+    let expected = proof_bytes(&create_proof_batch(vec![circuit.clone()], &*key, vec![r], vec![s]).unwrap().remove(0));
+    let shape = Arc::new(CircuitShape::extract(circuit.clone()).unwrap());
+    let options = CircuitOptions {
+        randomness: Some((r, s)),
+        cancel: None,
+    };
+    let check_proof = |proof: &bellperson::groth16::Proof<Bls12>, what: &str| {
+        assert_eq!(proof_bytes(proof), expected, "{what}, seed {seed}: the proof differs from bellperson's");
+        assert!(
+            verify_proof(&prepare_verifying_key(&key.vk), proof, &inputs).unwrap(),
+            "{what}: does not verify"
+        );
+    };
+    // The fault surfaces in the call's next CUDA operation after H: L's batch addition
+    // (split always) or its tail MSM inside sppark's msm_t (split never).
+    for (policy, products_on_device) in [(SplitPolicy::Always, true), (SplitPolicy::Never, true), (SplitPolicy::Never, false)] {
+        let gpu = gpu_prover(policy, KeyResidency::Resident, products_on_device);
+        let prove = |t: &mut Timings| match products_on_device {
+            true => gpu.prove_with_shape(&key, &shape, &Whole(circuit.clone()), &options, t),
+            false => gpu.prove(&key, circuit.clone(), &options, t),
+        };
+        check_proof(&prove(&mut Timings::new()).expect("GPU proof before any fault"), "before the faults");
+        for fault in 1..=2u64 {
+            let what = format!("split {policy:?}, a, b, c on the device {products_on_device}, fault {fault}");
+            injection::fault_next_call();
+            let start = Instant::now();
+            let err = prove(&mut Timings::new()).expect_err("the call that meets the fault fails");
+            let failed_s = start.elapsed().as_secs_f64();
+            assert_eq!(err.status, Status::GpuError, "{what}: {err}");
+            assert!(err.message.contains("was reset"), "{what}: {err}");
+            let device = &gpu.devices()[0];
+            assert_eq!(device.health, DeviceHealth::Healthy, "{what}");
+            assert_eq!(device.faults, fault, "{what}");
+            assert!(device.last_fault.is_some(), "{what}");
+            assert!(
+                device.resident_keys.is_empty() && device.resident_shapes.is_empty(),
+                "{what}: the reset freed them"
+            );
+            let start = Instant::now();
+            let mut t = Timings::new();
+            let proof = prove(&mut t).expect("the call after the fault proves");
+            check_proof(&proof, &what);
+            assert_eq!(t.backend, BackendKind::Gpu as u32, "{what}");
+            assert!(t.srs_upload_ns > 0, "{what}: the key is uploaded again");
+            eprintln!(
+                "{what}: failed call {failed_s:.3} s ({}), recovery {:.1} ms, next call {:.3} s (key upload {:.1} ms)",
+                err.message,
+                device.last_recovery_ns as f64 / 1e6,
+                start.elapsed().as_secs_f64(),
+                t.srs_upload_ns as f64 / 1e6
+            );
+        }
+    }
+    // A fault whose reset fails quarantines the device; the calls after it are proved on the CPU.
+    let gpu = gpu_prover(SplitPolicy::CostModel, KeyResidency::Resident, true);
+    injection::fault_next_call();
+    injection::fail_next_reset();
+    let err = gpu
+        .prove_with_shape(&key, &shape, &Whole(circuit.clone()), &options, &mut Timings::new())
+        .expect_err("the call that meets the fault fails");
+    assert_eq!(err.status, Status::GpuError, "{err}");
+    assert!(err.message.contains("quarantined"), "{err}");
+    let device = &gpu.devices()[0];
+    assert_eq!((device.health, device.faults), (DeviceHealth::Quarantined, 1));
+    let mut t = Timings::new();
+    let proof = gpu
+        .prove_with_shape(&key, &shape, &Whole(circuit.clone()), &options, &mut t)
+        .expect("the call after an unrecoverable fault proves on the CPU");
+    check_proof(&proof, "quarantined device, CPU fallback");
+    assert_eq!((t.backend, t.device_index), (BackendKind::Cpu as u32, -1));
+    eprintln!("quarantined: {err}");
+}

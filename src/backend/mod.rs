@@ -56,6 +56,25 @@ pub struct DeviceStatus {
     /// Time calls have held the device (its turn: GPU phases, uploads, evictions) since the
     /// engine started; the busy fraction over a window is its growth over the window.
     pub busy_ns: u64,
+    pub health: DeviceHealth,
+    /// Sticky CUDA faults seen on the device (each one reset or quarantined it).
+    pub faults: u64,
+    /// The last fault's message.
+    pub last_fault: Option<String>,
+    /// How long the last recovery took: the reset and a new context (keys and matrices are
+    /// uploaded again by the calls that next need them, timed there).
+    pub last_recovery_ns: u64,
+}
+
+/// Whether a device takes calls.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeviceHealth {
+    /// Usable (also after a fault it was recovered from).
+    Healthy,
+    /// A fault this process could not recover from: its calls go to the other devices, or to
+    /// the CPU when none is left.
+    Quarantined,
 }
 
 /// How the GPU backend decides, per MSM, whether batch addition of the bases whose scalar is 1

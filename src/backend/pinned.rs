@@ -134,6 +134,19 @@ impl<M: PinnedMemory> BufferPool<M> {
         }
     }
 
+    /// Frees the buffers nobody holds (all of them when none is in use); how many.
+    pub fn free_idle(&self) -> usize {
+        let mut state = self.lock();
+        let idle: Vec<_> = state.free.drain(..).collect();
+        state.allocated -= idle.len();
+        drop(state);
+        for ptr in &idle {
+            // SAFETY: allocated by `memory` with this size and no longer in the pool.
+            unsafe { self.memory.free(*ptr, self.buffer_bytes) };
+        }
+        idle.len()
+    }
+
     pub fn usage(&self) -> PoolUsage {
         let state = self.lock();
         let bytes = self.buffer_bytes as u64;
@@ -235,6 +248,23 @@ mod tests {
             assert_eq!(waiter.join().unwrap().unwrap(), ptr);
         });
         assert_eq!(pool.usage().allocations, 1);
+    }
+
+    #[test]
+    fn idle_buffers_are_freed_on_request_and_held_ones_kept() {
+        let memory = CountingMemory::default();
+        let (allocs, frees) = (memory.allocs.clone(), memory.frees.clone());
+        let pool = BufferPool::new(memory, 1024, 3 * 1024);
+        let held = pool.acquire(&mut 0).unwrap();
+        drop((pool.acquire(&mut 0).unwrap(), pool.acquire(&mut 0).unwrap()));
+        assert_eq!(pool.free_idle(), 2, "the two returned buffers");
+        assert_eq!(frees.load(Ordering::SeqCst), 2);
+        assert_eq!((pool.usage().allocated_bytes, pool.usage().in_use_bytes), (1024, 1024));
+        drop(held);
+        assert_eq!(pool.free_idle(), 1);
+        assert_eq!(pool.usage().allocated_bytes, 0);
+        let _again = pool.acquire(&mut 0).unwrap();
+        assert_eq!(allocs.load(Ordering::SeqCst), 4, "a new buffer after the pool was emptied");
     }
 
     #[test]

@@ -170,6 +170,14 @@ impl<V> ResidentCache<V> {
         before - state.entries.len()
     }
 
+    /// Drops every copy; how many there were.
+    pub fn evict_all(&self) -> usize {
+        let mut state = self.lock();
+        let before = state.entries.len();
+        state.entries.clear();
+        before
+    }
+
     /// The copies, most recently used first.
     pub fn entries(&self) -> Vec<ResidentKey> {
         let mut state = self.lock();
@@ -250,6 +258,17 @@ mod tests {
         assert_eq!(cache.evict_label("k4"), 1);
         assert_eq!(cache.evict_label("k4"), 0);
         assert!(loaded(cache.get(&key(4, 90, &alive), || Ok(4)).unwrap()), "evicted keys load again");
+    }
+
+    #[test]
+    fn evict_all_empties_the_budget_and_keys_load_again() {
+        let alive = Arc::new(());
+        let cache = ResidentCache::<u64>::new(100);
+        assert!(loaded(cache.get(&key(1, 40, &alive), || Ok(1)).unwrap()));
+        assert!(loaded(cache.get(&key(2, 40, &alive), || Ok(2)).unwrap()));
+        assert_eq!(cache.evict_all(), 2);
+        assert_eq!((cache.used_bytes(), cache.entries().len()), (0, 0));
+        assert!(loaded(cache.get(&key(1, 40, &alive), || Ok(1)).unwrap()), "loaded again after a reset");
     }
 
     /// A PoSt key and a sealing key that do not fit together: the sealing call streams its key

@@ -47,7 +47,9 @@ use keys::KeyStore;
 pub use pipeline::ProofOutput;
 use pipeline::{MemoryBudget, Occupancy};
 use shapes::ShapeCache;
-pub use status::{DeviceStatus, EngineStatus, HostKeyStatus, PipelineStatus, PoolUsage, PreloadReport, ResidentKey, ResidentShape, ShapeStatus};
+pub use status::{
+    DeviceHealth, DeviceStatus, EngineStatus, HostKeyStatus, PipelineStatus, PoolUsage, PreloadReport, ResidentKey, ResidentShape, ShapeStatus,
+};
 
 /// Bytes of one Groth16 proof (compressed A, B, C): one per partition.
 pub const GROTH_PROOF_BYTES: usize = 192;

@@ -2,7 +2,7 @@
 
 pub use super::pipeline::PipelineStatus;
 pub use super::shapes::ShapeStatus;
-pub use crate::backend::{DeviceStatus, PoolUsage, ResidentKey, ResidentShape};
+pub use crate::backend::{DeviceHealth, DeviceStatus, PoolUsage, ResidentKey, ResidentShape};
 
 /// A proving key resident in host memory (engine status).
 #[derive(Clone, Debug, serde::Serialize)]

@@ -10,20 +10,22 @@ use crate::error::Result;
 
 impl GpuBackend {
     pub(super) fn batch_add(device: &Device, points: &sys::Points, bitmap: &[u32], staging: &sys::Staging) -> Result<G1Projective> {
+        let ctx = device.ctx.ptr()?;
         let mut out = sys::G1::default();
         // SAFETY: `points` describes live host or device points, `bitmap` has ⌈n/32⌉ words;
         // all outlive the synchronous call.
         call("batch addition", |msg| unsafe {
-            sys::cuzk_gpu_batch_add(device.ctx.ptr(), points, bitmap.as_ptr(), staging, &mut out, msg)
+            sys::cuzk_gpu_batch_add(ctx, points, bitmap.as_ptr(), staging, &mut out, msg)
         })?;
         Ok(to_projective(&out))
     }
 
     pub(super) fn batch_add_g2(device: &Device, points: &sys::Points, bitmap: &[u32], staging: &sys::Staging) -> Result<G2Projective> {
+        let ctx = device.ctx.ptr()?;
         let mut out = sys::G2::default();
         // SAFETY: as in batch_add.
         call("G2 batch addition", |msg| unsafe {
-            sys::cuzk_gpu_batch_add_g2(device.ctx.ptr(), points, bitmap.as_ptr(), staging, &mut out, msg)
+            sys::cuzk_gpu_batch_add_g2(ctx, points, bitmap.as_ptr(), staging, &mut out, msg)
         })?;
         Ok(to_projective_g2(&out))
     }

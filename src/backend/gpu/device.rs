@@ -1,14 +1,16 @@
 //! One CUDA device and what the backend keeps on it: its context (context.rs), the staging
 //! pool (staging.rs), the resident keys (device_key.rs) and circuit matrices (spmv.rs), the
-//! turn that orders the GPU phases of its calls, and its counters for the engine status.
+//! turn that orders the GPU phases of its calls, its counters for the engine status, and its
+//! health after faults (fault.rs).
 
 use std::ffi::{c_char, CStr};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use super::context::Context;
 use super::device_key::DeviceKey;
+use super::fault::{DeviceUse, FaultRecord};
 use super::spmv::DeviceShape;
 use super::staging::{CudaPinned, DEFAULT_PINNED_POOL_BYTES, STAGING_BUFFER_BYTES};
 use super::sys::{self, call};
@@ -17,7 +19,7 @@ use crate::backend::pinned::BufferPool;
 use crate::backend::resident::{KeyRef, Residency, ResidentCache};
 use crate::backend::turn::Turn;
 use crate::backend::Priority;
-use crate::backend::{DeviceStatus, ResidentShape};
+use crate::backend::{DeviceHealth, DeviceStatus, ResidentShape};
 use crate::error::{Result, Status};
 use crate::groth16::ProvingKey;
 use crate::synthesis::r1cs::CircuitShape;
@@ -38,10 +40,16 @@ pub(super) struct Device {
     pub(super) staging: BufferPool<CudaPinned>,
     pub(super) in_flight: AtomicUsize,
     pub(super) proofs: AtomicU64,
+    /// Set when a fault could not be recovered from (`fault`): calls go elsewhere.
+    pub(super) quarantined: AtomicBool,
+    pub(super) faults: Mutex<FaultRecord>,
+    /// Last: dropped after everything above has been freed on the device.
+    _use: DeviceUse,
 }
 
 impl Device {
     pub(super) fn open(ordinal: i32, config: &GpuConfig) -> Result<Self> {
+        let device_use = DeviceUse::new(ordinal);
         let mut name = [0 as c_char; 256];
         let mut memory = 0u64;
         // SAFETY: out-pointers to locals of the sizes the C side writes.
@@ -74,9 +82,12 @@ impl Device {
             turn: Turn::default(),
             keys: ResidentCache::new(budget),
             shapes: Mutex::new(Vec::new()),
-            staging: BufferPool::new(CudaPinned, STAGING_BUFFER_BYTES, pool as usize),
+            staging: BufferPool::new(CudaPinned { device: ordinal }, STAGING_BUFFER_BYTES, pool as usize),
             in_flight: AtomicUsize::new(0),
             proofs: AtomicU64::new(0),
+            quarantined: AtomicBool::new(false),
+            faults: Mutex::new(FaultRecord::default()),
+            _use: device_use,
         })
     }
 
@@ -93,6 +104,7 @@ impl Device {
                 bytes: device.bytes,
             })
             .collect();
+        let faults = self.faults.lock().unwrap_or_else(|p| p.into_inner());
         DeviceStatus {
             ordinal: self.ordinal,
             name: self.name.clone(),
@@ -111,6 +123,14 @@ impl Device {
             proofs_in_flight: self.in_flight.load(Ordering::Relaxed) as u64,
             proofs_done: self.proofs.load(Ordering::Relaxed),
             busy_ns: self.turn.held_ns(),
+            health: if self.is_quarantined() {
+                DeviceHealth::Quarantined
+            } else {
+                DeviceHealth::Healthy
+            },
+            faults: faults.count,
+            last_fault: faults.last.clone(),
+            last_recovery_ns: faults.last_recovery_ns,
         }
     }
 }

@@ -30,11 +30,12 @@ impl DeviceKey {
             host: queries.map(|q| q.0),
             n: queries.map(|q| q.1),
         };
+        let ctx = ctx.ptr()?;
         let mut out = std::ptr::null_mut();
         // SAFETY: the key's vectors hold the given numbers of blst affine points and outlive
         // the synchronous call; the staging halves belong to this call.
         call("uploading the proving key", |msg| unsafe {
-            sys::cuzk_gpu_key_upload(ctx.ptr(), &points, staging, &mut out, msg)
+            sys::cuzk_gpu_key_upload(ctx, &points, staging, &mut out, msg)
         })?;
         NonNull::new(out).map(DeviceKey).ok_or_else(|| Error::internal("device key is NULL"))
     }

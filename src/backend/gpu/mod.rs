@@ -22,6 +22,7 @@ mod batch_add;
 mod context;
 mod device;
 mod device_key;
+mod fault;
 mod quotient;
 mod split;
 mod spmv;
@@ -31,10 +32,11 @@ mod tail_msm;
 
 use std::borrow::Cow;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use rayon::ThreadPool;
 
-use super::cpu::Domain;
+use super::cpu::{CpuBackend, Domain};
 use super::prep::PreparedMsms;
 use super::turn::Priority;
 use super::SplitPolicy;
@@ -48,6 +50,8 @@ use crate::timings::{timed, Timings};
 pub use context::device_count;
 use device::{Device, InFlight};
 use device_key::PointSource;
+#[cfg(feature = "fault-injection")]
+pub use fault::injection;
 use quotient::HInput;
 use split::G1Msm;
 use staging::staging;
@@ -86,6 +90,9 @@ pub struct GpuBackend {
     products_on_device: bool,
     /// Where the search for the least busy device starts, so that ties rotate.
     next: AtomicUsize,
+    /// Made when every device is quarantined after faults (`fault`): calls are proved on the
+    /// CPU then, slowly but proved.
+    cpu_fallback: Mutex<Option<Arc<CpuBackend>>>,
 }
 
 /// The GPU backend for one call: on one device or the least busy, at a priority.
@@ -118,7 +125,13 @@ impl Backend for GpuCall<'_> {
         cancel: &CancelToken,
         t: &mut Timings,
     ) -> Result<MsmResults> {
-        let device = self.device.map_or_else(|| self.gpu.least_busy_device(), InFlight::new);
+        let device = match self.device {
+            Some(device) => InFlight::new(device),
+            None => match self.gpu.least_busy_device() {
+                Some(device) => device,
+                None => return self.gpu.on_cpu(self.priority, key, circuit, pool, cancel, t),
+            },
+        };
         self.gpu.compute_on(device, self.priority, key, circuit, pool, cancel, t)
     }
 
@@ -153,19 +166,48 @@ impl GpuBackend {
             split: config.split,
             products_on_device: config.products_on_device,
             next: AtomicUsize::new(0),
+            cpu_fallback: Mutex::new(None),
         })
     }
 
     /// The device with the fewest calls in flight, ties taken in turn, so that calls spread
-    /// over the devices.
-    fn least_busy_device(&self) -> InFlight<'_> {
+    /// over the devices; quarantined devices are skipped (`None`: every one is).
+    fn least_busy_device(&self) -> Option<InFlight<'_>> {
         let n = self.devices.len();
         let start = self.next.fetch_add(1, Ordering::Relaxed) % n;
-        let device = (0..n)
+        (0..n)
             .map(|k| &self.devices[(start + k) % n])
+            .filter(|d| !d.is_quarantined())
             .min_by_key(|d| d.in_flight.load(Ordering::Relaxed))
-            .expect("at least one device");
-        InFlight::new(device)
+            .map(InFlight::new)
+    }
+
+    /// A call when every device is quarantined: proved by the CPU backend, made on first need.
+    fn on_cpu(
+        &self,
+        priority: Priority,
+        key: &ProvingKey,
+        circuit: SynthesizedCircuit,
+        pool: &ThreadPool,
+        cancel: &CancelToken,
+        t: &mut Timings,
+    ) -> Result<MsmResults> {
+        let cpu = {
+            let mut fallback = self.cpu_fallback.lock().unwrap_or_else(|p| p.into_inner());
+            match &*fallback {
+                Some(cpu) => Arc::clone(cpu),
+                None => {
+                    log::error!("every CUDA device is quarantined after faults: calls are proved on the CPU");
+                    let cpu = Arc::new(CpuBackend::new(0)?);
+                    *fallback = Some(Arc::clone(&cpu));
+                    cpu
+                }
+            }
+        };
+        t.backend = BackendKind::Cpu as u32;
+        t.device_index = -1;
+        let call = cpu.for_call(None, priority)?;
+        call.compute_msms(key, circuit, pool, cancel, t)
     }
 
     /// The MSMs of one circuit on the device `in_flight` counts the call on: the host's share
@@ -184,6 +226,7 @@ impl GpuBackend {
         t: &mut Timings,
     ) -> Result<MsmResults> {
         check_not_a_worker(pool)?;
+        in_flight.0.check_usable()?;
         let domain = Domain::for_len(circuit.num_constraints())
             .ok_or_else(|| Error::invalid("circuit has more constraints than the field's 2^32 FFT domain"))?;
         let layout = check_key_fits(key, &circuit, domain.size())?;
@@ -256,45 +299,55 @@ impl GpuBackend {
 
         let device_turn = timed(&mut t.proving_wait_ns, || device.turn.take(priority));
         cancel.check()?;
-        let buffer = device.staging.acquire(&mut t.pin_ns)?;
-        let staging = staging(&buffer);
-        let copy = device.resident_key(key, priority, &staging, t)?;
-        if let HInput::Witness { shape, witness } = &h_input {
-            if !device.make_shape_resident(shape, domain.log_size, &staging, t)? {
-                log::warn!(
-                    "the R1CS matrices of a {}-constraint circuit do not fit in device {}'s memory beside the key: a, b, c computed on the host",
-                    shape.num_constraints(),
-                    device.ordinal
-                );
-                let (a, b, c) = timed(&mut t.spmv_ns, || {
-                    pool.install(|| {
-                        let z = witness.decode();
-                        let (inputs, aux) = z.split_at(shape.num_inputs());
-                        shape.evaluate(inputs, aux)
-                    })
-                });
-                h_input = HInput::Products(a, b, c);
+        // The device's part, whose key copy and staging buffer are released when it returns, so
+        // that a failure is looked at (a fault recovered from) inside the turn holding nothing.
+        let on_device = || -> Result<MsmResults> {
+            device.check_usable()?;
+            let buffer = device.staging.acquire(&mut t.pin_ns)?;
+            let staging = staging(&buffer);
+            let copy = device.resident_key(key, priority, &staging, t)?;
+            if let HInput::Witness { shape, witness } = &h_input {
+                if !device.make_shape_resident(shape, domain.log_size, &staging, t)? {
+                    log::warn!(
+                        "the R1CS matrices of a {}-constraint circuit do not fit in device {}'s memory beside the key: a, b, c computed on the host",
+                        shape.num_constraints(),
+                        device.ordinal
+                    );
+                    let (a, b, c) = timed(&mut t.spmv_ns, || {
+                        pool.install(|| {
+                            let z = witness.decode();
+                            let (inputs, aux) = z.split_at(shape.num_inputs());
+                            shape.evaluate(inputs, aux)
+                        })
+                    });
+                    h_input = HInput::Products(a, b, c);
+                }
             }
-        }
-        let src = PointSource { resident: copy.as_deref() };
-        let h = Self::quotient_msm(device, &src, key, h_input, domain.log_size, &staging, t)?;
-        cancel.check()?;
-        let l = l.run(device, &src, &staging, pool, &mut t.batch_add_ns, &mut t.msm_l_ns)?;
-        let a = a_q.run(device, &src, &staging, pool, &mut t.batch_add_ns, &mut t.msm_a_ns)?;
-        let b_g1 = b_q.run(device, &src, &staging, pool, &mut t.batch_add_ns, &mut t.msm_b_g1_ns)?;
-        // On the device, not on the CPU cores beside it: measured faster at every size
-        // (docs/PERFORMANCE.md). Always split: the cost model was fitted to G1 only.
-        // A dense B_G1 tail serves B_G2 too (same scalars, as many points).
-        let b_g2_classes = if b_q.classes.dense && key.b_g1.len() == key.b_g2.len() {
-            &*b_q.classes
-        } else {
-            &p.b
+            let src = PointSource { resident: copy.as_deref() };
+            let h = Self::quotient_msm(device, &src, key, h_input, domain.log_size, &staging, t)?;
+            fault::injection::fire_if_armed(device)?;
+            cancel.check()?;
+            let l = l.run(device, &src, &staging, pool, &mut t.batch_add_ns, &mut t.msm_l_ns)?;
+            let a = a_q.run(device, &src, &staging, pool, &mut t.batch_add_ns, &mut t.msm_a_ns)?;
+            let b_g1 = b_q.run(device, &src, &staging, pool, &mut t.batch_add_ns, &mut t.msm_b_g1_ns)?;
+            // On the device, not on the CPU cores beside it: measured faster at every size
+            // (docs/PERFORMANCE.md). Always split: the cost model was fitted to G1 only.
+            // A dense B_G1 tail serves B_G2 too (same scalars, as many points).
+            let b_g2_classes = if b_q.classes.dense && key.b_g1.len() == key.b_g2.len() {
+                &*b_q.classes
+            } else {
+                &p.b
+            };
+            let b_g2_bitmap = if b_g2_bitmap.is_empty() { &b_q.ones_bitmap } else { &b_g2_bitmap };
+            let b_g2 = Self::b_g2_msm(device, &src, &key.b_g2, b_g2_classes, b_g2_bitmap, &staging, pool, t)?;
+            Ok(MsmResults { h, l, a, b_g1, b_g2 })
         };
-        let b_g2_bitmap = if b_g2_bitmap.is_empty() { &b_q.ones_bitmap } else { &b_g2_bitmap };
-        let b_g2 = Self::b_g2_msm(device, &src, &key.b_g2, b_g2_classes, b_g2_bitmap, &staging, pool, t)?;
-        drop((copy, buffer, device_turn));
-        device.proofs.fetch_add(1, Ordering::Relaxed);
-        Ok(MsmResults { h, l, a, b_g1, b_g2 })
+        let proved = on_device().map_err(|e| device.after_failure(e));
+        drop(device_turn);
+        if proved.is_ok() {
+            device.proofs.fetch_add(1, Ordering::Relaxed);
+        }
+        proved
     }
 }
 
@@ -315,7 +368,10 @@ impl Backend for GpuBackend {
         cancel: &CancelToken,
         t: &mut Timings,
     ) -> Result<MsmResults> {
-        self.compute_on(self.least_busy_device(), Priority::Sealing, key, circuit, pool, cancel, t)
+        match self.least_busy_device() {
+            Some(device) => self.compute_on(device, Priority::Sealing, key, circuit, pool, cancel, t),
+            None => self.on_cpu(Priority::Sealing, key, circuit, pool, cancel, t),
+        }
     }
 
     fn for_call(&self, device: Option<u32>, priority: Priority) -> Result<Box<dyn Backend + '_>> {
@@ -332,11 +388,14 @@ impl Backend for GpuBackend {
     fn preload(&self, key: &ProvingKey, class: Priority, pool: &ThreadPool) -> Result<u64> {
         check_not_a_worker(pool)?;
         let mut upload_ns = 0;
-        for device in &self.devices {
+        for device in self.devices.iter().filter(|d| !d.is_quarantined()) {
             let _turn = device.turn.take(class);
             let mut t = Timings::new();
-            let buffer = device.staging.acquire(&mut t.pin_ns)?;
-            device.resident_key(key, class, &staging(&buffer), &mut t)?;
+            let mut upload = || -> Result<()> {
+                let buffer = device.staging.acquire(&mut t.pin_ns)?;
+                device.resident_key(key, class, &staging(&buffer), &mut t).map(drop)
+            };
+            upload().map_err(|e| device.after_failure(e))?;
             upload_ns += t.srs_upload_ns;
         }
         Ok(upload_ns)

@@ -43,6 +43,7 @@ impl GpuBackend {
             // NTT or MSM is launched with those sizes.
             return Ok(G1Projective::identity());
         }
+        let ctx = device.ctx.ptr()?;
         let h_points = src.points(sys::QUERY_H, &key.h);
         let mut h = sys::G1::default();
         let mut times = sys::HTimes::default();
@@ -52,7 +53,7 @@ impl GpuBackend {
                 // points (checked by check_key_fits); all outlive the synchronous call.
                 call("H (NTT + MSM)", |msg| unsafe {
                     sys::cuzk_gpu_quotient_msm(
-                        device.ctx.ptr(),
+                        ctx,
                         a.as_ptr() as *const c_void,
                         b.as_ptr() as *const c_void,
                         c.as_ptr() as *const c_void,
@@ -81,7 +82,7 @@ impl GpuBackend {
                 // SAFETY: the resident shape stays alive while `shapes` is locked; the compact
                 // witness's vectors hold the lengths given and outlive the synchronous call.
                 call("H (A·z, B·z, C·z + NTT + MSM)", |msg| unsafe {
-                    sys::cuzk_gpu_quotient_msm_r1cs(device.ctx.ptr(), resident, &z, lg_domain, &h_points, staging, &mut h, &mut times, msg)
+                    sys::cuzk_gpu_quotient_msm_r1cs(ctx, resident, &z, lg_domain, &h_points, staging, &mut h, &mut times, msg)
                 })?;
                 t.witness_upload_ns += times.h2d_ns;
                 t.spmv_ns += times.spmv_ns;

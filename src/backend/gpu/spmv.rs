@@ -34,10 +34,11 @@ impl DeviceShape {
             rows: shape.num_constraints(),
             variables: shape.num_inputs() + shape.num_aux(),
         };
+        let ctx = ctx.ptr()?;
         let (mut out, mut bytes) = (std::ptr::null_mut(), 0u64);
         // SAFETY: the shape's vectors hold the lengths given and outlive the synchronous call.
         call("uploading the circuit's R1CS matrices", |msg| unsafe {
-            sys::cuzk_gpu_shape_upload(ctx.ptr(), &host, staging, &mut out, &mut bytes, msg)
+            sys::cuzk_gpu_shape_upload(ctx, &host, staging, &mut out, &mut bytes, msg)
         })?;
         let ptr = NonNull::new(out).ok_or_else(|| Error::internal("device shape is NULL"))?;
         Ok(DeviceShape { ptr, bytes })

@@ -13,15 +13,18 @@ use crate::error::{Error, Result, Status};
 pub const DEFAULT_PINNED_POOL_BYTES: u64 = 128 << 20;
 pub(super) const STAGING_BUFFER_BYTES: usize = 64 << 20;
 
-/// CUDA's page-locked host allocator, for the staging pools.
-pub(super) struct CudaPinned;
+/// CUDA's page-locked host allocator, for the staging pool of one device: its buffers belong
+/// to that device's context, so that a reset of another device's context leaves them alone.
+pub(super) struct CudaPinned {
+    pub(super) device: i32,
+}
 
 impl PinnedMemory for CudaPinned {
     fn alloc(&self, bytes: usize) -> Result<NonNull<u8>> {
         let mut ptr = std::ptr::null_mut();
         // SAFETY: out-pointer to a local.
         call("allocating pinned host memory", |msg| unsafe {
-            sys::cuzk_gpu_pinned_alloc(bytes, &mut ptr, msg)
+            sys::cuzk_gpu_pinned_alloc(self.device, bytes, &mut ptr, msg)
         })?;
         NonNull::new(ptr.cast()).ok_or_else(|| Error::new(Status::OutOfMemory, "cudaHostAlloc returned NULL"))
     }

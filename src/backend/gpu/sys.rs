@@ -119,8 +119,12 @@ extern "C" {
     pub(super) fn cuzk_gpu_context_new(device: c_int, out: *mut *mut Context, msg: *mut Message) -> c_int;
     pub(super) fn cuzk_gpu_context_free(ctx: *mut Context);
     pub(super) fn cuzk_gpu_memory_info(ctx: *mut Context, out: *mut Memory, msg: *mut Message) -> c_int;
-    pub(super) fn cuzk_gpu_pinned_alloc(bytes: usize, out: *mut *mut c_void, msg: *mut Message) -> c_int;
+    pub(super) fn cuzk_gpu_pinned_alloc(device: c_int, bytes: usize, out: *mut *mut c_void, msg: *mut Message) -> c_int;
     pub(super) fn cuzk_gpu_pinned_free(ptr: *mut c_void);
+    pub(super) fn cuzk_gpu_device_faulted(device: c_int, faulted: *mut c_int, msg: *mut Message) -> c_int;
+    pub(super) fn cuzk_gpu_device_reset(device: c_int, msg: *mut Message) -> c_int;
+    #[cfg(feature = "fault-injection")]
+    pub(super) fn cuzk_gpu_inject_fault(ctx: *mut Context, msg: *mut Message) -> c_int;
     pub(super) fn cuzk_gpu_key_upload(
         ctx: *mut Context,
         points: *const KeyPoints,

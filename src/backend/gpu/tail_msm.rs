@@ -16,12 +16,13 @@ use crate::error::Result;
 
 impl GpuBackend {
     pub(super) fn tail_msm(device: &Device, points: &sys::Points, classes: &ClassifiedScalars) -> Result<G1Projective> {
+        let ctx = device.ctx.ptr()?;
         let mut out = sys::G1::default();
         // SAFETY: as many scalars (and indices, or gathered host points) as n; all alive for
         // the synchronous call.
         call("tail MSM", |msg| unsafe {
             sys::cuzk_gpu_msm(
-                device.ctx.ptr(),
+                ctx,
                 points,
                 tail_indices(classes),
                 classes.tail_scalars.as_ptr() as *const c_void,
@@ -34,12 +35,13 @@ impl GpuBackend {
     }
 
     pub(super) fn tail_msm_g2(device: &Device, points: &sys::Points, classes: &ClassifiedScalars) -> Result<G2Projective> {
+        let ctx = device.ctx.ptr()?;
         let mut out = sys::G2::default();
         // SAFETY: as many scalars (and indices, or gathered host points) as n; all alive for
         // the synchronous call.
         call("G2 tail MSM", |msg| unsafe {
             sys::cuzk_gpu_msm_g2(
-                device.ctx.ptr(),
+                ctx,
                 points,
                 tail_indices(classes),
                 classes.tail_scalars.as_ptr() as *const c_void,
