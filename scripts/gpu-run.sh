@@ -77,11 +77,19 @@ tests)
     # CUZK_PARAM_KINDS: the kinds' parameters to make (default all; a filtered run may need fewer).
     params 2KiB "${CUZK_PARAM_KINDS:-porep,post,update}"
     start=$SECONDS
-    # An optional second argument runs only the tests whose names contain it.
-    carry/gpu-tests --test-threads=1 --nocapture ${2:+"$2"} >"$out/gpu-tests.log" 2>&1
-    status=$?
+    # An optional second argument runs only the tests whose names contain it; the fault test
+    # runs in a process of its own: a fault may leave the device unusable to the
+    # process that met it (docs/RELIABILITY.md), and its other tests would fail after it.
+    fault_test=a_device_fault_fails_only_its_call_and_the_next_calls_prove
+    status=0
+    if [ -z "${2:-}" ] || [[ "$fault_test" != *"$2"* ]]; then
+        carry/gpu-tests --test-threads=1 --nocapture --skip "$fault_test" ${2:+"$2"} >"$out/gpu-tests.log" 2>&1 || status=$?
+    fi
+    if [ -z "${2:-}" ] || [[ "$fault_test" == *"$2"* ]]; then
+        carry/gpu-tests --test-threads=1 --nocapture "$fault_test" >>"$out/gpu-tests.log" 2>&1 || status=$?
+    fi
     echo "gpu tests: exit $status in $((SECONDS - start)) s"
-    grep -E "^test |test result|constraints|porep-2k|device memory|panicked" "$out/gpu-tests.log"
+    grep -E "^test |test result|constraints|porep-2k|device memory|panicked|failed call|recovered|quarantine" "$out/gpu-tests.log"
     ;;
 bench)
     params 2KiB porep

@@ -123,7 +123,7 @@ impl Device {
                 Error::new(
                     Status::GpuError,
                     format!(
-                        "{}; device {} faulted and could not be recovered ({}): it is quarantined",
+                        "{}; device {} faulted and could not be recovered ({}): it is quarantined, and this process's calls go to its other devices or the CPU until it restarts",
                         error.message, self.ordinal, e.message
                     ),
                 )
