@@ -39,6 +39,9 @@
 #   scripts/gpu-run.sh post-during  32GiB WinningPoSts at random moments while a call proves
 #                                 CUZK_SECTORS (default 4) made-up 32GiB PoRep sectors: their
 #                                 latencies against the idle ones (~8 min)
+#   scripts/gpu-run.sh soak       CUZK_SOAK_CALLS (default 1000) 2KiB C2 calls through one engine from
+#                                 two threads, with malformed C1s, cancellations and key
+#                                 evict/preload churn; every proof verified; memory drift (~6 min)
 #   scripts/gpu-run.sh micro      SHA chains of 2^16 and 2^20 with random-setup keys (verified),
 #                                 then a per-phase sweep: random circuits of 2^20, 2^22, 2^24
 #                                 constraints, PoRep-like (mostly 0/1) and uniform witnesses
@@ -90,6 +93,15 @@ tests)
     fi
     echo "gpu tests: exit $status in $((SECONDS - start)) s"
     grep -E "^test |test result|constraints|porep-2k|device memory|panicked|failed call|recovered|quarantine" "$out/gpu-tests.log"
+    ;;
+soak)
+    params 2KiB porep
+    carry/cuzk-fixtures seal --sector-size 2KiB --out /tmp/fx --sector 7 >/dev/null 2>&1
+    start=$SECONDS
+    RUST_LOG=cuzk=warn bench soak --system cuzk --fixture /tmp/fx --params /tmp/cuzk-params --repeat "${CUZK_SOAK_CALLS:-1000}" || status=1
+    echo "soak: exit $status in $((SECONDS - start)) s"
+    tail -1 "$out/bench.jsonl" | python3 -c 'import json,sys; r=json.loads(sys.stdin.read()); r.pop("samples"); print(json.dumps(r))'
+    tail -3 "$out/bench.log"
     ;;
 bench)
     params 2KiB porep

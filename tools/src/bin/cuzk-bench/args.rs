@@ -42,6 +42,7 @@ pub enum Workload {
     PorepSector,
     Post,
     Update,
+    Soak,
 }
 
 impl Named for Workload {
@@ -53,6 +54,7 @@ impl Named for Workload {
         ("porep-sector", Workload::PorepSector),
         ("post", Workload::Post),
         ("update", Workload::Update),
+        ("soak", Workload::Soak),
     ];
 }
 
@@ -233,7 +235,7 @@ impl Args {
         let real_post = matches!(args.workload, Workload::Post | Workload::Update) && args.fixture.is_some();
         if matches!(
             args.workload,
-            Workload::PorepPartition | Workload::PorepSector | Workload::Post | Workload::Update
+            Workload::PorepPartition | Workload::PorepSector | Workload::Post | Workload::Update | Workload::Soak
         ) && !args.system.is_cuzk()
             && !real_post
         {

@@ -34,6 +34,12 @@
 //!       an update of the sector size's exact shape from made-up vanilla proofs with a synthetic
 //!       key (PERFORMANCE ONLY): P of its partitions (default all) through the pipeline.
 //!
+//!   cuzk-bench soak --system cuzk|cuzk-cpu --fixture DIR --params DIR --repeat CALLS
+//!       reliability: CALLS PoRep C2 calls of a `cuzk-fixtures seal` fixture from two threads,
+//!       one in ten a malformed C1, one in ten cancelled after a random delay, the key evicted
+//!       and preloaded by a third thread; every proof verified by filecoin-proofs; host RSS and
+//!       device memory sampled against their post-warm-up values (fails beyond 64 MiB).
+//!
 //! `cuzk` uses the GPU when one is usable (else the CPU), keeping the key resident in device
 //! memory; `cuzk-streamed` the GPU with a key budget of one byte, so that the key's points are
 //! streamed from host memory on every call (resident against streamed); `cuzk-cpu` always the
@@ -48,6 +54,7 @@ mod porep_partition;
 mod porep_sector;
 mod post;
 mod record;
+mod soak;
 mod update;
 
 use std::process::ExitCode;
@@ -141,6 +148,7 @@ fn run() -> Result<()> {
         Workload::PorepSector => porep_sector::run(&bench),
         Workload::Post => post::run(&bench),
         Workload::Update => update::run(&bench),
+        Workload::Soak => soak::run(&bench),
     }
 }
 
