@@ -18,7 +18,9 @@ use serde::Serialize;
 
 use crate::Bench;
 
-/// Calls before the memory baseline is taken (keys, shapes and buffers made).
+/// At least this many calls, and a tenth of the run, pass before the memory baseline: the
+/// allocator's arenas grow for a while under two callers and the key churn (run 53: RSS rose
+/// for the first ~250 calls, then stayed level).
 const WARM_UP_CALLS: usize = 8;
 /// Memory may move this much from its post-warm-up value (issue 21's allowance).
 const DRIFT_ALLOWANCE_BYTES: u64 = 64 << 20;
@@ -56,6 +58,7 @@ struct Counts {
     preloads: AtomicU64,
     /// Anything a call should not have got; their descriptions in `Soak::unexpected`.
     unexpected: AtomicU64,
+    completed: AtomicUsize,
 }
 
 #[derive(Clone, Copy, Default, Serialize)]
@@ -105,6 +108,7 @@ pub fn run(bench: &Bench) -> Result<()> {
     let sector: SealedSector = serde_json::from_slice(&std::fs::read(fixture.join("sector.json"))?)?;
     let engine = bench.engine()?;
     let calls = args.repeat.max(WARM_UP_CALLS + 1);
+    let warm_up_calls = (calls / 10).max(WARM_UP_CALLS);
     // CUZK_SOAK_SECONDS: no call starts after this long (the record counts the calls made).
     let seconds = std::env::var("CUZK_SOAK_SECONDS").ok().and_then(|s| s.parse().ok()).unwrap_or(u64::MAX);
     let soak = Soak {
@@ -118,11 +122,7 @@ pub fn run(bench: &Bench) -> Result<()> {
     };
     let start = Instant::now();
     let deadline = start.checked_add(Duration::from_secs(seconds));
-    for call in 0..WARM_UP_CALLS {
-        soak.call(call, Call::Prove);
-    }
-    let after_warm_up = soak.sample(WARM_UP_CALLS);
-    let next = AtomicUsize::new(WARM_UP_CALLS);
+    let next = AtomicUsize::new(0);
     let done = AtomicBool::new(false);
     std::thread::scope(|s| {
         let callers: Vec<_> = (0..CALLERS)
@@ -136,9 +136,6 @@ pub fn run(bench: &Bench) -> Result<()> {
                         break;
                     }
                     soak.call(index, Call::of(index));
-                    if index % 25 == 0 {
-                        soak.sample(index);
-                    }
                 })
             })
             .collect();
@@ -149,8 +146,15 @@ pub fn run(bench: &Bench) -> Result<()> {
         done.store(true, Ordering::Release);
     });
     let calls = next.load(Ordering::Relaxed).min(calls);
-    let end = soak.sample(calls);
+    // The end in the state of every sample: key preloaded (by the churn's last step), then a call.
+    soak.call(calls, Call::Prove);
+    let end = soak.sample();
     let samples = soak.samples.into_inner().unwrap_or_else(|p| p.into_inner());
+    let after_warm_up = *samples
+        .iter()
+        .find(|s| s.call >= warm_up_calls)
+        .context("the run ended before its warm-up: give it more calls or seconds")?;
+    let samples: Vec<_> = samples.into_iter().filter(|s| s.call >= warm_up_calls).collect();
     let drift = |f: fn(&MemorySample) -> u64, s: &MemorySample| f(s) as i64 - f(&after_warm_up) as i64;
     let max_drift = |f: fn(&MemorySample) -> u64| samples.iter().map(|s| drift(f, s)).max_by_key(|d| d.abs()).unwrap_or(0);
     let (rss, device) = (|s: &MemorySample| s.rss_bytes, |s: &MemorySample| s.device_used_bytes);
@@ -225,6 +229,7 @@ impl Soak<'_> {
             _ => &self.counts.cancelled,
         };
         counter.fetch_add(1, Ordering::Relaxed);
+        self.counts.completed.fetch_add(1, Ordering::Relaxed);
         if !expected {
             let what = match &outcome {
                 Ok(_) => "a proof that does not verify".to_string(),
@@ -260,19 +265,26 @@ impl Soak<'_> {
         .unwrap_or(false)
     }
 
-    /// Evicts the sector's key (host and devices) and preloads it again, in turn, until `done`.
+    /// Evicts the sector's key (host and devices) and preloads it again, in turn, until `done`,
+    /// ending with a preload. Memory is sampled after each preload: always the same state (key
+    /// and shape loaded), whatever the calls are doing.
     fn churn_keys(&self, done: &AtomicBool) {
         let proof = self.sector.registered_proof;
         let mut evict = true;
-        while !done.load(Ordering::Acquire) {
-            std::thread::sleep(CHURN_PERIOD);
+        while !done.load(Ordering::Acquire) || !evict {
+            if !done.load(Ordering::Acquire) {
+                std::thread::sleep(CHURN_PERIOD);
+            }
             let ok = match evict {
                 true => self.engine.evict_key(proof).map(drop),
                 false => self.engine.preload_key(proof).map(drop),
             };
             match ok {
                 Ok(()) if evict => self.counts.evictions.fetch_add(1, Ordering::Relaxed),
-                Ok(()) => self.counts.preloads.fetch_add(1, Ordering::Relaxed),
+                Ok(()) => {
+                    self.sample();
+                    self.counts.preloads.fetch_add(1, Ordering::Relaxed)
+                }
                 Err(e) => {
                     self.unexpected
                         .lock()
@@ -285,7 +297,9 @@ impl Soak<'_> {
         }
     }
 
-    fn sample(&self, call: usize) -> MemorySample {
+    /// Memory now, at the number of calls completed so far.
+    fn sample(&self) -> MemorySample {
+        let call = self.counts.completed.load(Ordering::Relaxed);
         let device_used_bytes = self.engine.status().devices.iter().map(|d| d.memory_total - d.memory_free).sum();
         let sample = MemorySample {
             call,
