@@ -539,10 +539,19 @@ fn smallest_circuits_equal_bellperson_and_the_next_call_works() {
 
 #[test]
 #[cfg_attr(
-    not(cuzk_gpu_tests),
-    ignore = "GPU test: build with CUZK_GPU_TESTS=1 and run where a CUDA device is present"
+    not(all(cuzk_gpu_tests, feature = "fault-injection")),
+    ignore = "GPU test with the fault injector: build with CUZK_GPU_TESTS=1 and --features fault-injection (scripts/gpu-build.sh) and run where a CUDA device is present"
 )]
 fn a_device_fault_fails_only_its_call_and_the_next_calls_prove() {
+    #[cfg(feature = "fault-injection")]
+    device_fault_fails_only_its_call();
+    #[cfg(not(feature = "fault-injection"))]
+    panic!("this test needs the fault injector: build it with --features fault-injection");
+}
+
+/// See [`a_device_fault_fails_only_its_call_and_the_next_calls_prove`].
+#[cfg(feature = "fault-injection")]
+fn device_fault_fails_only_its_call() {
     use cuzk::engine::DeviceHealth;
     use cuzk::internals::gpu_fault_injection as injection;
 

@@ -46,6 +46,14 @@ pub struct EngineConfig {
     /// resident copy of the circuit's matrices (true), or on the host and send them (env
     /// CUZK_SPMV=device|host).
     pub products_on_gpu: bool,
+    /// Check every parameter file against its digest before first use, as filecoin-proofs
+    /// does (env FIL_PROOFS_VERIFY_PRODUCTION_PARAMS=1|true sets it, the same variable): a
+    /// file not in the table, or whose BLAKE2b differs, is PARAMETERS_INVALID. Hashing reads
+    /// the whole file once per engine (≈ 45 GB for a 32GiB PoRep key).
+    pub verify_param_digests: bool,
+    /// The digest table: a file of parameters.json's format (env CUZK_PARAMETERS_JSON), e.g.
+    /// for parameters of one's own setup; None: filecoin-proofs' parameters.json.
+    pub param_digests_file: Option<PathBuf>,
 }
 
 impl Default for EngineConfig {
@@ -62,6 +70,8 @@ impl Default for EngineConfig {
             proving_lanes: 0,
             gpu_split: SplitPolicy::CostModel,
             products_on_gpu: true,
+            verify_param_digests: false,
+            param_digests_file: None,
         }
     }
 }
@@ -85,7 +95,8 @@ impl EngineConfig {
 
     /// This configuration with the environment's overrides applied: CUZK_NO_GPU=1|0,
     /// CUZK_SYNTHESIS=classic|r1cs, CUZK_GPU_SPLIT=auto|always|never, CUZK_SPMV=device|host,
-    /// each when set. A value it does not know is an error, not silently ignored.
+    /// FIL_PROOFS_VERIFY_PRODUCTION_PARAMS=1|0 (and true|false, yes|no, on|off),
+    /// CUZK_PARAMETERS_JSON=FILE, each when set. A value it does not know is an error, not silently ignored.
     pub fn with_environment(mut self) -> Result<Self> {
         if let Some(no_gpu) = env_knob("CUZK_NO_GPU", &[("1", true), ("0", false)])? {
             self.cpu_only |= no_gpu;
@@ -105,6 +116,22 @@ impl EngineConfig {
         }
         if let Some(on_device) = env_knob("CUZK_SPMV", &[("device", true), ("host", false)])? {
             self.products_on_gpu = on_device;
+        }
+        let truth = [
+            ("1", true),
+            ("true", true),
+            ("yes", true),
+            ("on", true),
+            ("0", false),
+            ("false", false),
+            ("no", false),
+            ("off", false),
+        ];
+        if let Some(verify) = env_knob("FIL_PROOFS_VERIFY_PRODUCTION_PARAMS", &truth)? {
+            self.verify_param_digests |= verify;
+        }
+        if let Some(table) = std::env::var_os("CUZK_PARAMETERS_JSON").filter(|v| !v.is_empty()) {
+            self.param_digests_file = Some(table.into());
         }
         Ok(self)
     }

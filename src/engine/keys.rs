@@ -13,15 +13,27 @@ use bellperson::groth16::{PreparedVerifyingKey, VerifyingKey};
 use blstrs::Bls12;
 use once_cell::sync::OnceCell;
 
+use super::digests::DigestTable;
 use crate::error::{Error, Result, Status};
 use crate::groth16::{decode_parameters, ProvingKey};
 use crate::timings::nanos;
 
+/// A file as the engine caches what it read from it: a replaced file has another identity.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-struct FileIdentity {
+pub(super) struct FileIdentity {
     path: PathBuf,
     len: u64,
     modified: Option<SystemTime>,
+}
+
+impl FileIdentity {
+    pub(super) fn of(path: &Path, meta: &std::fs::Metadata) -> Self {
+        FileIdentity {
+            path: path.to_path_buf(),
+            len: meta.len(),
+            modified: meta.modified().ok(),
+        }
+    }
 }
 
 fn open(path: &Path) -> Result<(File, FileIdentity)> {
@@ -42,12 +54,7 @@ fn open(path: &Path) -> Result<(File, FileIdentity)> {
     let meta = file
         .metadata()
         .map_err(|e| Error::new(Status::ParametersInvalid, format!("{}: {e}", path.display())))?;
-    let identity = FileIdentity {
-        path: path.to_path_buf(),
-        len: meta.len(),
-        modified: meta.modified().ok(),
-    };
-    Ok((file, identity))
+    Ok((file, FileIdentity::of(path, &meta)))
 }
 
 fn corrupt(path: &Path, e: std::io::Error) -> Error {
@@ -70,18 +77,18 @@ impl<T> LoadOnce<T> {
 
     /// The value for `path`, loading it with `load` if it is not resident. Returns the value
     /// and whether this call did the loading.
-    fn get(&self, path: &Path, load: impl FnOnce(File) -> Result<T>) -> Result<(Arc<T>, bool)> {
+    fn get(&self, path: &Path, load: impl FnOnce(File, &FileIdentity) -> Result<T>) -> Result<(Arc<T>, bool)> {
         let (file, identity) = open(path)?;
         let slot = {
             let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
             // A file that changed on disk replaces the old entry instead of piling up beside it.
             slots.retain(|id, _| id.path != identity.path || *id == identity);
-            slots.entry(identity).or_default().clone()
+            slots.entry(identity.clone()).or_default().clone()
         };
         let mut loaded_here = false;
         let value = slot.get_or_try_init(|| {
             loaded_here = true;
-            load(file).map(Arc::new)
+            load(file, &identity).map(Arc::new)
         })?;
         Ok((value.clone(), loaded_here))
     }
@@ -104,18 +111,23 @@ impl<T> LoadOnce<T> {
 pub struct KeyStore {
     proving: LoadOnce<ProvingKey>,
     verifying: LoadOnce<PreparedVerifyingKey<Bls12>>,
-}
-
-impl Default for KeyStore {
-    fn default() -> Self {
-        KeyStore {
-            proving: LoadOnce::new(),
-            verifying: LoadOnce::new(),
-        }
-    }
+    /// When set, every file is checked against its digest before it is read (`digests`).
+    digests: Option<DigestTable>,
 }
 
 impl KeyStore {
+    pub(super) fn new(digests: Option<DigestTable>) -> Self {
+        KeyStore {
+            proving: LoadOnce::new(),
+            verifying: LoadOnce::new(),
+            digests,
+        }
+    }
+
+    fn check_digest(&self, path: &Path, file: &File, identity: &FileIdentity) -> Result<()> {
+        self.digests.as_ref().map_or(Ok(()), |table| table.check(path, file, identity))
+    }
+
     /// The proving key in `path`, its points decoded on `pool`; `load_ns` gets the time spent
     /// reading it (0 when resident). Never called on one of `pool`'s threads: a worker waiting
     /// for another call's load could be the very worker that load's decoding waits for
@@ -127,7 +139,8 @@ impl KeyStore {
             ));
         }
         let start = Instant::now();
-        let (key, loaded) = self.proving.get(path, |file| {
+        let (key, loaded) = self.proving.get(path, |file, identity| {
+            self.check_digest(path, &file, identity)?;
             // SAFETY: the map is only read while the file is open; a parameter file changed
             // under a running prover is a corrupt key either way (its identity, size and
             // mtime, makes the next call read it again).
@@ -155,7 +168,8 @@ impl KeyStore {
 
     /// The prepared verifying key in `path` (a `.vk` file).
     pub fn verifying_key(&self, path: &Path) -> Result<Arc<PreparedVerifyingKey<Bls12>>> {
-        let (vk, _) = self.verifying.get(path, |file| {
+        let (vk, _) = self.verifying.get(path, |file, identity| {
+            self.check_digest(path, &file, identity)?;
             let vk = VerifyingKey::<Bls12>::read(BufReader::new(file)).map_err(|e| corrupt(path, e))?;
             Ok(bellperson::groth16::prepare_verifying_key(&vk))
         })?;
@@ -176,7 +190,7 @@ mod tests {
         std::fs::write(&path, b"one").unwrap();
         let cache = LoadOnce::<usize>::new();
         let loads = AtomicUsize::new(0);
-        let load = |_f: File| {
+        let load = |_f: File, _: &FileIdentity| {
             loads.fetch_add(1, Ordering::SeqCst);
             Ok(std::fs::metadata(&path).unwrap().len() as usize)
         };
@@ -202,8 +216,8 @@ mod tests {
         let path = dir.join("k");
         std::fs::write(&path, b"x").unwrap();
         let cache = LoadOnce::<u8>::new();
-        assert!(cache.get(&path, |_| Err(Error::internal("boom"))).is_err());
-        assert_eq!(*cache.get(&path, |_| Ok(7)).unwrap().0, 7);
+        assert!(cache.get(&path, |_, _| Err(Error::internal("boom"))).is_err());
+        assert_eq!(*cache.get(&path, |_, _| Ok(7)).unwrap().0, 7);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

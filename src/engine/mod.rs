@@ -37,6 +37,7 @@ use crate::timings::Timings;
 use crate::with_tree_shape;
 
 pub(crate) mod config;
+mod digests;
 mod keys;
 mod pipeline;
 mod shapes;
@@ -116,6 +117,17 @@ impl Drop for Counted<'_> {
     }
 }
 
+/// The digest table the engine checks parameter files against, when it checks them.
+fn digest_table(config: &EngineConfig) -> Result<Option<digests::DigestTable>> {
+    if !config.verify_param_digests {
+        return Ok(None);
+    }
+    Ok(Some(match &config.param_digests_file {
+        Some(path) => digests::DigestTable::from_file(path)?,
+        None => digests::DigestTable::filecoin_proofs(),
+    }))
+}
+
 /// The process's engine while any handle to it is alive.
 static ENGINE: Mutex<Weak<Engine>> = Mutex::new(Weak::new());
 
@@ -138,6 +150,7 @@ impl Engine {
             }
             return Ok(engine);
         }
+        let digests = digest_table(&config)?;
         let prover = Prover::with_backend(select_backend(&config)?, config.num_threads)?;
         let top_class_pool = rayon::ThreadPoolBuilder::new()
             .num_threads(config.num_threads)
@@ -150,7 +163,7 @@ impl Engine {
             occupancy: Occupancy::default(),
             prover,
             config,
-            keys: KeyStore::default(),
+            keys: KeyStore::new(digests),
             shapes: ShapeCache::default(),
             in_flight: AtomicU64::new(0),
         });
