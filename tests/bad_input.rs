@@ -403,3 +403,105 @@ fn malformed_vanilla_proofs_name_their_place_in_the_c1() {
     }
     prove(&engine(), &f.c1_json, f.sector.sector_id, &f.sector.prover_id, None).expect("the untouched C1 proves afterwards");
 }
+
+/// Every JSON pointer of `value`'s nodes, the root excluded.
+fn json_pointers(value: &serde_json::Value, at: String, out: &mut Vec<String>) {
+    let children: Vec<(String, &serde_json::Value)> = match value {
+        serde_json::Value::Array(items) => items.iter().enumerate().map(|(i, v)| (i.to_string(), v)).collect(),
+        serde_json::Value::Object(map) => map.iter().map(|(k, v)| (k.replace('~', "~0").replace('/', "~1"), v)).collect(),
+        _ => Vec::new(),
+    };
+    for (key, child) in children {
+        let pointer = format!("{at}/{key}");
+        out.push(pointer.clone());
+        json_pointers(child, pointer, out);
+    }
+}
+
+/// One random change to the C1 at a random node (or to its raw text), and what it was.
+fn mutate(c1: &serde_json::Value, pointers: &[String], raw: &[u8], rng: &mut impl rand::Rng) -> (Vec<u8>, String) {
+    use serde_json::Value;
+    if rng.gen_ratio(1, 10) {
+        let mut bytes = raw.to_vec();
+        let at = rng.gen_range(0..bytes.len());
+        return match rng.gen_bool(0.5) {
+            true => (bytes[..at].to_vec(), format!("truncated at byte {at}")),
+            false => {
+                bytes[at] ^= 1 << rng.gen_range(0..8);
+                (bytes, format!("a bit of byte {at} flipped"))
+            }
+        };
+    }
+    let mut c1 = c1.clone();
+    let pointer = &pointers[rng.gen_range(0..pointers.len())];
+    let node = c1.pointer_mut(pointer).unwrap();
+    let what = match node {
+        Value::Array(items) if !items.is_empty() => match rng.gen_range(0..3) {
+            0 => {
+                items.remove(rng.gen_range(0..items.len()));
+                "an element removed"
+            }
+            1 => {
+                let item = items[rng.gen_range(0..items.len())].clone();
+                items.insert(rng.gen_range(0..=items.len()), item);
+                "an element duplicated"
+            }
+            _ => {
+                let (i, j) = (rng.gen_range(0..items.len()), rng.gen_range(0..items.len()));
+                items.swap(i, j);
+                "two elements swapped"
+            }
+        },
+        Value::Object(map) if !map.is_empty() => {
+            let key = map.keys().nth(rng.gen_range(0..map.len())).unwrap().clone();
+            map.remove(&key);
+            "a field removed"
+        }
+        _ => {
+            *node = match rng.gen_range(0..5) {
+                0 => Value::from(255),
+                1 => Value::from(rng.gen::<u8>()),
+                2 => Value::from(1u64 << 40),
+                3 => Value::from(-1),
+                _ => Value::from("x"),
+            };
+            "a value replaced"
+        }
+    };
+    (serde_json::to_vec(&c1).unwrap(), format!("{what} at {pointer}"))
+}
+
+/// Random structure-aware mutations of the fixture's C1 through the C ABI, on an engine with
+/// self-verify off: never a PANIC status, messages of a few KiB at most, and any input the
+/// checks accept gives a proof that filecoin-proofs verifies.
+#[test]
+fn random_c1_mutations_never_panic_and_accepted_ones_verify() {
+    use rand::SeedableRng;
+    let f = fixture();
+    let e = engine();
+    let c1: serde_json::Value = serde_json::from_slice(&f.c1_json).unwrap();
+    let mut pointers = Vec::new();
+    json_pointers(&c1, String::new(), &mut pointers);
+    let seed: u64 = rand::random();
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed);
+    let mut outcomes = std::collections::BTreeMap::<String, usize>::new();
+    for _ in 0..400 {
+        let (input, what) = mutate(&c1, &pointers, &f.c1_json, &mut rng);
+        let outcome = match prove(&e, &input, f.sector.sector_id, &f.sector.prover_id, None) {
+            Ok(proved) => {
+                assert!(
+                    filecoin_verify(&f.sector, &proved.proof),
+                    "seed {seed}: {what}: accepted, and its proof does not verify"
+                );
+                "proof".to_string()
+            }
+            Err((status, message)) => {
+                assert_ne!(status, Status::Panic, "seed {seed}: {what}: {message}");
+                assert!(message.len() < 4096, "seed {seed}: {what}: a {}-byte message", message.len());
+                format!("{status:?}")
+            }
+        };
+        *outcomes.entry(outcome).or_default() += 1;
+    }
+    eprintln!("seed {seed}: {outcomes:?}");
+}
