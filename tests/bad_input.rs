@@ -505,3 +505,56 @@ fn random_c1_mutations_never_panic_and_accepted_ones_verify() {
     }
     eprintln!("seed {seed}: {outcomes:?}");
 }
+
+/// The key, status and small entry points with NULL handles and outputs and unknown proof
+/// numbers: a NULL_ARGUMENT or INVALID_ARGUMENT naming the argument, never a PANIC; the
+/// free and accessor functions accept NULL.
+#[test]
+fn key_status_and_accessor_entry_points_refuse_null_and_unknown_values() {
+    let e = engine();
+    let call = |f: &dyn Fn(*mut *mut cuzk_error) -> Status| {
+        let mut err = null_mut();
+        let status = f(&mut err);
+        let (s, m) = take_error(err);
+        assert_eq!(s, status);
+        (s, m)
+    };
+    type Preload = extern "C" fn(*const cuzk_engine, u32, *mut u64, *mut u64, *mut *mut cuzk_error) -> Status;
+    type Evict = extern "C" fn(*const cuzk_engine, u32, *mut bool, *mut *mut cuzk_error) -> Status;
+    let kinds: [(&str, Preload, Evict); 3] = [
+        ("seal", cuzk_engine_preload_key, cuzk_engine_evict_key),
+        ("post", cuzk_engine_preload_post_key, cuzk_engine_evict_post_key),
+        ("update", cuzk_engine_preload_update_key, cuzk_engine_evict_update_key),
+    ];
+    for (kind, preload, evict) in kinds {
+        let (s, m) = call(&|err| preload(null(), 0, null_mut(), null_mut(), err));
+        assert_eq!((s, m.contains("engine")), (Status::NullArgument, true), "{kind}: {m}");
+        let (s, m) = call(&|err| preload(e.0, 9999, null_mut(), null_mut(), err));
+        assert_eq!(s, Status::InvalidArgument, "{kind}: {m}");
+        let mut evicted = true;
+        let evicted_ptr: *mut bool = &mut evicted;
+        let (s, m) = call(&|err| evict(null(), 0, evicted_ptr, err));
+        assert_eq!((s, m.contains("engine")), (Status::NullArgument, true), "{kind}: {m}");
+        let (s, m) = call(&|err| evict(e.0, 0, null_mut(), err));
+        assert_eq!((s, m.contains("evicted_out")), (Status::NullArgument, true), "{kind}: {m}");
+        let (s, m) = call(&|err| evict(e.0, 9999, evicted_ptr, err));
+        assert_eq!(s, Status::InvalidArgument, "{kind}: {m}");
+        assert!(!evicted, "{kind}: false on failure");
+    }
+    let (s, m) = call(&|err| cuzk_engine_status(null(), &mut null_mut(), err));
+    assert_eq!(s, Status::NullArgument, "{m}");
+    let (s, m) = call(&|err| cuzk_engine_status(e.0, null_mut(), err));
+    assert_eq!((s, m.contains("json_out")), (Status::NullArgument, true), "{m}");
+    let (s, _) = call(&|err| cuzk_config_default(null_mut(), err));
+    assert_eq!(s, Status::NullArgument);
+    // NULL is accepted where the header says so.
+    assert_eq!(cuzk_error_status(null()), Status::NullArgument);
+    assert!(!cuzk_error_message(null()).is_null());
+    let mut sectors = std::ptr::dangling::<u64>();
+    assert_eq!(cuzk_error_faulty_sectors(null(), &mut sectors), 0);
+    assert!(sectors.is_null());
+    cuzk_error_free(null_mut());
+    cuzk_bytes_free(null_mut());
+    cuzk_cancel_token_cancel(null());
+    cuzk_cancel_token_free(null_mut());
+}
