@@ -254,17 +254,7 @@ pub fn verify(engine: &Engine, s: &SealedSector, proof: &[u8]) -> Result<bool, (
 
 /// filecoin-proofs-api's own `verify_seal` (the independent check).
 pub fn filecoin_verify(s: &SealedSector, proof: &[u8]) -> bool {
-    filecoin_proofs_api::seal::verify_seal(
-        s.registered_proof,
-        s.comm_r,
-        s.comm_d,
-        s.prover_id,
-        s.sector_id.into(),
-        s.ticket,
-        s.seed,
-        proof,
-    )
-    .expect("filecoin-proofs verify_seal")
+    s.verify_with_filecoin_proofs(proof).expect("filecoin-proofs verify_seal")
 }
 
 /// Equality of two synthesized circuits, field by field first so that a failure names the

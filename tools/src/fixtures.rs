@@ -45,6 +45,30 @@ pub struct SealedSector {
     pub seed: [u8; 32],
 }
 
+impl SealedSector {
+    /// filecoin-proofs-api's own `verify_seal` of `proof` for this sector (the independent
+    /// check), with the verifying key from FIL_PROOFS_PARAMETER_CACHE.
+    pub fn verify_with_filecoin_proofs(&self, proof: &[u8]) -> Result<bool> {
+        seal::verify_seal(
+            self.registered_proof,
+            self.comm_r,
+            self.comm_d,
+            self.prover_id,
+            self.sector_id.into(),
+            self.ticket,
+            self.seed,
+            proof,
+        )
+    }
+
+    /// A fixture written by `cuzk-fixtures seal`: its C1 JSON and sector.
+    pub fn read_fixture(dir: &Path) -> Result<(Vec<u8>, SealedSector)> {
+        let c1_json = fs::read(dir.join("c1.json")).with_context(|| format!("{}/c1.json", dir.display()))?;
+        let sector = serde_json::from_slice(&fs::read(dir.join("sector.json")).with_context(|| format!("{}/sector.json", dir.display()))?)?;
+        Ok((c1_json, sector))
+    }
+}
+
 /// The prover id Filecoin derives from a miner actor id: the payload of its ID address (the
 /// unsigned LEB128 varint of the id), zero-padded to 32 bytes. Same as filecoin-ffi's Go side.
 pub fn prover_id_from_miner(miner_id: u64) -> [u8; 32] {

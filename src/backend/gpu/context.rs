@@ -50,13 +50,16 @@ impl Context {
     /// The context for a call inside the device turn.
     pub(super) fn ptr(&self) -> Result<*mut sys::Context> {
         let ptr = *self.ptr.read().unwrap_or_else(|p| p.into_inner());
-        ptr.map(NonNull::as_ptr)
-            .ok_or_else(|| Error::new(Status::GpuError, format!("device {} is quarantined after a fault", self.ordinal)))
+        ptr.map(NonNull::as_ptr).ok_or_else(|| self.absent())
+    }
+
+    fn absent(&self) -> Error {
+        Error::new(Status::GpuError, format!("device {} is quarantined after a fault", self.ordinal))
     }
 
     pub(super) fn memory(&self) -> Result<sys::Memory> {
         let ptr = self.ptr.read().unwrap_or_else(|p| p.into_inner());
-        let ctx = ptr.ok_or_else(|| Error::new(Status::GpuError, format!("device {} is quarantined after a fault", self.ordinal)))?;
+        let ctx = ptr.ok_or_else(|| self.absent())?;
         let mut memory = sys::Memory::default();
         // SAFETY: live context (the read lock keeps it), out-pointer to a local.
         call("querying device memory", |msg| unsafe {

@@ -6,19 +6,23 @@ use anyhow::{Context, Result};
 use cuzk::engine::ProveOptions;
 use cuzk_tools::fixtures::SealedSector;
 
-use crate::args::System;
+use crate::args::{Args, System};
 use crate::record::TimingFields;
 use crate::Bench;
 
+/// `--fixture`'s C1 JSON and sector, with FIL_PROOFS_PARAMETER_CACHE set to `--params`:
+/// filecoin-proofs reads its parameter directory once, from the environment, so it is set
+/// while this process is still single-threaded.
+pub fn sealed_fixture(args: &Args) -> Result<(Vec<u8>, SealedSector)> {
+    let fixture = args.fixture.as_ref().context("--fixture is required")?;
+    let params = args.params.as_ref().context("--params is required")?;
+    std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", params);
+    SealedSector::read_fixture(fixture)
+}
+
 pub fn run(bench: &Bench) -> Result<()> {
     let args = &bench.args;
-    let fixture = args.fixture.as_ref().context("c2 needs --fixture")?;
-    let params = args.params.as_ref().context("c2 needs --params")?;
-    // filecoin-proofs reads its parameter directory once, from the environment; set it while
-    // this process is still single-threaded.
-    std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", params);
-    let c1_json = std::fs::read(fixture.join("c1.json"))?;
-    let sector: SealedSector = serde_json::from_slice(&std::fs::read(fixture.join("sector.json"))?)?;
+    let (c1_json, sector) = sealed_fixture(args)?;
     let label = format!("porep-c2 {:?}", sector.registered_proof);
     let engine = match args.system {
         System::Bellperson => None,

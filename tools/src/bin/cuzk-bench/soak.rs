@@ -100,12 +100,7 @@ struct Soak<'a> {
 
 pub fn run(bench: &Bench) -> Result<()> {
     let args = &bench.args;
-    let fixture = args.fixture.as_ref().context("soak needs --fixture")?;
-    let params = args.params.as_ref().context("soak needs --params")?;
-    // filecoin-proofs reads its parameter directory once, from the environment (verify_seal).
-    std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", params);
-    let c1_json = std::fs::read(fixture.join("c1.json"))?;
-    let sector: SealedSector = serde_json::from_slice(&std::fs::read(fixture.join("sector.json"))?)?;
+    let (c1_json, sector) = crate::c2::sealed_fixture(args)?;
     let engine = bench.engine()?;
     let calls = args.repeat.max(WARM_UP_CALLS + 1);
     let warm_up_calls = (calls / 10).max(WARM_UP_CALLS);
@@ -251,18 +246,7 @@ impl Soak<'_> {
 
     /// filecoin-proofs-api's own `verify_seal`.
     fn verifies(&self, proof: &[u8]) -> bool {
-        let s = &self.sector;
-        filecoin_proofs_api::seal::verify_seal(
-            s.registered_proof,
-            s.comm_r,
-            s.comm_d,
-            s.prover_id,
-            s.sector_id.into(),
-            s.ticket,
-            s.seed,
-            proof,
-        )
-        .unwrap_or(false)
+        self.sector.verify_with_filecoin_proofs(proof).unwrap_or(false)
     }
 
     /// Evicts the sector's key (host and devices) and preloads it again, in turn, until `done`,
