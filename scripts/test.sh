@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # All tests: Rust unit and integration tests (C ABI, filecoin-proofs verification, bit-for-bit
-# comparison with bellperson, bad input), the C example, and the Go package.
+# comparison with bellperson, bad input), the C example, the Go package, and a short fuzzing run.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -39,5 +39,8 @@ run_update_example "$update"
 
 step "Go package"
 CUZK_FIXTURE_DIR="$fixture" "$root/scripts/test-go.sh"
+
+step "fuzzing: a short AFL++ run of every target (input checks and C ABI; fails on any crash or hang)"
+CUZK_FUZZ_SECONDS=60 "$root/scripts/fuzz.sh"
 
 step "all tests passed"
