@@ -5,18 +5,25 @@
 # at most one process per core at a time, then prints each target's figures and fails on any
 # crash or hang, or on a target that ran nothing.
 #
-#   scripts/fuzz.sh [TARGET...]      (default: every target in fuzz/src/bin)
+#   scripts/fuzz.sh [TARGET[:N]...]  (default: every target in fuzz/src/bin; N: instances of it)
+#   scripts/fuzz.sh --carry DIR      only build: the targets, stripped, and an afl-fuzz without
+#                                    Python (with its libz) into DIR, for a machine without cargo
 #
 # Installs cargo-afl 0.18.2 and AFL++ when missing, then builds the targets. With CUZK_FUZZ_BIN
 # set it builds nothing and runs the instrumented targets and the afl-fuzz found there (the GPU
-# machine has no cargo: scripts/gpu-run.sh fuzz). Findings stay in CUZK_FUZZ_OUT (default
-# fuzz/out; each target's directory is emptied first).
+# machine: scripts/gpu-run.sh fuzz, from DIR = fuzz-carry). Findings stay in CUZK_FUZZ_OUT
+# (default fuzz/out; each target's directory is emptied first).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 seconds="${CUZK_FUZZ_SECONDS:-60}"
 instances="${CUZK_FUZZ_INSTANCES:-1}"
 out="${CUZK_FUZZ_OUT:-$root/fuzz/out}"
+carry=""
+if [[ "${1:-}" == --carry ]]; then
+    carry="${2:?--carry DIR}"
+    shift 2
+fi
 if [[ $# -gt 0 ]]; then
     targets=("$@")
 else
@@ -43,19 +50,43 @@ else
     afl_fuzz=(cargo afl fuzz)
 fi
 
+if [[ -n "$carry" ]]; then
+    step "carrying the targets and afl-fuzz into $carry"
+    rm -rf "$carry" && mkdir -p "$carry"
+    for spec in "${targets[@]}"; do
+        target="${spec%%:*}"
+        strip -o "$carry/$target" "$bin/$target"
+    done
+    # cargo-afl's afl-fuzz links libpython (custom mutators), which the GPU machine lacks.
+    afl_source=$(ls -d "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/cargo-afl-common-0.18.2/AFLplusplus | head -1)
+    build=$(mktemp -d)
+    cp -r "$afl_source/." "$build"
+    make -C "$build" -j"$(nproc)" afl-fuzz NO_PYTHON=1 >"$build/make.log" 2>&1 || { tail "$build/make.log" >&2; exit 1; }
+    cp "$build/afl-fuzz" "$carry/"
+    cp -L "$(ldd "$carry/afl-fuzz" | awk '/libz\.so/ { print $3 }')" "$carry/"
+    rm -rf "$build"
+    du -sh "$carry"
+    exit 0
+fi
+
 export AFL_SKIP_CPUFREQ=1 AFL_I_DONT_CARE_ABOUT_MISSING_CRASHES=1 AFL_NO_UI=1
 cores=$(nproc)
 jobs=()
-for target in "${targets[@]}"; do
+names=()
+for spec in "${targets[@]}"; do
+    target="${spec%%:*}"
+    count="$instances"
+    [[ "$spec" == *:* ]] && count="${spec#*:}"
     [[ -x "$bin/$target" ]] || { echo "no fuzz target $bin/$target" >&2; exit 1; }
     rm -rf "${out:?}/$target"
     mkdir -p "$out/$target"
-    for ((i = 0; i < instances; i++)); do
+    names+=("$target")
+    for ((i = 0; i < count; i++)); do
         jobs+=("$target $i")
     done
 done
 
-step "fuzzing ${targets[*]}: $seconds s, $instances instance(s) each, $cores at a time"
+step "fuzzing ${targets[*]}: $seconds s, ${#jobs[@]} instance(s), $cores at a time"
 for ((first = 0; first < ${#jobs[@]}; first += cores)); do
     pids=()
     for job in "${jobs[@]:first:cores}"; do
@@ -74,7 +105,7 @@ done
 step "results (execs and findings summed over the instances; corpus and coverage of the main one)"
 failed=0
 printf '%-8s %12s %10s %8s %10s %8s %6s\n' target execs execs/s corpus coverage crashes hangs
-for target in "${targets[@]}"; do
+for target in "${names[@]}"; do
     stat() { awk -v key="$1" '$1 == key { print $3 }' "$2"; }
     execs=0 rate=0 crashes=0 hangs=0
     for stats in "$out/$target"/*/fuzzer_stats; do

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds what scripts/gpu-run.sh runs on the GPU machine into carry/ (git-ignored, < 64 MiB):
-# the GPU test target built with CUZK_GPU_TESTS=1 and the fault injector, cuzk-fixtures and cuzk-bench, stripped, and
-# the supraseal-c2 peer (scripts/build-peers.sh).
+# the GPU test target built with CUZK_GPU_TESTS=1 and the fault injector, cuzk-fixtures,
+# cuzk-bench and gpu-hog (tools/cuda/gpu_hog.cu), stripped, and the supraseal-c2 peer
+# (scripts/build-peers.sh).
 # CUZK_CUDA_ARCHS narrows the GPU architectures (default: all of build.rs's list).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -19,6 +20,8 @@ for line in sys.stdin:
 rm -rf carry && mkdir -p carry
 cp "$tests_bin" carry/gpu-tests
 cp "${CARGO_TARGET_DIR:-target}/release/cuzk-fixtures" "${CARGO_TARGET_DIR:-target}/release/cuzk-bench" carry/
+# The other process of `cuzk-bench pressure`, holding the device's memory (no kernels: any GPU).
+"$NVCC" -O2 -o carry/gpu-hog "$root/tools/cuda/gpu_hog.cu"
 strip carry/*
 "$root/scripts/build-peers.sh" carry/supraseal-bench >/dev/null
 git rev-parse HEAD >carry/COMMIT

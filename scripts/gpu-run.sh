@@ -41,7 +41,13 @@
 #                                 latencies against the idle ones (~8 min)
 #   scripts/gpu-run.sh soak       CUZK_SOAK_CALLS (default 1000) 2KiB C2 calls through one engine from
 #                                 two threads, with malformed C1s, cancellations and key
-#                                 evict/preload churn; every proof verified; memory drift (~6 min)
+#                                 evict/preload churn; every proof verified; memory drift (~6 min); then
+#                                 the memory-pressure run: C2 calls while another process
+#                                 (carry/gpu-hog) holds nearly all device memory (~1 min)
+#   scripts/gpu-run.sh fuzz       no GPU: the fuzz targets on all cores from fuzz-carry/
+#                                 (`scripts/fuzz.sh --carry fuzz-carry`; device tool: carry
+#                                 ["fuzz-carry"]) for CUZK_FUZZ_SECONDS (default 480), instances
+#                                 per target CUZK_FUZZ_TARGETS (default c_abi:8 c1:4 post:2 update:2)
 #   scripts/gpu-run.sh micro      SHA chains of 2^16 and 2^20 with random-setup keys (verified),
 #                                 then a per-phase sweep: random circuits of 2^20, 2^22, 2^24
 #                                 constraints, PoRep-like (mostly 0/1) and uniform witnesses
@@ -101,7 +107,19 @@ soak)
     RUST_LOG=cuzk=warn bench soak --system cuzk --fixture /tmp/fx --params /tmp/cuzk-params --repeat "${CUZK_SOAK_CALLS:-1000}" || status=1
     echo "soak: exit $status in $((SECONDS - start)) s"
     tail -1 "$out/bench.jsonl" | python3 -c 'import json,sys; r=json.loads(sys.stdin.read()); r.pop("samples"); print(json.dumps(r))'
-    tail -3 "$out/bench.log"
+    start=$SECONDS
+    RUST_LOG=cuzk=warn bench pressure --system cuzk --fixture /tmp/fx --params /tmp/cuzk-params --hog carry/gpu-hog --repeat 10 || status=1
+    echo "pressure: exit $status in $((SECONDS - start)) s"
+    tail -1 "$out/bench.jsonl"
+    tail -5 "$out/bench.log"
+    ;;
+fuzz)
+    # The machine's cores for the fuzz targets (no GPU involved); findings and stats to $OUT.
+    # shellcheck disable=SC2086
+    LD_LIBRARY_PATH=fuzz-carry CUZK_FUZZ_BIN=fuzz-carry CUZK_FUZZ_OUT=/tmp/fuzz-out CUZK_FUZZ_SECONDS="${CUZK_FUZZ_SECONDS:-480}" \
+        scripts/fuzz.sh ${CUZK_FUZZ_TARGETS:-c_abi:8 c1:4 post:2 update:2} >"$out/fuzz.txt" 2>&1 || status=1
+    tail -8 "$out/fuzz.txt"
+    (cd /tmp/fuzz-out && find . -name fuzzer_stats -o -path '*/crashes/*' -o -path '*/hangs/*' | tar -czf "$out/fuzz-findings.tgz" -T -)
     ;;
 bench)
     params 2KiB porep

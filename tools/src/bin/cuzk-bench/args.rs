@@ -6,7 +6,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use cuzk::engine::{EngineConfig, PostKind, SplitPolicy};
 use filecoin_proofs_api::RegisteredSealProof;
 
-const USAGE: &str = "usage: cuzk-bench c2 --system cuzk|cuzk-streamed|cuzk-cpu|bellperson --fixture DIR --params DIR [--repeat N]\n       cuzk-bench circuit --system cuzk|cuzk-streamed|cuzk-cpu|bellperson --log-constraints K [--witness porep|uniform|sha] [--setup-key] [--write-key FILE] [--repeat N]\n       cuzk-bench porep-partition --system cuzk|cuzk-streamed|cuzk-cpu --sector-size 2KiB|8MiB|512MiB|32GiB|64GiB [--check-shape] [--compare-spmv] [--repeat N]\n       cuzk-bench porep-sector --system cuzk|cuzk-cpu --sector-size 2KiB|8MiB|512MiB|32GiB|64GiB [--sectors N,N..] [--partitions P] [--lanes L] [--repeat N]\n       cuzk-bench post --system cuzk|cuzk-cpu --sector-size 2KiB|8MiB|512MiB|32GiB|64GiB [--post window|winning|both] [--partition-sectors N] [--during-batch SECTORS] [--repeat N]\n       cuzk-bench post --system cuzk|cuzk-cpu|bellperson --fixture DIR --params DIR [--repeat N]\n       cuzk-bench update --system cuzk|cuzk-cpu|bellperson --fixture DIR --params DIR [--repeat N]\n       cuzk-bench update --system cuzk|cuzk-cpu --sector-size 2KiB|8MiB|512MiB|32GiB|64GiB [--partitions P] [--repeat N]";
+const USAGE: &str = "usage: cuzk-bench c2 --system cuzk|cuzk-streamed|cuzk-cpu|bellperson --fixture DIR --params DIR [--repeat N]\n       cuzk-bench circuit --system cuzk|cuzk-streamed|cuzk-cpu|bellperson --log-constraints K [--witness porep|uniform|sha] [--setup-key] [--write-key FILE] [--repeat N]\n       cuzk-bench porep-partition --system cuzk|cuzk-streamed|cuzk-cpu --sector-size 2KiB|8MiB|512MiB|32GiB|64GiB [--check-shape] [--compare-spmv] [--repeat N]\n       cuzk-bench porep-sector --system cuzk|cuzk-cpu --sector-size 2KiB|8MiB|512MiB|32GiB|64GiB [--sectors N,N..] [--partitions P] [--lanes L] [--repeat N]\n       cuzk-bench post --system cuzk|cuzk-cpu --sector-size 2KiB|8MiB|512MiB|32GiB|64GiB [--post window|winning|both] [--partition-sectors N] [--during-batch SECTORS] [--repeat N]\n       cuzk-bench post --system cuzk|cuzk-cpu|bellperson --fixture DIR --params DIR [--repeat N]\n       cuzk-bench update --system cuzk|cuzk-cpu|bellperson --fixture DIR --params DIR [--repeat N]\n       cuzk-bench update --system cuzk|cuzk-cpu --sector-size 2KiB|8MiB|512MiB|32GiB|64GiB [--partitions P] [--repeat N]\n       cuzk-bench soak --system cuzk|cuzk-cpu --fixture DIR --params DIR --repeat CALLS\n       cuzk-bench pressure --system cuzk --fixture DIR --params DIR --hog PROGRAM [--repeat CALLS]";
 
 /// The entry of `choices` (names and what they stand for) named `text`.
 fn choose<T: Copy>(what: &str, text: &str, choices: &[(&'static str, T)]) -> Result<T> {
@@ -43,6 +43,7 @@ pub enum Workload {
     Post,
     Update,
     Soak,
+    Pressure,
 }
 
 impl Named for Workload {
@@ -55,6 +56,7 @@ impl Named for Workload {
         ("post", Workload::Post),
         ("update", Workload::Update),
         ("soak", Workload::Soak),
+        ("pressure", Workload::Pressure),
     ];
 }
 
@@ -159,6 +161,8 @@ pub struct Args {
     pub partition_sectors: Option<usize>,
     /// post: WinningPoSts during a call of this many made-up PoRep sectors (0: none).
     pub during_batch: usize,
+    /// pressure: the program that holds the device's memory (tools/cuda/gpu_hog.cu).
+    pub hog: Option<PathBuf>,
 }
 
 impl Args {
@@ -193,6 +197,7 @@ impl Args {
             post_kinds: vec![PostKind::Window, PostKind::Winning],
             partition_sectors: None,
             during_batch: 0,
+            hog: None,
         };
         while let Some(flag) = argv.next() {
             match flag.as_str() {
@@ -223,6 +228,7 @@ impl Args {
                         }
                         "--partition-sectors" => args.partition_sectors = Some(value.parse().context("--partition-sectors")?),
                         "--during-batch" => args.during_batch = value.parse().context("--during-batch")?,
+                        "--hog" => args.hog = Some(PathBuf::from(value)),
                         _ => bail!("unknown flag {flag}"),
                     }
                 }
@@ -235,7 +241,7 @@ impl Args {
         let real_post = matches!(args.workload, Workload::Post | Workload::Update) && args.fixture.is_some();
         if matches!(
             args.workload,
-            Workload::PorepPartition | Workload::PorepSector | Workload::Post | Workload::Update | Workload::Soak
+            Workload::PorepPartition | Workload::PorepSector | Workload::Post | Workload::Update | Workload::Soak | Workload::Pressure
         ) && !args.system.is_cuzk()
             && !real_post
         {

@@ -40,6 +40,12 @@
 //!       and preloaded by a third thread; every proof verified by filecoin-proofs; host RSS and
 //!       device memory sampled against their post-warm-up values (fails beyond 64 MiB).
 //!
+//!   cuzk-bench pressure --system cuzk --fixture DIR --params DIR --hog PROGRAM [--repeat CALLS]
+//!       reliability: PoRep C2 calls of a fixture before, while and after another process
+//!       (PROGRAM, tools/cuda/gpu_hog.cu) holds nearly all of the device's memory: under
+//!       pressure a verifying proof or a clean OUT_OF_MEMORY, afterwards the key resident and
+//!       the speed of before (see pressure.rs).
+//!
 //! `cuzk` uses the GPU when one is usable (else the CPU), keeping the key resident in device
 //! memory; `cuzk-streamed` the GPU with a key budget of one byte, so that the key's points are
 //! streamed from host memory on every call (resident against streamed); `cuzk-cpu` always the
@@ -53,6 +59,7 @@ mod circuit;
 mod porep_partition;
 mod porep_sector;
 mod post;
+mod pressure;
 mod record;
 mod soak;
 mod update;
@@ -149,6 +156,7 @@ fn run() -> Result<()> {
         Workload::Post => post::run(&bench),
         Workload::Update => update::run(&bench),
         Workload::Soak => soak::run(&bench),
+        Workload::Pressure => pressure::run(&bench),
     }
 }
 
