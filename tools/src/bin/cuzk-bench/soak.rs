@@ -5,7 +5,7 @@
 //! call should not get) or when memory after the warm-up drifts by more than the allowance.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
@@ -65,6 +65,9 @@ struct Counts {
 struct MemorySample {
     call: usize,
     rss_bytes: u64,
+    /// Bytes of live heap allocations (glibc's count): what a leak grows, where RSS also
+    /// holds memory the allocator keeps for reuse.
+    heap_in_use_bytes: u64,
     device_used_bytes: u64,
 }
 
@@ -84,6 +87,7 @@ struct Record<'a> {
     rss_drift_max_bytes: i64,
     device_drift_max_bytes: i64,
     rss_drift_end_bytes: i64,
+    heap_in_use_drift_end_bytes: i64,
     device_drift_end_bytes: i64,
     samples: &'a [MemorySample],
 }
@@ -96,6 +100,9 @@ struct Soak<'a> {
     counts: Counts,
     unexpected: Mutex<Vec<String>>,
     samples: Mutex<Vec<MemorySample>>,
+    /// Held shared by every call, exclusively while memory is sampled: a sample sees no call
+    /// in flight (each holds hundreds of MiB of vectors while it runs).
+    quiet: RwLock<()>,
 }
 
 pub fn run(bench: &Bench) -> Result<()> {
@@ -114,6 +121,7 @@ pub fn run(bench: &Bench) -> Result<()> {
         counts: Counts::default(),
         unexpected: Mutex::new(Vec::new()),
         samples: Mutex::new(Vec::new()),
+        quiet: RwLock::new(()),
     };
     let start = Instant::now();
     let deadline = start.checked_add(Duration::from_secs(seconds));
@@ -130,6 +138,7 @@ pub fn run(bench: &Bench) -> Result<()> {
                     if index >= calls {
                         break;
                     }
+                    let _in_flight = soak.quiet.read().unwrap_or_else(|p| p.into_inner());
                     soak.call(index, Call::of(index));
                 })
             })
@@ -141,7 +150,8 @@ pub fn run(bench: &Bench) -> Result<()> {
         done.store(true, Ordering::Release);
     });
     let calls = next.load(Ordering::Relaxed).min(calls);
-    // The end in the state of every sample: key preloaded (by the churn's last step), then a call.
+    // The end in the state of every sample: key preloaded (by the churn's last step), then a
+    // call, then no call in flight.
     soak.call(calls, Call::Prove);
     let end = soak.sample();
     let samples = soak.samples.into_inner().unwrap_or_else(|p| p.into_inner());
@@ -153,6 +163,7 @@ pub fn run(bench: &Bench) -> Result<()> {
     let drift = |f: fn(&MemorySample) -> u64, s: &MemorySample| f(s) as i64 - f(&after_warm_up) as i64;
     let max_drift = |f: fn(&MemorySample) -> u64| samples.iter().map(|s| drift(f, s)).max_by_key(|d| d.abs()).unwrap_or(0);
     let (rss, device) = (|s: &MemorySample| s.rss_bytes, |s: &MemorySample| s.device_used_bytes);
+    let heap = |s: &MemorySample| s.heap_in_use_bytes;
     let unexpected = soak.unexpected.into_inner().unwrap_or_else(|p| p.into_inner());
     let counts = &soak.counts;
     let record = Record {
@@ -170,6 +181,7 @@ pub fn run(bench: &Bench) -> Result<()> {
         rss_drift_max_bytes: max_drift(rss),
         device_drift_max_bytes: max_drift(device),
         rss_drift_end_bytes: drift(rss, &end),
+        heap_in_use_drift_end_bytes: drift(heap, &end),
         device_drift_end_bytes: drift(device, &end),
         samples: &samples,
     };
@@ -250,8 +262,9 @@ impl Soak<'_> {
     }
 
     /// Evicts the sector's key (host and devices) and preloads it again, in turn, until `done`,
-    /// ending with a preload. Memory is sampled after each preload: always the same state (key
-    /// and shape loaded), whatever the calls are doing.
+    /// ending with a preload; both race with the calls. Memory is sampled after each preload,
+    /// once the calls in flight have finished: always the same state (key and shape loaded, no
+    /// call running).
     fn churn_keys(&self, done: &AtomicBool) {
         let proof = self.sector.registered_proof;
         let mut evict = true;
@@ -266,6 +279,7 @@ impl Soak<'_> {
             match ok {
                 Ok(()) if evict => self.counts.evictions.fetch_add(1, Ordering::Relaxed),
                 Ok(()) => {
+                    let _quiet = self.quiet.write().unwrap_or_else(|p| p.into_inner());
                     self.sample();
                     self.counts.preloads.fetch_add(1, Ordering::Relaxed)
                 }
@@ -288,6 +302,7 @@ impl Soak<'_> {
         let sample = MemorySample {
             call,
             rss_bytes: rss_bytes(),
+            heap_in_use_bytes: heap_in_use_bytes(),
             device_used_bytes,
         };
         self.samples.lock().unwrap_or_else(|p| p.into_inner()).push(sample);
@@ -303,6 +318,13 @@ fn rss_bytes() -> u64 {
         .find_map(|l| l.strip_prefix("VmRSS:"))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
         .map_or(0, |kib| kib << 10)
+}
+
+/// Bytes of live allocations: glibc's small-block and mmapped totals over all arenas.
+fn heap_in_use_bytes() -> u64 {
+    // SAFETY: mallinfo2 only reads the allocator's statistics.
+    let info = unsafe { libc::mallinfo2() };
+    (info.uordblks + info.hblkhd) as u64
 }
 
 /// Malformed variants of a C1: truncated JSON, comm_r past the field modulus, a vanilla
