@@ -38,6 +38,8 @@ struct Phase {
     calls: usize,
     proofs_verified: usize,
     out_of_memory: usize,
+    /// What the first OUT_OF_MEMORY said (which allocation failed).
+    first_out_of_memory: Option<String>,
     key_resident: usize,
     key_streamed: usize,
     on_cpu: usize,
@@ -125,7 +127,10 @@ fn phase(engine: &Engine, c1_json: &[u8], sector: &SealedSector, name: &str, cal
                     phase.unexpected.push(format!("call {call}: a proof that does not verify"));
                 }
             }
-            Err(e) if e.status == Status::OutOfMemory => phase.out_of_memory += 1,
+            Err(e) if e.status == Status::OutOfMemory => {
+                phase.out_of_memory += 1;
+                phase.first_out_of_memory.get_or_insert(e.message);
+            }
             Err(e) => phase.unexpected.push(format!("call {call}: {:?}: {}", e.status, e.message)),
         }
     }
