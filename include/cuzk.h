@@ -75,6 +75,18 @@
 // proofs one update takes.
 #define CUZK_MAX_UPDATE_PARTITIONS 16
 
+// `cuzk_log_set_callback`'s levels, most severe first: a callback given `max_level` receives
+// the records of that level and the ones above it.
+#define CUZK_LOG_ERROR 1
+
+#define CUZK_LOG_WARN 2
+
+#define CUZK_LOG_INFO 3
+
+#define CUZK_LOG_DEBUG 4
+
+#define CUZK_LOG_TRACE 5
+
 // Version of the `cuzk_timings` layout this library writes.
 #define CUZK_TIMINGS_VERSION 4
 
@@ -384,6 +396,13 @@ typedef struct cuzk_update_request {
   size_t vanilla_proofs_len;
 } cuzk_update_request;
 
+// Receives one log record: the `user_data` given with it, the record's level (CUZK_LOG_*),
+// its target (the module that logged it, e.g. "cuzk::engine::pipeline") and its message,
+// both NUL-terminated UTF-8 valid only during the call. Called on the library's threads, any
+// of them, possibly at the same time: it must be thread-safe, return quickly, and not call
+// `cuzk_log_set_callback`.
+typedef void (*cuzk_log_callback)(void *user_data, uint32_t level, const char *target, const char *message);
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -641,6 +660,18 @@ enum cuzk_status cuzk_generate_update_proof_batch(const struct cuzk_engine *engi
 // bytes. `valid_out`: not NULL, writable (false on failure). `err`: NULL, or where to store
 // the call's error. All are read or written during the call only.
 enum cuzk_status cuzk_verify_update_proof(const struct cuzk_engine *engine, uint32_t registered_update_proof, const uint8_t *comm_r_old, const uint8_t *comm_r_new, const uint8_t *comm_d_new, const uint8_t *proof, size_t proof_len, bool *valid_out, struct cuzk_error **err);
+
+// Sends the library's log records (its own and those of filecoin-proofs and bellperson
+// inside it) at `max_level` (CUZK_LOG_ERROR … CUZK_LOG_TRACE) or more severe to `callback`
+// instead of stderr, for the whole process, until called again. NULL `callback` sends them
+// back to stderr, filtered by RUST_LOG. Call it before starting the engine to catch its
+// first records. CUZK_STATUS_ENGINE_STATE when the process has another Rust logger (a Rust
+// host program installed its own: cuzk's records go there).
+//
+// `callback`: NULL, or a function with `cuzk_log_callback`'s contract. `user_data`: passed
+// to every call of `callback`; must stay valid until the callback is replaced. `err`: NULL,
+// or where to store the call's error.
+enum cuzk_status cuzk_log_set_callback(cuzk_log_callback callback, void *user_data, uint32_t max_level, struct cuzk_error **err);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -19,6 +19,7 @@ pub mod error;
 pub mod ffi;
 mod groth16;
 mod kinds;
+mod logging;
 mod parallel;
 mod prover;
 mod synthesis;

@@ -136,9 +136,9 @@ impl Engine {
     /// they ask for the same configuration and an `EngineState` error otherwise. When every
     /// handle is dropped the engine (and its resident keys) goes away.
     pub fn acquire(config: EngineConfig) -> Result<Arc<Engine>> {
-        // RUST_LOG=cuzk=debug shows a line per phase per proof, also for C and Go callers;
-        // a host program that installed its own logger keeps it.
-        let _ = env_logger::Builder::from_default_env().try_init();
+        // RUST_LOG=cuzk=debug shows a line per phase per proof on stderr, unless the host
+        // program takes the records (`cuzk_log_set_callback`) or has its own Rust logger.
+        crate::logging::init();
         let config = config.resolved()?;
         let mut current = ENGINE.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(engine) = current.upgrade() {

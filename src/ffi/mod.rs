@@ -42,10 +42,13 @@ mod post;
 
 mod update;
 
+mod logging;
+
 pub use batch::*;
 pub use engine::*;
 pub use error::*;
 pub use keys::*;
+pub use logging::*;
 pub use post::*;
 pub use prove::*;
 pub use registered_proof::{post_proof_from_abi, seal_proof_from_abi, seal_proof_to_abi, update_proof_from_abi};

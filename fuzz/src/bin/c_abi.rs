@@ -9,7 +9,7 @@
 //! error object, an error whose status differs from the call's, a message over 4 KiB, and any
 //! prove or verify call that succeeds without a key.
 
-use std::ffi::{c_char, CStr, CString};
+use std::ffi::{c_char, c_void, CStr, CString};
 use std::ptr::{null, null_mut};
 use std::sync::OnceLock;
 
@@ -208,6 +208,8 @@ fn settle_results(status: Status, results: &[cuzk_sector_result]) {
     }
 }
 
+extern "C" fn ignore_record(_: *mut c_void, _: u32, _: *const c_char, _: *const c_char) {}
+
 /// One call, its arguments read from `input`.
 fn call(input: &mut Reader) {
     let h = handles();
@@ -228,7 +230,7 @@ fn call(input: &mut Reader) {
     let [a, b, c, d, e] = std::array::from_fn(|_| input.array32());
     let number = input.u64();
 
-    let (status, expect) = match op % 14 {
+    let (status, expect) = match op % 15 {
         0 => {
             let mut info = Room([0; STRUCT_ROOM]);
             let size = input.u32() % (STRUCT_ROOM as u32 + 1);
@@ -311,7 +313,7 @@ fn call(input: &mut Reader) {
             let chunks = input.chunks();
             let slices = byte_slices(&chunks);
             let vanilla = nulls.pick(slices.as_ptr());
-            let status = if op % 14 == 4 {
+            let status = if op % 15 == 4 {
                 cuzk_generate_window_post_partition(
                     engine,
                     registered,
@@ -350,7 +352,7 @@ fn call(input: &mut Reader) {
                 })
                 .collect();
             let proof_bytes = input.rest();
-            let verify = if op % 14 == 6 {
+            let verify = if op % 15 == 6 {
                 cuzk_verify_window_post
             } else {
                 cuzk_verify_winning_post
@@ -382,7 +384,7 @@ fn call(input: &mut Reader) {
                 vanilla_proofs: nulls.pick(slices.as_ptr()),
                 vanilla_proofs_len: slices.len(),
             };
-            if op % 14 == 8 {
+            if op % 15 == 8 {
                 let status = cuzk_generate_update_proof(engine, nulls.pick(&request), options, proof_out, timings_out, err_ptr);
                 (status, Expect::Failure)
             } else {
@@ -446,6 +448,14 @@ fn call(input: &mut Reader) {
                 _ => cuzk_engine_evict_update_key,
             };
             (evict(engine, registered, evicted_out, err_ptr), Expect::Any)
+        }
+        14 => {
+            // The process's log sink: set (with the raw level) and back to stderr.
+            let callback: cuzk_log_callback = (number % 2 == 1).then_some(ignore_record);
+            let status = cuzk_log_set_callback(callback, null_mut(), registered, err_ptr);
+            settle(status, err, !err_ptr.is_null(), Expect::Any);
+            err = null_mut();
+            (cuzk_log_set_callback(None, null_mut(), 0, err_ptr), Expect::Any)
         }
         _ => {
             let mut config = Room([0; STRUCT_ROOM]);
