@@ -123,11 +123,14 @@ func evict(checked error, call func(*C.cuzk_engine, *C.bool, **C.cuzk_error) C.e
 
 // EngineStatus is what the engine holds and does (cuzk_engine_status). Sizes are bytes.
 type EngineStatus struct {
-	Version        string          `json:"version"`
-	Backend        string          `json:"backend"` // "gpu" or "cpu"
-	WorkerThreads  int             `json:"worker_threads"`
-	ProofsInFlight uint64          `json:"proofs_in_flight"`
-	HostKeys       []HostKeyStatus `json:"host_keys"`
+	Version        string `json:"version"`
+	Backend        string `json:"backend"` // "gpu" or "cpu"
+	WorkerThreads  int    `json:"worker_threads"`
+	ProofsInFlight uint64 `json:"proofs_in_flight"`
+	// HostMemoryTrims counts the times the engine returned free host memory to the OS (when
+	// it went idle, and after key evictions).
+	HostMemoryTrims uint64          `json:"host_memory_trims"`
+	HostKeys        []HostKeyStatus `json:"host_keys"`
 	// PipelineMemoryInUse is the host memory of synthesized partitions waiting for or in
 	// proving, across all calls; PipelineMemoryBudget bounds it (Config.HostMemoryBudget).
 	PipelineMemoryInUse  uint64         `json:"pipeline_memory_in_use"`

@@ -38,6 +38,7 @@ use crate::with_tree_shape;
 
 pub(crate) mod config;
 mod digests;
+mod idle;
 mod keys;
 mod pipeline;
 mod shapes;
@@ -95,13 +96,14 @@ pub struct Engine {
     top_class_pool: rayon::ThreadPool,
     keys: KeyStore,
     shapes: ShapeCache,
-    in_flight: AtomicU64,
+    in_flight: idle::InFlight,
     /// Host memory for synthesized partitions of every call (`config.host_memory_budget`).
     pipeline_budget: Arc<MemoryBudget>,
     occupancy: Occupancy,
 }
 
 /// Counts one in its counter for as long as it lives (a call in flight, a partition waiting).
+/// Counts one in its counter for as long as it lives (a partition waiting).
 struct Counted<'a>(&'a AtomicU64);
 
 impl<'a> Counted<'a> {
@@ -165,7 +167,7 @@ impl Engine {
             config,
             keys: KeyStore::new(digests),
             shapes: ShapeCache::default(),
-            in_flight: AtomicU64::new(0),
+            in_flight: idle::InFlight::default(),
         });
         *current = Arc::downgrade(&engine);
         log::info!("cuzk engine started: {:?}", engine.config);
@@ -237,7 +239,7 @@ impl Engine {
     /// Proves `requests` through the pipeline, one result per request.
     fn run_pipeline(&self, requests: &[&dyn ProofRequest], options: &ProveOptions) -> Result<Vec<Result<ProofOutput>>> {
         let start = Instant::now();
-        let _in_flight = Counted::new(&self.in_flight);
+        let _in_flight = self.in_flight.enter();
         // The call's class, settled: the kind's unless the caller chose one.
         let class = options
             .priority
@@ -303,6 +305,9 @@ impl Engine {
         self.shapes.evict(&id);
         let on_host = self.keys.evict_proving_key(&path);
         let on_devices = self.prover.backend.evict(&path.display().to_string());
+        if self.in_flight.calls() == 0 {
+            self.in_flight.trim();
+        }
         Ok(on_host || on_devices > 0)
     }
 
@@ -342,7 +347,8 @@ impl Engine {
                 _ => "cpu",
             },
             worker_threads: self.config.num_threads,
-            proofs_in_flight: self.in_flight.load(Ordering::Relaxed),
+            proofs_in_flight: self.in_flight.calls(),
+            host_memory_trims: self.in_flight.trims(),
             host_keys: self
                 .keys
                 .resident_proving_keys()

@@ -19,6 +19,9 @@ pub struct EngineStatus {
     pub backend: &'static str,
     pub worker_threads: usize,
     pub proofs_in_flight: u64,
+    /// Times the engine returned free host memory to the OS (each time it went idle, and
+    /// after key evictions; see `idle`).
+    pub host_memory_trims: u64,
     pub host_keys: Vec<HostKeyStatus>,
     /// R1CS matrices kept for witness-only synthesis, per circuit identity.
     pub circuit_shapes: Vec<ShapeStatus>,
