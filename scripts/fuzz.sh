@@ -105,8 +105,8 @@ done
 step "results (execs and findings summed over the instances; corpus and coverage of the main one)"
 failed=0
 printf '%-8s %12s %10s %8s %10s %8s %6s\n' target execs execs/s corpus coverage crashes hangs
+stat() { awk -v key="$1" '$1 == key { print $3 }' "$2"; }
 for target in "${names[@]}"; do
-    stat() { awk -v key="$1" '$1 == key { print $3 }' "$2"; }
     execs=0 rate=0 crashes=0 hangs=0
     for stats in "$out/$target"/*/fuzzer_stats; do
         execs=$((execs + $(stat execs_done "$stats")))

@@ -7,7 +7,7 @@
 //! starts or a sink is set; a Rust host program that installed a logger before keeps it, and
 //! the records go there.
 
-use std::sync::{Once, RwLock};
+use std::sync::{OnceLock, RwLock};
 
 use log::{LevelFilter, Log, Metadata, Record};
 
@@ -23,8 +23,8 @@ struct ProcessLogger {
     sink: RwLock<Option<(Sink, LevelFilter)>>,
 }
 
-static LOGGER: std::sync::OnceLock<&'static ProcessLogger> = std::sync::OnceLock::new();
-static INSTALL: Once = Once::new();
+/// cuzk's logger once installed; None when the host program's was there first.
+static LOGGER: OnceLock<Option<&'static ProcessLogger>> = OnceLock::new();
 
 impl Log for ProcessLogger {
     fn enabled(&self, metadata: &Metadata) -> bool {
@@ -50,17 +50,15 @@ impl Log for ProcessLogger {
 /// cuzk's logger, installed as the process's on first use; None when the host program had
 /// installed its own before.
 fn logger() -> Option<&'static ProcessLogger> {
-    INSTALL.call_once(|| {
+    *LOGGER.get_or_init(|| {
         let logger: &'static ProcessLogger = Box::leak(Box::new(ProcessLogger {
             stderr: env_logger::Builder::from_default_env().build(),
             sink: RwLock::new(None),
         }));
-        if log::set_logger(logger).is_ok() {
-            log::set_max_level(logger.stderr.filter());
-            let _ = LOGGER.set(logger);
-        }
-    });
-    LOGGER.get().copied()
+        log::set_logger(logger).ok()?;
+        log::set_max_level(logger.stderr.filter());
+        Some(logger)
+    })
 }
 
 /// Makes sure the library's records go somewhere (stderr under RUST_LOG, unless a sink is

@@ -195,6 +195,16 @@ fn settle(status: Status, err: *mut cuzk_error, asked_for_error: bool, expect: E
     cuzk_error_free(err);
 }
 
+/// A batch result as the caller hands it in: nothing in it yet but its timings pointer.
+fn unwritten(timings: *mut Timings) -> cuzk_sector_result {
+    cuzk_sector_result {
+        status: Status::Ok,
+        proof: null_mut(),
+        error: null_mut(),
+        timings,
+    }
+}
+
 /// A batch call's results: each sector's outcome when the call succeeded (a failure, without
 /// keys), none at all when it failed as a whole. Frees them.
 fn settle_results(status: Status, results: &[cuzk_sector_result]) {
@@ -269,15 +279,7 @@ fn call(input: &mut Reader) {
                     prover_id: nulls.pick(a.as_ptr()),
                 })
                 .collect();
-            let mut results: Vec<cuzk_sector_result> = result_timings
-                .iter_mut()
-                .map(|t| cuzk_sector_result {
-                    status: Status::Ok,
-                    proof: null_mut(),
-                    error: null_mut(),
-                    timings: nulls.pick_mut(t as *mut _),
-                })
-                .collect();
+            let mut results: Vec<cuzk_sector_result> = result_timings.iter_mut().map(|t| unwritten(nulls.pick_mut(t))).collect();
             let status = cuzk_seal_commit_phase2_batch(
                 engine,
                 nulls.pick(requests.as_ptr()),
@@ -394,14 +396,7 @@ fn call(input: &mut Reader) {
                         ..request
                     })
                     .collect();
-                let mut results: Vec<cuzk_sector_result> = (0..sectors)
-                    .map(|_| cuzk_sector_result {
-                        status: Status::Ok,
-                        proof: null_mut(),
-                        error: null_mut(),
-                        timings: null_mut(),
-                    })
-                    .collect();
+                let mut results: Vec<cuzk_sector_result> = (0..sectors).map(|_| unwritten(null_mut())).collect();
                 let status = cuzk_generate_update_proof_batch(
                     engine,
                     nulls.pick(requests.as_ptr()),
