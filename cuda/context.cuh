@@ -1,8 +1,8 @@
 // The per-device context: made once per process (cuzk_gpu_context_new) and reused by every
 // call. It keeps the NTT buffers of H and the device copy of the witness, each grown to the
-// largest circuit seen and never freed between calls (3 × 2^27 scalars = 12.9 GB for a 32GiB
-// partition: allocating that per proof would be a page-table storm on the device), and the
-// host threads that fill the pinned staging buffers.
+// largest circuit seen and not freed between calls (3 × 2^27 scalars = 12.9 GB for a 32GiB
+// partition: allocating that per proof would be a page-table storm on the device) until the
+// engine releases memory, and the host threads that fill the pinned staging buffers.
 #pragma once
 
 #include <thread>
@@ -32,6 +32,16 @@ public:
         return d;
     }
 
+    // Frees the scalars (the next at_least allocates again); the device must be selected.
+    void release()
+    {
+        fr_t* held = d;
+        d = nullptr;
+        capacity = 0;
+        if (held)
+            CUDA_OK(cudaFree(held));
+    }
+
     size_t bytes() const { return capacity * sizeof(fr_t); }
 };
 
@@ -48,6 +58,9 @@ struct cuzk_gpu_context {
 
     fr_t* ntt_buffers(size_t scalars) { gpu.select(); return ntt.at_least(scalars); }
     fr_t* witness_buffer(size_t scalars) { gpu.select(); return witness.at_least(scalars); }
+
+    // Gives the buffers back to the device (an idle engine, or the caller asking).
+    void release_buffers() { gpu.select(); ntt.release(); witness.release(); }
 
     size_t ntt_buffer_bytes() const { return ntt.bytes(); }
     size_t witness_buffer_bytes() const { return witness.bytes(); }

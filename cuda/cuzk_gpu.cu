@@ -194,6 +194,11 @@ extern "C" void cuzk_gpu_context_free(cuzk_gpu_context* ctx)
     delete ctx;
 }
 
+extern "C" int cuzk_gpu_context_release_buffers(cuzk_gpu_context* ctx, cuzk_gpu_message* msg)
+{
+    return guarded(msg, [&] { ctx->release_buffers(); });
+}
+
 extern "C" int cuzk_gpu_memory_info(cuzk_gpu_context* ctx, cuzk_gpu_memory* out,
                                     cuzk_gpu_message* msg)
 {

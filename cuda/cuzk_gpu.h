@@ -146,6 +146,8 @@ int cuzk_gpu_device_info(int device, char name[256], uint64_t *total_memory, cuz
 
 int cuzk_gpu_context_new(int device, cuzk_gpu_context **out, cuzk_gpu_message *msg);
 void cuzk_gpu_context_free(cuzk_gpu_context *ctx);
+/* Frees the context's NTT and witness buffers; the next call that needs them allocates again. */
+int cuzk_gpu_context_release_buffers(cuzk_gpu_context *ctx, cuzk_gpu_message *msg);
 int cuzk_gpu_memory_info(cuzk_gpu_context *ctx, cuzk_gpu_memory *out, cuzk_gpu_message *msg);
 
 /* Page-locked host memory (portable to every device) for a device's staging pool, allocated in

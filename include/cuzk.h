@@ -34,6 +34,9 @@
 // The smallest `cuzk_config.struct_size` accepted: the size of revision 1 (64-bit targets).
 #define CUZK_CONFIG_SIZE_V1 24
 
+// The smallest `cuzk_memory_released.struct_size` accepted: the size of revision 1.
+#define CUZK_MEMORY_RELEASED_SIZE_V1 48
+
 // Largest C1 JSON accepted. A 32GiB sector's C1 is tens of megabytes; anything past this is
 // not a C1 and would only exhaust memory.
 #define CUZK_MAX_C1_JSON_BYTES (1 << 28)
@@ -187,7 +190,9 @@ typedef struct cuzk_bytes {
 // the later fields keep their defaults:
 // 1. `struct_size` to `param_cache_dir` (CUZK_CONFIG_SIZE_V1 bytes);
 // 2. adds `gpu_key_memory_budget` and `pinned_pool_bytes`;
-// 3. adds `host_memory_budget`.
+// 3. adds `host_memory_budget`;
+// 4. adds `devices`, `devices_len`, `proving_lanes`, `idle_release_ms` and
+//    `idle_keep_post_keys`.
 typedef struct cuzk_config {
   // sizeof(cuzk_config) as the caller compiled it.
   uint32_t struct_size;
@@ -209,7 +214,41 @@ typedef struct cuzk_config {
   // Host memory for synthesized partitions waiting to be proven, in bytes (bounds how far
   // synthesis runs ahead of proving); 0: a quarter of the machine's memory.
   uint64_t host_memory_budget;
+  // CUDA device ordinals to use (numbered after CUDA_VISIBLE_DEVICES), `devices_len` of
+  // them, each once; NULL or 0: every device. Copied during `cuzk_engine_new`. A device that
+  // is not there is an error (CUZK_STATUS_INVALID_ARGUMENT), as is a list with `cpu_only`.
+  const int32_t *devices;
+  uint32_t devices_len;
+  // Partitions one call proves at once (the proving lanes); 0: the backend's choice (GPU:
+  // two per device the call may use; CPU: one).
+  uint32_t proving_lanes;
+  // After this many milliseconds with no call in flight the engine gives memory back, as
+  // `cuzk_engine_release_memory(engine, idle_keep_post_keys, ...)` does; 0: never.
+  uint64_t idle_release_ms;
+  // Whether the idle release keeps the WindowPoSt and WinningPoSt proving keys (default
+  // true: their deadlines leave no time to read a key again).
+  bool idle_keep_post_keys;
 } cuzk_config;
+
+// What `cuzk_engine_release_memory` gave back, in bytes.
+//
+// Its only revision is 1 (CUZK_MEMORY_RELEASED_SIZE_V1 bytes, the smallest `struct_size`
+// accepted).
+typedef struct cuzk_memory_released {
+  // sizeof(cuzk_memory_released) as the caller compiled it.
+  uint32_t struct_size;
+  // Proving keys dropped from host memory.
+  uint64_t host_key_bytes;
+  // Circuit shapes (R1CS matrices) dropped from host memory.
+  uint64_t host_shape_bytes;
+  // Device memory freed (keys, matrices, NTT and witness buffers), as the driver counts
+  // it, over all devices.
+  uint64_t device_bytes;
+  // Pinned host staging memory freed.
+  uint64_t pinned_bytes;
+  // Wall time of the release.
+  uint64_t duration_ns;
+} cuzk_memory_released;
 
 // Per-phase timings of one call in nanoseconds (`cuzk_timings`). Within a partition the
 // phases never overlap; with several partitions, one partition's synthesis overlaps the
@@ -457,7 +496,7 @@ enum cuzk_status cuzk_config_default(struct cuzk_config *config, struct cuzk_err
 // CUZK_STATUS_ENGINE_STATE while any handle is alive.
 //
 // `config`: NULL (all defaults) or a cuzk_config with its `struct_size` set, read no further
-// than that (`param_cache_dir` is copied). `engine_out`: not NULL; receives the new handle
+// than that (`param_cache_dir` and `devices` are copied). `engine_out`: not NULL; receives the new handle
 // (the caller's, free with `cuzk_engine_free`), NULL on failure. `err`: NULL, or where to
 // store the call's error. All are read or written during the call only.
 enum cuzk_status cuzk_engine_new(const struct cuzk_config *config, struct cuzk_engine **engine_out, struct cuzk_error **err);
@@ -500,9 +539,23 @@ enum cuzk_status cuzk_engine_evict_post_key(const struct cuzk_engine *engine, ui
 // `cuzk_engine_evict_key` for a registered update proof (go-state-types numbering).
 enum cuzk_status cuzk_engine_evict_update_key(const struct cuzk_engine *engine, uint32_t registered_update_proof, bool *evicted_out, struct cuzk_error **err);
 
+// Gives back the memory the engine keeps between calls, at once: the proving keys on the host
+// and the GPUs (but, when `keep_post_keys`, those of the WindowPoSt and WinningPoSt circuits
+// it has used: their deadlines leave no time to read a key again), the circuit shapes, the
+// GPUs' matrices, NTT and witness buffers and pinned staging buffers, then the allocator's
+// free host memory. Calls in flight keep what they use until they end; each GPU is released
+// at its next turn. The next call reads and uploads again what it needs (its timings show
+// it). `cuzk_config.idle_release_ms` does the same after an idle time.
+//
+// `engine`: not NULL, a handle from `cuzk_engine_new` not yet freed. `released_out`: NULL, or
+// a cuzk_memory_released with its `struct_size` set, written no further than that. `err`:
+// NULL, or where to store the call's error. All are read or written during the call only.
+enum cuzk_status cuzk_engine_release_memory(const struct cuzk_engine *engine, bool keep_post_keys, struct cuzk_memory_released *released_out, struct cuzk_error **err);
+
 // What the engine holds and does, as a JSON object:
 // `{"version", "backend": "gpu"|"cpu", "worker_threads", "proofs_in_flight",
-//   "host_keys": [{"label", "bytes"}],
+//   "host_memory_trims", "idle_releases", "host_keys": [{"label", "bytes"}],
+//   "circuit_shapes": [{"id", "constraints", "bytes"}],
 //   "devices": [{"ordinal", "name", "memory_total", "memory_free", "memory_used_by_cuzk",
 //     "ntt_buffer_bytes", "witness_buffer_bytes", "key_budget",
 //     "resident_keys": [{"label", "bytes", "uses", "loaded",
@@ -561,13 +614,14 @@ enum cuzk_status cuzk_seal_commit_phase2(const struct cuzk_engine *engine, const
 enum cuzk_status cuzk_seal_commit_phase2_batch(const struct cuzk_engine *engine, const struct cuzk_sector_request *sectors, struct cuzk_sector_result *results, size_t count, const struct cuzk_prove_options *options, struct cuzk_error **err);
 
 // filecoin-proofs-api's `verify_seal`: `*valid_out` is true when `proof` proves the sector.
-// The verifying key comes from the engine's parameter directory.
 //
-// `engine`: not NULL, a handle from `cuzk_engine_new` not yet freed. `comm_r`, `comm_d`,
-// `prover_id`, `ticket`, `seed`: not NULL, 32 readable bytes each. `proof`: `proof_len`
-// readable bytes (NULL only when the length is 0). `valid_out`: not NULL, writable (false on
-// failure). `err`: NULL, or where to store the call's error. All are read or written during
-// the call only.
+// `engine`: NULL (verify without an engine: no GPU is opened, the verifying key comes from
+// FIL_PROOFS_PARAMETER_CACHE, else /var/tmp/filecoin-proof-parameters), or a handle from
+// `cuzk_engine_new` not yet freed (its parameter directory). `comm_r`, `comm_d`, `prover_id`,
+// `ticket`, `seed`: not NULL, 32 readable bytes each. `proof`: `proof_len` readable bytes
+// (NULL only when the length is 0). `valid_out`: not NULL, writable (false on failure).
+// `err`: NULL, or where to store the call's error. All are read or written during the call
+// only.
 enum cuzk_status cuzk_verify_seal(const struct cuzk_engine *engine, uint32_t registered_proof, const uint8_t *comm_r, const uint8_t *comm_d, const uint8_t *prover_id, uint64_t sector_id, const uint8_t *ticket, const uint8_t *seed, const uint8_t *proof, size_t proof_len, bool *valid_out, struct cuzk_error **err);
 
 // Reads the sector facts out of a C1 JSON (what `cuzk_verify_seal` needs besides the ids).
@@ -613,8 +667,10 @@ enum cuzk_status cuzk_generate_winning_post(const struct cuzk_engine *engine, ui
 // does not verify; an error is returned only for unusable arguments (CUZK_STATUS_INVALID_ARGUMENT)
 // or a missing verifying key.
 //
-// `engine`: not NULL, a handle from `cuzk_engine_new` not yet freed. `prover_id`,
-// `randomness`: not NULL, 32 readable bytes each. `sectors`: `sectors_len` readable entries.
+// `engine`: NULL (verify without an engine: no GPU is opened, the verifying key comes from
+// FIL_PROOFS_PARAMETER_CACHE, else /var/tmp/filecoin-proof-parameters), or a handle from
+// `cuzk_engine_new` not yet freed (its parameter directory). `prover_id`, `randomness`: not
+// NULL, 32 readable bytes each. `sectors`: `sectors_len` readable entries.
 // `proof`: `proof_len` readable bytes. `valid_out`: not NULL, writable (false on failure).
 // `err`: NULL, or where to store the call's error. All are read or written during the call
 // only.
@@ -655,8 +711,10 @@ enum cuzk_status cuzk_generate_update_proof_batch(const struct cuzk_engine *engi
 // only for unusable arguments (CUZK_STATUS_INVALID_ARGUMENT: a proof of the wrong length,
 // non-canonical commitments) or a missing verifying key.
 //
-// `engine`: not NULL, a handle from `cuzk_engine_new` not yet freed. `comm_r_old`,
-// `comm_r_new`, `comm_d_new`: not NULL, 32 readable bytes each. `proof`: `proof_len` readable
+// `engine`: NULL (verify without an engine: no GPU is opened, the verifying key comes from
+// FIL_PROOFS_PARAMETER_CACHE, else /var/tmp/filecoin-proof-parameters), or a handle from
+// `cuzk_engine_new` not yet freed (its parameter directory). `comm_r_old`, `comm_r_new`,
+// `comm_d_new`: not NULL, 32 readable bytes each. `proof`: `proof_len` readable
 // bytes. `valid_out`: not NULL, writable (false on failure). `err`: NULL, or where to store
 // the call's error. All are read or written during the call only.
 enum cuzk_status cuzk_verify_update_proof(const struct cuzk_engine *engine, uint32_t registered_update_proof, const uint8_t *comm_r_old, const uint8_t *comm_r_new, const uint8_t *comm_d_new, const uint8_t *proof, size_t proof_len, bool *valid_out, struct cuzk_error **err);

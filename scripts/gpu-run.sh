@@ -42,7 +42,7 @@
 #   scripts/gpu-run.sh soak       CUZK_SOAK_CALLS (default 1000) 2KiB C2 calls through one engine from
 #                                 two threads, with malformed C1s, cancellations and key
 #                                 evict/preload churn; every proof verified; memory drift (~6 min); then
-#                                 the memory-pressure run: C2 calls while another process
+#                                 the memory-pressure run (CUZK_SOAK_LOG: the soak's RUST_LOG): C2 calls while another process
 #                                 (carry/gpu-hog) holds nearly all device memory (~1 min)
 #   scripts/gpu-run.sh fuzz       no GPU: the fuzz targets on all cores from fuzz-carry/
 #                                 (`scripts/fuzz.sh --carry fuzz-carry`; device tool: carry
@@ -104,7 +104,7 @@ soak)
     params 2KiB porep
     carry/cuzk-fixtures seal --sector-size 2KiB --out /tmp/fx --sector 7 >/dev/null 2>&1
     start=$SECONDS
-    RUST_LOG=cuzk=warn bench soak --system cuzk --fixture /tmp/fx --params /tmp/cuzk-params --repeat "${CUZK_SOAK_CALLS:-1000}" || status=1
+    RUST_LOG="${CUZK_SOAK_LOG:-cuzk=warn}" bench soak --system cuzk --fixture /tmp/fx --params /tmp/cuzk-params --repeat "${CUZK_SOAK_CALLS:-1000}" || status=1
     echo "soak: exit $status in $((SECONDS - start)) s"
     tail -1 "$out/bench.jsonl" | python3 -c 'import json,sys; r=json.loads(sys.stdin.read()); r.pop("samples"); print(json.dumps(r))'
     start=$SECONDS

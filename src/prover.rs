@@ -179,7 +179,7 @@ pub(crate) fn prove_synthesized(
 pub(crate) fn gpu_backend(config: &EngineConfig, device: Option<u32>) -> Result<Box<dyn Backend>> {
     use crate::backend::gpu::{GpuBackend, GpuConfig};
     let gpu = GpuConfig {
-        devices: device.map(|d| vec![d as i32]).unwrap_or_default(),
+        devices: device.map(|d| vec![d as i32]).unwrap_or_else(|| config.devices.clone()),
         key_memory_budget: config.gpu_key_memory_budget,
         pinned_pool_bytes: config.pinned_pool_bytes,
         split: config.gpu_split,

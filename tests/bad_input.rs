@@ -246,6 +246,43 @@ fn config_of_the_first_layout_is_accepted() {
     assert!(take_error(err).1.contains("struct_size"));
 }
 
+/// Device lists the engine could never honour are refused before anything starts (and so
+/// before the one-configuration-per-process check).
+#[test]
+fn unusable_device_lists_are_refused() {
+    let f = fixture();
+    let dir = std::ffi::CString::new(f.params_dir.to_str().unwrap()).unwrap();
+    let new_engine = |devices: &[i32], len: u32, cpu_only: bool| {
+        let mut config = c_config(&dir);
+        config.devices = if devices.is_empty() { std::ptr::null() } else { devices.as_ptr() };
+        config.devices_len = len;
+        config.cpu_only = cpu_only;
+        let mut engine = null_mut();
+        let mut err = null_mut();
+        let status = cuzk_engine_new(&config, &mut engine, &mut err);
+        assert!(engine.is_null(), "no engine for {devices:?}");
+        let (s, message) = take_error(err);
+        assert_eq!(s, status);
+        (s, message)
+    };
+    for (devices, len, cpu_only, needle) in [
+        (&[0][..], 1, true, "cpu_only"),
+        (&[-1][..], 1, false, "devices[0] is -1"),
+        (&[0, 1, 0][..], 3, false, "devices[2]: device 0 is listed twice"),
+        (&[0][..], 65, false, "devices_len is 65"),
+        (&[][..], 2, false, "devices"),
+    ] {
+        let (status, message) = new_engine(devices, len, cpu_only);
+        let expected = if needle == "devices" {
+            Status::NullArgument
+        } else {
+            Status::InvalidArgument
+        };
+        assert_eq!(status, expected, "{devices:?}: {message}");
+        assert!(message.contains(needle), "{devices:?}: {message}");
+    }
+}
+
 #[test]
 fn second_engine_with_another_config_is_a_clean_error() {
     let f = fixture();

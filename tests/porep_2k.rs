@@ -50,6 +50,21 @@ fn c2_proof_is_accepted_by_filecoin_proofs_and_by_cuzk() {
 }
 
 #[test]
+fn proof_verifies_without_an_engine() {
+    let _machine = shared();
+    let f = fixture();
+    let p = proved();
+    // NULL engine: the standalone verifier, with the keys of FIL_PROOFS_PARAMETER_CACHE (the
+    // fixture's directory) and no GPU.
+    assert_eq!(verify_on(std::ptr::null(), &f.sector, &p.proof), Ok(true));
+    let mut other_seed = f.sector.clone();
+    other_seed.seed[0] ^= 1;
+    assert_eq!(verify_on(std::ptr::null(), &other_seed, &p.proof), Ok(false));
+    let err = verify_on(std::ptr::null(), &f.sector, &p.proof[..191]).expect_err("a short proof");
+    assert_eq!(err.0, Status::InvalidArgument, "{}", err.1);
+}
+
+#[test]
 fn proof_is_rejected_for_another_seed_or_comm_r() {
     let _machine = shared();
     let f = fixture();

@@ -132,6 +132,12 @@ pub trait Backend: Send + Sync {
         0
     }
 
+    /// Gives back the memory the backend keeps between calls (resident keys but those `keep`
+    /// accepts by key file, matrices, buffers); what it freed. The CPU backend keeps nothing.
+    fn release_memory(&self, _keep: &dyn Fn(&str) -> bool) -> BackendRelease {
+        BackendRelease::default()
+    }
+
     /// A view of this backend for one call: its GPU phases on the device `device` (an error
     /// when there is no such device) or the least busy one, ordered by `priority` against other
     /// calls' (see [`turn`]).
@@ -146,5 +152,21 @@ pub trait Backend: Send + Sync {
     /// The devices and what they hold (empty for the CPU).
     fn devices(&self) -> Vec<DeviceStatus> {
         Vec::new()
+    }
+}
+
+/// What a backend gave back (`Backend::release_memory`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BackendRelease {
+    /// Device memory freed, as the driver counts it (all devices).
+    pub device_bytes: u64,
+    /// Pinned host staging memory freed.
+    pub pinned_bytes: u64,
+}
+
+impl std::ops::AddAssign for BackendRelease {
+    fn add_assign(&mut self, other: Self) {
+        self.device_bytes += other.device_bytes;
+        self.pinned_bytes += other.pinned_bytes;
     }
 }

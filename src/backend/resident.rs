@@ -170,6 +170,20 @@ impl<V> ResidentCache<V> {
         before - state.entries.len()
     }
 
+    /// Drops the copies whose label `keep` refuses; their bytes.
+    pub fn evict_unless(&self, keep: impl Fn(&str) -> bool) -> u64 {
+        let mut state = self.lock();
+        let mut dropped = 0;
+        state.entries.retain(|e| {
+            let kept = keep(&e.key.label);
+            if !kept && e.slot.get().is_some() {
+                dropped += e.key.bytes;
+            }
+            kept
+        });
+        dropped
+    }
+
     /// Drops every copy; how many there were.
     pub fn evict_all(&self) -> usize {
         let mut state = self.lock();

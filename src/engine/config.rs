@@ -39,6 +39,11 @@ pub struct EngineConfig {
     /// choice (GPU: two per device the call may use, so that a sector's partitions spread over
     /// the GPUs and one partition's host work overlaps another's GPU phases; CPU: one).
     pub proving_lanes: usize,
+    /// CUDA ordinals the GPU backend uses (after CUDA_VISIBLE_DEVICES), each once; empty:
+    /// every device.
+    pub devices: Vec<i32>,
+    /// What is given back, and when, while no call is in flight (`idle`).
+    pub idle: IdlePolicy,
     /// How the GPU decides, per MSM, whether batch addition of the bases whose scalar is 1
     /// pays (env CUZK_GPU_SPLIT=auto|always|never; forcing it is for measuring the model).
     pub gpu_split: SplitPolicy,
@@ -68,6 +73,8 @@ impl Default for EngineConfig {
             classic_synthesis: false,
             host_memory_budget: 0,
             proving_lanes: 0,
+            devices: Vec::new(),
+            idle: IdlePolicy::default(),
             gpu_split: SplitPolicy::CostModel,
             products_on_gpu: true,
             verify_param_digests: false,
@@ -76,10 +83,35 @@ impl Default for EngineConfig {
     }
 }
 
+/// Memory given back while the engine is idle: after `release_after` with no call in flight,
+/// the proving keys (host and devices), the circuits' shapes and matrices, the devices' NTT
+/// buffers and pinned staging buffers, as `Engine::release_memory` does; the keys of the PoSt
+/// kinds stay when `keep_post_keys` (their deadlines leave no time to read a key again).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IdlePolicy {
+    /// None: nothing is released for idleness (only host memory the allocator keeps free is
+    /// returned when the last call ends).
+    pub release_after: Option<std::time::Duration>,
+    pub keep_post_keys: bool,
+}
+
+impl Default for IdlePolicy {
+    fn default() -> Self {
+        IdlePolicy {
+            release_after: None,
+            keep_post_keys: true,
+        }
+    }
+}
+
+/// The most devices a configuration may list.
+pub const MAX_DEVICES: usize = 64;
+
 impl EngineConfig {
     /// The configuration the engine runs with: defaults filled in (FIL_PROOFS_PARAMETER_CACHE
     /// when no directory is given) and [`Self::with_environment`] applied.
     pub(crate) fn resolved(mut self) -> Result<Self> {
+        self.check_devices()?;
         if self.param_cache_dir.is_none() {
             let from_env = std::env::var_os("FIL_PROOFS_PARAMETER_CACHE").filter(|v| !v.is_empty());
             self.param_cache_dir = Some(from_env.map(PathBuf::from).unwrap_or_else(|| DEFAULT_PARAMETER_CACHE.into()));
@@ -134,6 +166,28 @@ impl EngineConfig {
             self.param_digests_file = Some(table.into());
         }
         Ok(self)
+    }
+
+    /// INVALID_ARGUMENT for a device list the backend could not honour.
+    fn check_devices(&self) -> Result<()> {
+        if self.devices.is_empty() {
+            return Ok(());
+        }
+        if self.cpu_only {
+            return Err(Error::invalid(format!("devices {:?} listed with cpu_only", self.devices)));
+        }
+        if self.devices.len() > MAX_DEVICES {
+            return Err(Error::invalid(format!("{} devices listed, at most {MAX_DEVICES}", self.devices.len())));
+        }
+        for (i, &d) in self.devices.iter().enumerate() {
+            if d < 0 {
+                return Err(Error::invalid(format!("devices[{i}] is {d}: CUDA ordinals are not negative")));
+            }
+            if self.devices[..i].contains(&d) {
+                return Err(Error::invalid(format!("devices[{i}]: device {d} is listed twice")));
+            }
+        }
+        Ok(())
     }
 
     pub fn param_dir(&self) -> PathBuf {

@@ -1,58 +1,157 @@
-//! Host memory given back when the engine goes idle. A call allocates hundreds of MiB to GiBs
-//! of vectors on many threads; glibc keeps what they free in per-thread arenas for reuse, so
-//! the process's RSS stays up to hundreds of MiB above its live heap, and where it sits
-//! within that band depends on which threads ran what (docs/RELIABILITY.md, soak). When the
-//! last call in flight ends, and after a key eviction, the engine returns the arenas' free
-//! pages to the OS (`malloc_trim`). That takes milliseconds, once per idle period, on the
-//! thread of the call that ended last, before that call returns. The next call gets the pages
-//! back from the OS as it touches them.
+//! Memory given back while the engine is idle, by a janitor thread of the engine's, never on
+//! a caller's thread.
+//!
+//! - Host memory the allocator keeps: a call allocates hundreds of MiB to GiBs of vectors on
+//!   many threads; glibc keeps what they free in per-thread arenas for reuse, so the process's
+//!   RSS stays up to hundreds of MiB above its live heap, and where it sits within that band
+//!   depends on which threads ran what (docs/RELIABILITY.md, soak). When the last call in
+//!   flight ends (a preload and an eviction count as calls), the janitor returns the arenas'
+//!   free pages to the OS (`malloc_trim`, tens of ms for a 2KiB C2's allocations), once per
+//!   idle period.
+//! - With an idle policy (`IdlePolicy::release_after`), once the engine has been idle that
+//!   long it releases its keys, shapes and buffers (`Engine::release_memory`), once per idle
+//!   period.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Instant;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
-/// Counts the calls in flight; returns free host memory when the count drops to zero.
+/// Calls in flight and the idle periods between them, shared with the janitor.
 #[derive(Default)]
-pub struct InFlight {
-    calls: AtomicU64,
+struct Shared {
+    state: Mutex<State>,
+    changed: Condvar,
     trims: AtomicU64,
+    releases: AtomicU64,
+}
+
+#[derive(Default)]
+struct State {
+    calls: u64,
+    /// Idle periods begun (each time the calls in flight drop to zero).
+    periods: u64,
+    idle_since: Option<Instant>,
+    /// The last period whose free host memory was returned, and whose memory was released.
+    trimmed: u64,
+    released: u64,
+    stopped: bool,
+}
+
+/// The engine's calls in flight and its janitor.
+#[derive(Default)]
+pub struct Idle {
+    shared: Arc<Shared>,
 }
 
 /// One call in flight, for as long as it lives.
-pub struct Call<'a>(&'a InFlight);
+pub struct Call<'a>(&'a Idle);
 
-impl InFlight {
+impl Idle {
+    /// Starts the janitor: it returns free host memory at the start of every idle period and,
+    /// with `release_after`, calls `release` once an idle period has lasted that long. It stops
+    /// when `self` is dropped.
+    pub fn start(&self, release_after: Option<Duration>, release: Box<dyn Fn() + Send>) -> std::io::Result<()> {
+        let janitor = Arc::clone(&self.shared);
+        std::thread::Builder::new()
+            .name("cuzk-idle".into())
+            .spawn(move || janitor.run(release_after, release))?;
+        Ok(())
+    }
+
     pub fn enter(&self) -> Call<'_> {
-        self.calls.fetch_add(1, Ordering::Relaxed);
+        self.shared.lock().calls += 1;
         Call(self)
     }
 
     pub fn calls(&self) -> u64 {
-        self.calls.load(Ordering::Relaxed)
+        self.shared.lock().calls
     }
 
     /// Times free host memory was returned to the OS.
     pub fn trims(&self) -> u64 {
-        self.trims.load(Ordering::Relaxed)
+        self.shared.trims.load(Ordering::Relaxed)
     }
 
-    /// Returns the allocator's free pages to the OS (glibc; nothing elsewhere).
-    pub fn trim(&self) {
-        let start = Instant::now();
-        #[cfg(all(target_os = "linux", target_env = "gnu"))]
-        // SAFETY: malloc_trim only walks the allocator's own free lists, under its locks.
-        unsafe {
-            libc::malloc_trim(0);
-        }
-        self.trims.fetch_add(1, Ordering::Relaxed);
-        log::debug!("free host memory returned to the OS in {:.2?}", start.elapsed());
+    /// Times the idle policy released the engine's memory.
+    pub fn releases(&self) -> u64 {
+        self.shared.releases.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for Idle {
+    fn drop(&mut self) {
+        self.shared.lock().stopped = true;
+        self.shared.changed.notify_all();
     }
 }
 
 impl Drop for Call<'_> {
     fn drop(&mut self) {
-        if self.0.calls.fetch_sub(1, Ordering::AcqRel) == 1 {
-            self.0.trim();
+        let mut state = self.0.shared.lock();
+        state.calls -= 1;
+        if state.calls == 0 {
+            state.periods += 1;
+            state.idle_since = Some(Instant::now());
+            self.0.shared.changed.notify_all();
         }
+    }
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn run(&self, release_after: Option<Duration>, release: Box<dyn Fn() + Send>) {
+        let mut state = self.lock();
+        loop {
+            if state.stopped {
+                return;
+            }
+            let idle = state.calls == 0;
+            if idle && state.trimmed != state.periods {
+                state.trimmed = state.periods;
+                drop(state);
+                self.trim();
+                state = self.lock();
+                continue;
+            }
+            let due = match (release_after, state.idle_since) {
+                (Some(after), Some(since)) if idle && state.released != state.periods => Some(since + after),
+                _ => None,
+            };
+            match due {
+                Some(due) if Instant::now() >= due => {
+                    state.released = state.periods;
+                    drop(state);
+                    release();
+                    self.releases.fetch_add(1, Ordering::Relaxed);
+                    state = self.lock();
+                }
+                Some(due) => {
+                    let wait = due.saturating_duration_since(Instant::now());
+                    state = self.changed.wait_timeout(state, wait).unwrap_or_else(|p| p.into_inner()).0;
+                }
+                None => state = self.changed.wait(state).unwrap_or_else(|p| p.into_inner()),
+            }
+        }
+    }
+
+    /// Returns the allocator's free pages to the OS (glibc; nothing elsewhere).
+    fn trim(&self) {
+        let start = Instant::now();
+        trim_host_memory();
+        self.trims.fetch_add(1, Ordering::Relaxed);
+        log::debug!("free host memory returned to the OS in {:.2?}", start.elapsed());
+    }
+}
+
+/// Returns the allocator's free pages to the OS (glibc; nothing elsewhere).
+pub fn trim_host_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only walks the allocator's own free lists, under its locks.
+    unsafe {
+        libc::malloc_trim(0);
     }
 }
 
@@ -60,17 +159,59 @@ impl Drop for Call<'_> {
 mod tests {
     use super::*;
 
+    fn wait_until(what: &str, done: impl Fn() -> bool) {
+        let start = Instant::now();
+        while !done() {
+            assert!(start.elapsed() < Duration::from_secs(10), "timed out waiting for {what}");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
     #[test]
-    fn the_last_call_to_end_trims_once() {
-        let in_flight = InFlight::default();
-        let first = in_flight.enter();
-        let second = in_flight.enter();
-        assert_eq!(in_flight.calls(), 2);
+    fn each_idle_period_is_trimmed_once_after_its_last_call() {
+        let idle = Idle::default();
+        idle.start(None, Box::new(|| {})).unwrap();
+        let first = idle.enter();
+        let second = idle.enter();
+        assert_eq!(idle.calls(), 2);
         drop(first);
-        assert_eq!(in_flight.trims(), 0, "a call is still in flight");
+        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(idle.trims(), 0, "a call is still in flight");
         drop(second);
-        assert_eq!((in_flight.calls(), in_flight.trims()), (0, 1));
-        drop(in_flight.enter());
-        assert_eq!(in_flight.trims(), 2, "each idle period once");
+        wait_until("the first trim", || idle.trims() == 1);
+        drop(idle.enter());
+        wait_until("the second trim", || idle.trims() == 2);
+        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!((idle.trims(), idle.releases()), (2, 0), "no policy: nothing released");
+    }
+
+    #[test]
+    fn the_policy_releases_once_per_idle_period_that_lasts() {
+        let released = Arc::new(AtomicU64::new(0));
+        let counter = Arc::clone(&released);
+        let after = Duration::from_millis(50);
+        let idle = Idle::default();
+        let release = move || {
+            counter.fetch_add(1, Ordering::SeqCst);
+        };
+        idle.start(Some(after), Box::new(release)).unwrap();
+        // Nothing before the first call: an engine that never proved holds nothing.
+        std::thread::sleep(after * 2);
+        assert_eq!(released.load(Ordering::SeqCst), 0);
+        // Calls closer together than `after` keep it from releasing.
+        for _ in 0..5 {
+            drop(idle.enter());
+            std::thread::sleep(after / 5);
+        }
+        assert_eq!(released.load(Ordering::SeqCst), 0, "the idle periods were short");
+        wait_until("the release", || released.load(Ordering::SeqCst) == 1);
+        std::thread::sleep(after * 2);
+        assert_eq!(released.load(Ordering::SeqCst), 1, "once per idle period");
+        let call = idle.enter();
+        std::thread::sleep(after * 2);
+        assert_eq!(released.load(Ordering::SeqCst), 1, "never while a call is in flight");
+        drop(call);
+        wait_until("the next period's release", || released.load(Ordering::SeqCst) == 2);
+        assert_eq!(idle.releases(), 2);
     }
 }

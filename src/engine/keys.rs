@@ -112,11 +112,11 @@ pub struct KeyStore {
     proving: LoadOnce<ProvingKey>,
     verifying: LoadOnce<PreparedVerifyingKey<Bls12>>,
     /// When set, every file is checked against its digest before it is read (`digests`).
-    digests: Option<DigestTable>,
+    digests: Option<Arc<DigestTable>>,
 }
 
 impl KeyStore {
-    pub(super) fn new(digests: Option<DigestTable>) -> Self {
+    pub(super) fn new(digests: Option<Arc<DigestTable>>) -> Self {
         KeyStore {
             proving: LoadOnce::new(),
             verifying: LoadOnce::new(),

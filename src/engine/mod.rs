@@ -2,22 +2,21 @@
 //! backend), the resident keys and circuit shapes, and runs a proof kind's call from its
 //! input to verified proof bytes with timings, through the prove pipeline.
 
-use std::path::PathBuf;
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Instant;
 
 use blstrs::Scalar;
-use filecoin_proofs::types::MerkleTreeTrait;
 use filecoin_proofs_api::RegisteredSealProof;
-use storage_proofs_core::parameter_cache::{parameter_id, verifying_key_id};
+use storage_proofs_core::parameter_cache::parameter_id;
 
 use crate::backend::cpu::CpuBackend;
 use crate::backend::Backend;
 pub use crate::backend::Priority;
 use crate::cancel::CancelToken;
 use crate::error::{Error, Result, Status};
-use crate::kinds::porep;
 #[cfg(feature = "internals")]
 pub use crate::kinds::porep::MadeUpSector;
 #[cfg(not(feature = "internals"))]
@@ -28,13 +27,10 @@ pub use crate::kinds::porep::{SealStatement, SectorRequest};
 pub use crate::kinds::post::{PostKind, PostRequest, PostStatement, MAX_VANILLA_PROOF_BYTES};
 pub use crate::kinds::update::{UpdateRequest, UpdateStatement};
 pub use crate::kinds::RegisteredProof;
-use crate::kinds::{post, update, CircuitSource, ProofJob, ProofRequest};
-#[cfg(feature = "cuda")]
-use crate::prover::gpu_backend;
+use crate::kinds::{CircuitSource, ProofJob, ProofRequest};
 use crate::prover::{fresh_randomness, Prover};
 use crate::synthesis::r1cs::CircuitShape;
 use crate::timings::Timings;
-use crate::with_tree_shape;
 
 pub(crate) mod config;
 mod digests;
@@ -43,15 +39,18 @@ mod keys;
 mod pipeline;
 mod shapes;
 mod status;
+mod verifier;
 
-pub use config::{EngineConfig, SplitPolicy, DEFAULT_PARAMETER_CACHE};
+pub use config::{EngineConfig, IdlePolicy, SplitPolicy, DEFAULT_PARAMETER_CACHE, MAX_DEVICES};
 use keys::KeyStore;
 pub use pipeline::ProofOutput;
 use pipeline::{MemoryBudget, Occupancy};
 use shapes::ShapeCache;
 pub use status::{
-    DeviceHealth, DeviceStatus, EngineStatus, HostKeyStatus, PipelineStatus, PoolUsage, PreloadReport, ResidentKey, ResidentShape, ShapeStatus,
+    DeviceHealth, DeviceStatus, EngineStatus, HostKeyStatus, MemoryReleased, PipelineStatus, PoolUsage, PreloadReport, ResidentKey, ResidentShape,
+    ShapeStatus,
 };
+pub use verifier::Verifier;
 
 /// Bytes of one Groth16 proof (compressed A, B, C): one per partition.
 pub const GROTH_PROOF_BYTES: usize = 192;
@@ -95,8 +94,12 @@ pub struct Engine {
     /// under load and have all of them when idle.
     top_class_pool: rayon::ThreadPool,
     keys: KeyStore,
+    verifier: Verifier,
     shapes: ShapeCache,
-    in_flight: idle::InFlight,
+    /// Circuits of the kinds above the sealing class (WindowPoSt, WinningPoSt) the engine has
+    /// proven or preloaded: their keys and shapes survive an idle release that keeps them.
+    deadline_circuits: Mutex<HashSet<String>>,
+    idle: idle::Idle,
     /// Host memory for synthesized partitions of every call (`config.host_memory_budget`).
     pipeline_budget: Arc<MemoryBudget>,
     occupancy: Occupancy,
@@ -120,14 +123,14 @@ impl Drop for Counted<'_> {
 }
 
 /// The digest table the engine checks parameter files against, when it checks them.
-fn digest_table(config: &EngineConfig) -> Result<Option<digests::DigestTable>> {
+fn digest_table(config: &EngineConfig) -> Result<Option<Arc<digests::DigestTable>>> {
     if !config.verify_param_digests {
         return Ok(None);
     }
-    Ok(Some(match &config.param_digests_file {
+    Ok(Some(Arc::new(match &config.param_digests_file {
         Some(path) => digests::DigestTable::from_file(path)?,
         None => digests::DigestTable::filecoin_proofs(),
-    }))
+    })))
 }
 
 /// The process's engine while any handle to it is alive.
@@ -153,6 +156,7 @@ impl Engine {
             return Ok(engine);
         }
         let digests = digest_table(&config)?;
+        let param_dir = config.param_dir();
         let prover = Prover::with_backend(select_backend(&config)?, config.num_threads)?;
         let top_class_pool = rayon::ThreadPoolBuilder::new()
             .num_threads(config.num_threads)
@@ -165,10 +169,26 @@ impl Engine {
             occupancy: Occupancy::default(),
             prover,
             config,
-            keys: KeyStore::new(digests),
+            keys: KeyStore::new(digests.clone()),
+            verifier: Verifier::new(param_dir, digests),
             shapes: ShapeCache::default(),
-            in_flight: idle::InFlight::default(),
+            deadline_circuits: Mutex::default(),
+            idle: idle::Idle::default(),
         });
+        let policy = engine.config.idle;
+        let weak = Arc::downgrade(&engine);
+        engine
+            .idle
+            .start(
+                policy.release_after,
+                Box::new(move || {
+                    if let Some(engine) = weak.upgrade() {
+                        let released = engine.release_memory(policy.keep_post_keys);
+                        log::info!("idle for {:?}: {released:?}", policy.release_after.unwrap_or_default());
+                    }
+                }),
+            )
+            .map_err(|e| Error::internal(format!("starting the engine's idle thread: {e}")))?;
         *current = Arc::downgrade(&engine);
         log::info!("cuzk engine started: {:?}", engine.config);
         Ok(engine)
@@ -239,7 +259,7 @@ impl Engine {
     /// Proves `requests` through the pipeline, one result per request.
     fn run_pipeline(&self, requests: &[&dyn ProofRequest], options: &ProveOptions) -> Result<Vec<Result<ProofOutput>>> {
         let start = Instant::now();
-        let _in_flight = self.in_flight.enter();
+        let _in_flight = self.idle.enter();
         // The call's class, settled: the kind's unless the caller chose one.
         let class = options
             .priority
@@ -252,44 +272,23 @@ impl Engine {
         Ok(pipeline::run(self, &*backend, requests, &options, start))
     }
 
-    /// filecoin-proofs-api's `verify_seal`, with the verifying key from the engine's parameter
-    /// directory.
-    pub fn verify_seal(&self, statement: &SealStatement, proof: &[u8]) -> Result<bool> {
-        self.prover
-            .pool
-            .install(|| with_tree_shape!(statement.registered_proof, verify_with_vk_file(self, statement, proof)))
-    }
-
-    /// filecoin-proofs-api's `verify_window_post` (`statement.kind` Window: every partition's
-    /// proof, merged) or `verify_winning_post`, with the verifying key from the engine's
-    /// parameter directory.
-    pub fn verify_post(&self, statement: &PostStatement, proof: &[u8]) -> Result<bool> {
-        let (id, _) = RegisteredProof::Post(statement.registered_proof).circuit()?;
-        let vk = self.keys.verifying_key(&self.key_path(&id, true))?;
-        self.prover
-            .pool
-            .install(|| with_tree_shape!(statement.registered_proof, verify_post_with(statement, &vk, proof)))
-    }
-
-    /// filecoin-proofs-api's `verify_empty_sector_update_proof`, with the verifying key from
-    /// the engine's parameter directory.
-    pub fn verify_update(&self, statement: &UpdateStatement, proof: &[u8]) -> Result<bool> {
-        let (id, _) = RegisteredProof::Update(statement.registered_proof).circuit()?;
-        let vk = self.keys.verifying_key(&self.key_path(&id, true))?;
-        self.prover
-            .pool
-            .install(|| with_tree_shape!(statement.registered_proof, verify_update_with(statement, &vk, proof)))
+    /// The engine's verifier: the verifying keys of its parameter directory. Its calls run on
+    /// the caller's thread (and rayon's global workers), not on the engine's.
+    pub fn verifier(&self) -> &Verifier {
+        &self.verifier
     }
 
     /// Reads the proving key of `proof` into host memory, copies it to every device the
     /// backend uses and extracts the circuit's shape, so that the first proof does none of it.
     pub fn preload_key(&self, proof: impl Into<RegisteredProof>) -> Result<PreloadReport> {
+        let _in_flight = self.idle.enter();
         let proof = proof.into();
         let (id, source) = proof.circuit()?;
+        self.note_circuit(&id, proof.class());
         let mut report = PreloadReport::default();
         let key = self
             .keys
-            .proving_key(&self.key_path(&id, false), &self.prover.pool, &mut report.srs_load_ns)?;
+            .proving_key(&self.proving_key_path(&id), &self.prover.pool, &mut report.srs_load_ns)?;
         report.srs_upload_ns = self.prover.backend.preload(&key, proof.class(), &self.prover.pool)?;
         let mut t = Timings::new();
         self.cached_shape(&id, source, &mut t)?;
@@ -301,14 +300,46 @@ impl Engine {
     /// it keep it until they end). True when it was resident anywhere.
     pub fn evict_key(&self, proof: impl Into<RegisteredProof>) -> Result<bool> {
         let (id, _) = proof.into().circuit()?;
-        let path = self.key_path(&id, false);
+        let path = self.proving_key_path(&id);
         self.shapes.evict(&id);
         let on_host = self.keys.evict_proving_key(&path);
         let on_devices = self.prover.backend.evict(&path.display().to_string());
-        if self.in_flight.calls() == 0 {
-            self.in_flight.trim();
-        }
         Ok(on_host || on_devices > 0)
+    }
+
+    /// Gives back the memory the engine keeps between calls: the proving keys (host and
+    /// devices) and circuit shapes, but those of the WindowPoSt and WinningPoSt circuits it
+    /// has used when `keep_post_keys`; the devices' matrices, NTT and witness buffers and
+    /// pinned staging buffers; then the allocator's free host memory. Calls in flight keep
+    /// what they use until they end; the next call reads and uploads again what it needs.
+    pub fn release_memory(&self, keep_post_keys: bool) -> MemoryReleased {
+        let _in_flight = self.idle.enter();
+        let start = Instant::now();
+        let kept_circuits = match keep_post_keys {
+            true => self.deadline_circuits.lock().unwrap_or_else(|p| p.into_inner()).clone(),
+            false => HashSet::new(),
+        };
+        let kept_keys: HashSet<String> = kept_circuits.iter().map(|id| self.proving_key_path(id).display().to_string()).collect();
+        let mut released = MemoryReleased::default();
+        for key in self.keys.resident_proving_keys() {
+            if !kept_keys.contains(key.label()) && self.keys.evict_proving_key(Path::new(key.label())) {
+                released.host_key_bytes += key.points_bytes();
+            }
+        }
+        released.host_shape_bytes = self.shapes.evict_unless(|id| kept_circuits.contains(id));
+        let on_backend = self.prover.backend.release_memory(&|label| kept_keys.contains(label));
+        released.device_bytes = on_backend.device_bytes;
+        released.pinned_bytes = on_backend.pinned_bytes;
+        idle::trim_host_memory();
+        released.duration_ns = crate::timings::nanos(start.elapsed());
+        released
+    }
+
+    /// Remembers that circuit `id` is proven in `class` (see `deadline_circuits`).
+    fn note_circuit(&self, id: &str, class: Priority) {
+        if class > Priority::Sealing {
+            self.deadline_circuits.lock().unwrap_or_else(|p| p.into_inner()).insert(id.to_string());
+        }
     }
 
     /// The R1CS shape of `proof`'s partition circuits from the engine's cache (extracted on
@@ -347,8 +378,9 @@ impl Engine {
                 _ => "cpu",
             },
             worker_threads: self.config.num_threads,
-            proofs_in_flight: self.in_flight.calls(),
-            host_memory_trims: self.in_flight.trims(),
+            proofs_in_flight: self.idle.calls(),
+            host_memory_trims: self.idle.trims(),
+            idle_releases: self.idle.releases(),
             host_keys: self
                 .keys
                 .resident_proving_keys()
@@ -367,11 +399,10 @@ impl Engine {
         }
     }
 
-    /// The proving key file (or with `vk` the verifying key file) of circuit `id` in the
-    /// parameter directory, in filecoin-proofs' naming.
-    fn key_path(&self, id: &str, vk: bool) -> PathBuf {
-        let file = if vk { verifying_key_id(id) } else { parameter_id(id) };
-        self.config.param_dir().join(file)
+    /// The proving key file of circuit `id` in the parameter directory, in filecoin-proofs'
+    /// naming.
+    fn proving_key_path(&self, id: &str) -> PathBuf {
+        self.config.param_dir().join(parameter_id(id))
     }
 
     /// The workers of a call of `class`'s parallel work.
@@ -397,51 +428,33 @@ impl Engine {
     }
 }
 
-/// GPU when one is usable and not switched off (`cpu_only`), else CPU.
+/// GPU when one is usable and not switched off (`cpu_only`), else CPU. A device list
+/// (`config.devices`) must name devices that are there.
 fn select_backend(config: &EngineConfig) -> Result<Box<dyn Backend>> {
     if config.cpu_only {
         log::info!("CPU backend (cpu_only)");
         return Ok(Box::new(CpuBackend::new(config.num_threads)?));
     }
     #[cfg(feature = "cuda")]
-    match crate::backend::gpu::device_count() {
-        // CUDA_VISIBLE_DEVICES decides which physical devices are used.
-        Ok(n) if n > 0 => return gpu_backend(config, None),
+    // CUDA_VISIBLE_DEVICES decides which physical devices are used and how they are numbered.
+    let visible = crate::backend::gpu::device_count();
+    #[cfg(not(feature = "cuda"))]
+    let visible: Result<usize> = Err(Error::new(Status::GpuError, "this library was built without the cuda feature"));
+    match visible {
+        Ok(n) if n > 0 => {
+            if let Some(d) = config.devices.iter().find(|&&d| d as usize >= n) {
+                return Err(Error::invalid(format!("device {d} listed; {n} CUDA device(s) visible to this process")));
+            }
+            return crate::prover::gpu_backend(config, None);
+        }
+        _ if !config.devices.is_empty() => {
+            let why = visible.err().map_or_else(|| "no CUDA device is visible".to_string(), |e| e.message);
+            return Err(Error::new(Status::GpuError, format!("devices {:?} listed, but {why}", config.devices)));
+        }
         Ok(_) => log::info!("no CUDA device: CPU backend"),
         Err(e) => log::warn!("CUDA unavailable, CPU backend: {e}"),
     }
     Ok(Box::new(CpuBackend::new(config.num_threads)?))
-}
-
-fn verify_with_vk_file<Tree: 'static + MerkleTreeTrait>(engine: &Engine, statement: &SealStatement, proof: &[u8]) -> Result<bool> {
-    let config = porep::porep_config(statement.registered_proof)?;
-    let expected = GROTH_PROOF_BYTES * usize::from(config.partitions);
-    if proof.len() != expected {
-        return Err(Error::invalid(format!(
-            "proof is {} bytes, {:?} proofs are {expected}",
-            proof.len(),
-            statement.registered_proof
-        )));
-    }
-    let id = porep::parameter_cache_id::<Tree>(&config)?;
-    let vk = engine.keys.verifying_key(&engine.key_path(&id, true))?;
-    porep::verify_seal::<Tree>(statement, &vk, proof)
-}
-
-fn verify_post_with<Tree: 'static + MerkleTreeTrait>(
-    statement: &PostStatement,
-    vk: &bellperson::groth16::PreparedVerifyingKey<blstrs::Bls12>,
-    proof: &[u8],
-) -> Result<bool> {
-    post::verify_post::<Tree>(statement, vk, proof)
-}
-
-fn verify_update_with<Tree: 'static + MerkleTreeTrait<Hasher = storage_proofs_update::constants::TreeRHasher>>(
-    statement: &UpdateStatement,
-    vk: &bellperson::groth16::PreparedVerifyingKey<blstrs::Bls12>,
-    proof: &[u8],
-) -> Result<bool> {
-    update::verify_update::<Tree>(statement, vk, proof)
 }
 
 fn log_timings(what: &str, t: &Timings) {

@@ -232,13 +232,14 @@ fn synthesize_proof<'e>(
     options.check_cancel()?;
     let pool = engine.pool(class);
     let job: Arc<dyn ProofJob> = pool.install(|| request.check(t))?.into();
+    engine.note_circuit(job.circuit_id(), request.class());
     options.check_cancel()?;
     // Key and shape are waited for on this thread, not on a worker (see `KeyStore::proving_key`).
     let key = match job.own_key() {
         Some(key) => key,
         None => engine
             .keys
-            .proving_key(&engine.key_path(job.circuit_id(), false), &engine.prover.pool, &mut t.srs_load_ns)?,
+            .proving_key(&engine.proving_key_path(job.circuit_id()), &engine.prover.pool, &mut t.srs_load_ns)?,
     };
     let partitions = job.partitions();
     t.partitions = partitions as u32;

@@ -47,6 +47,20 @@ impl ShapeCache {
         self.shapes.lock().unwrap_or_else(|p| p.into_inner()).remove(id).is_some()
     }
 
+    /// Drops the shapes whose circuit id `keep` refuses; their bytes.
+    pub(super) fn evict_unless(&self, keep: impl Fn(&str) -> bool) -> u64 {
+        let mut shapes = self.shapes.lock().unwrap_or_else(|p| p.into_inner());
+        let mut dropped = 0;
+        shapes.retain(|id, slot| {
+            let kept = keep(id);
+            if !kept {
+                dropped += slot.get().map_or(0, |s| s.size_bytes() as u64);
+            }
+            kept
+        });
+        dropped
+    }
+
     pub(super) fn status(&self) -> Vec<ShapeStatus> {
         let shapes = self.shapes.lock().unwrap_or_else(|p| p.into_inner());
         shapes

@@ -22,6 +22,8 @@ pub struct EngineStatus {
     /// Times the engine returned free host memory to the OS (each time it went idle, and
     /// after key evictions; see `idle`).
     pub host_memory_trims: u64,
+    /// Times the idle policy released the engine's memory (`EngineConfig::idle`).
+    pub idle_releases: u64,
     pub host_keys: Vec<HostKeyStatus>,
     /// R1CS matrices kept for witness-only synthesis, per circuit identity.
     pub circuit_shapes: Vec<ShapeStatus>,
@@ -33,6 +35,20 @@ pub struct EngineStatus {
     pub pipeline_memory_peak: u64,
     pub pipeline: PipelineStatus,
     pub devices: Vec<DeviceStatus>,
+}
+
+/// What `Engine::release_memory` gave back.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct MemoryReleased {
+    /// Proving keys dropped from host memory (their points).
+    pub host_key_bytes: u64,
+    /// Circuit shapes (R1CS matrices) dropped from host memory.
+    pub host_shape_bytes: u64,
+    /// Device memory freed, as the driver counts it (keys, matrices, buffers; all devices).
+    pub device_bytes: u64,
+    /// Pinned host staging memory freed.
+    pub pinned_bytes: u64,
+    pub duration_ns: u64,
 }
 
 /// What a preload did: the time to read the key from disk, to copy it to the devices and to

@@ -4,10 +4,11 @@ use std::ffi::c_char;
 use std::mem::offset_of;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
-use super::boundary::{boundary, free_owned, into_owned, optional_c_str, read_sized, required, required_mut, SizedOut, SizedStruct};
+use super::boundary::{boundary, free_owned, into_owned, optional, optional_c_str, read_sized, required, required_mut, slice, SizedOut, SizedStruct};
 use super::cuzk_error;
-use crate::engine::{Engine, EngineConfig};
+use crate::engine::{Engine, EngineConfig, IdlePolicy, Verifier, MAX_DEVICES};
 use crate::error::{Error, Result, Status};
 
 /// A handle to the process's engine. Free with `cuzk_engine_free`, and only after every call
@@ -21,13 +22,41 @@ pub(super) fn engine_of<'a>(ptr: *const cuzk_engine) -> Result<&'a Engine> {
     Ok(&required(ptr, "engine")?.engine)
 }
 
+/// The verifier of a verify call: the engine's behind the caller's handle `ptr`, or for NULL
+/// the process's standalone verifier (no engine, no GPU; the parameter directory of
+/// FIL_PROOFS_PARAMETER_CACHE, else the default one).
+pub(super) fn verifier_of<'a>(ptr: *const cuzk_engine) -> Result<VerifierRef<'a>> {
+    match optional(ptr) {
+        Some(handle) => Ok(VerifierRef::Engine(&handle.engine)),
+        None => Ok(VerifierRef::Standalone(Verifier::standalone()?)),
+    }
+}
+
+/// The verifier of one verify call.
+pub(super) enum VerifierRef<'a> {
+    Engine(&'a Engine),
+    Standalone(Arc<Verifier>),
+}
+
+impl std::ops::Deref for VerifierRef<'_> {
+    type Target = Verifier;
+    fn deref(&self) -> &Verifier {
+        match self {
+            VerifierRef::Engine(engine) => engine.verifier(),
+            VerifierRef::Standalone(verifier) => verifier,
+        }
+    }
+}
+
 /// Engine configuration. Fill with `cuzk_config_default` after setting `struct_size`.
 ///
 /// Revisions; a caller compiled against an earlier one passes its smaller `struct_size` and
 /// the later fields keep their defaults:
 /// 1. `struct_size` to `param_cache_dir` (CUZK_CONFIG_SIZE_V1 bytes);
 /// 2. adds `gpu_key_memory_budget` and `pinned_pool_bytes`;
-/// 3. adds `host_memory_budget`.
+/// 3. adds `host_memory_budget`;
+/// 4. adds `devices`, `devices_len`, `proving_lanes`, `idle_release_ms` and
+///    `idle_keep_post_keys`.
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct cuzk_config {
@@ -53,6 +82,21 @@ pub struct cuzk_config {
     /// Host memory for synthesized partitions waiting to be proven, in bytes (bounds how far
     /// synthesis runs ahead of proving); 0: a quarter of the machine's memory.
     pub host_memory_budget: u64,
+    // Revision 4.
+    /// CUDA device ordinals to use (numbered after CUDA_VISIBLE_DEVICES), `devices_len` of
+    /// them, each once; NULL or 0: every device. Copied during `cuzk_engine_new`. A device that
+    /// is not there is an error (CUZK_STATUS_INVALID_ARGUMENT), as is a list with `cpu_only`.
+    pub devices: *const i32,
+    pub devices_len: u32,
+    /// Partitions one call proves at once (the proving lanes); 0: the backend's choice (GPU:
+    /// two per device the call may use; CPU: one).
+    pub proving_lanes: u32,
+    /// After this many milliseconds with no call in flight the engine gives memory back, as
+    /// `cuzk_engine_release_memory(engine, idle_keep_post_keys, ...)` does; 0: never.
+    pub idle_release_ms: u64,
+    /// Whether the idle release keeps the WindowPoSt and WinningPoSt proving keys (default
+    /// true: their deadlines leave no time to read a key again).
+    pub idle_keep_post_keys: bool,
 }
 
 /// The smallest `cuzk_config.struct_size` accepted: the size of revision 1 (64-bit targets).
@@ -74,20 +118,29 @@ unsafe impl SizedStruct for cuzk_config {
 #[no_mangle]
 pub extern "C" fn cuzk_config_default(config: *mut cuzk_config, err: *mut *mut cuzk_error) -> Status {
     boundary(err, || {
-        let config = SizedOut::required(config, "config")?;
-        let defaults = EngineConfig::default();
-        config.write(&cuzk_config {
-            struct_size: 0, // not written: the caller's stays
-            num_threads: defaults.num_threads as u32,
-            cpu_only: defaults.cpu_only,
-            self_verify: defaults.self_verify,
-            param_cache_dir: std::ptr::null(),
-            gpu_key_memory_budget: defaults.gpu_key_memory_budget,
-            pinned_pool_bytes: defaults.pinned_pool_bytes,
-            host_memory_budget: defaults.host_memory_budget,
-        });
+        SizedOut::required(config, "config")?.write(&default_config());
         Ok(())
     })
+}
+
+/// The defaults as a cuzk_config (`struct_size` 0: `SizedOut::write` keeps the caller's).
+fn default_config() -> cuzk_config {
+    let defaults = EngineConfig::default();
+    cuzk_config {
+        struct_size: 0,
+        num_threads: defaults.num_threads as u32,
+        cpu_only: defaults.cpu_only,
+        self_verify: defaults.self_verify,
+        param_cache_dir: std::ptr::null(),
+        gpu_key_memory_budget: defaults.gpu_key_memory_budget,
+        pinned_pool_bytes: defaults.pinned_pool_bytes,
+        host_memory_budget: defaults.host_memory_budget,
+        devices: std::ptr::null(),
+        devices_len: 0,
+        proving_lanes: defaults.proving_lanes as u32,
+        idle_release_ms: defaults.idle.release_after.map_or(0, |d| d.as_millis() as u64),
+        idle_keep_post_keys: defaults.idle.keep_post_keys,
+    }
 }
 
 /// What the caller's configuration asks for.
@@ -99,6 +152,11 @@ fn engine_config(config: &cuzk_config) -> Result<EngineConfig> {
             (!dir.is_empty()).then(|| PathBuf::from(dir))
         }
     };
+    let devices_len = config.devices_len as usize;
+    if devices_len > MAX_DEVICES {
+        return Err(Error::invalid(format!("devices_len is {devices_len}, at most {MAX_DEVICES}")));
+    }
+    let devices = slice(config.devices, devices_len, "devices")?.to_vec();
     Ok(EngineConfig {
         param_cache_dir,
         cpu_only: config.cpu_only,
@@ -107,6 +165,12 @@ fn engine_config(config: &cuzk_config) -> Result<EngineConfig> {
         gpu_key_memory_budget: config.gpu_key_memory_budget,
         pinned_pool_bytes: config.pinned_pool_bytes,
         host_memory_budget: config.host_memory_budget,
+        proving_lanes: config.proving_lanes as usize,
+        devices,
+        idle: IdlePolicy {
+            release_after: (config.idle_release_ms > 0).then(|| Duration::from_millis(config.idle_release_ms)),
+            keep_post_keys: config.idle_keep_post_keys,
+        },
         ..EngineConfig::default()
     })
 }
@@ -116,7 +180,7 @@ fn engine_config(config: &cuzk_config) -> Result<EngineConfig> {
 /// CUZK_STATUS_ENGINE_STATE while any handle is alive.
 ///
 /// `config`: NULL (all defaults) or a cuzk_config with its `struct_size` set, read no further
-/// than that (`param_cache_dir` is copied). `engine_out`: not NULL; receives the new handle
+/// than that (`param_cache_dir` and `devices` are copied). `engine_out`: not NULL; receives the new handle
 /// (the caller's, free with `cuzk_engine_free`), NULL on failure. `err`: NULL, or where to
 /// store the call's error. All are read or written during the call only.
 #[no_mangle]
@@ -124,17 +188,7 @@ pub extern "C" fn cuzk_engine_new(config: *const cuzk_config, engine_out: *mut *
     boundary(err, || {
         let out = required_mut(engine_out, "engine_out")?;
         *out = std::ptr::null_mut();
-        let unset = cuzk_config {
-            struct_size: 0,
-            num_threads: 0,
-            cpu_only: false,
-            self_verify: true,
-            param_cache_dir: std::ptr::null(),
-            gpu_key_memory_budget: 0,
-            pinned_pool_bytes: 0,
-            host_memory_budget: 0,
-        };
-        let config = match read_sized(config, unset)? {
+        let config = match read_sized(config, default_config())? {
             None => EngineConfig::default(),
             Some(config) => engine_config(&config)?,
         };

@@ -1,6 +1,7 @@
-//! Proving keys kept resident by the engine, and the engine's status.
+//! Proving keys kept resident by the engine, the memory it keeps between calls, and its
+//! status.
 
-use super::boundary::{boundary, optional_mut, owned_bytes, required_mut};
+use super::boundary::{boundary, optional_mut, owned_bytes, required_mut, SizedOut, SizedStruct};
 use super::registered_proof::{post_proof_from_abi, seal_proof_from_abi, update_proof_from_abi};
 use super::{cuzk_bytes, cuzk_engine, cuzk_error, engine::engine_of};
 use crate::engine::RegisteredProof;
@@ -120,9 +121,77 @@ fn evict(engine: *const cuzk_engine, proof: impl FnOnce() -> Result<RegisteredPr
     Ok(())
 }
 
+/// What `cuzk_engine_release_memory` gave back, in bytes.
+///
+/// Its only revision is 1 (CUZK_MEMORY_RELEASED_SIZE_V1 bytes, the smallest `struct_size`
+/// accepted).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct cuzk_memory_released {
+    /// sizeof(cuzk_memory_released) as the caller compiled it.
+    pub struct_size: u32,
+    /// Proving keys dropped from host memory.
+    pub host_key_bytes: u64,
+    /// Circuit shapes (R1CS matrices) dropped from host memory.
+    pub host_shape_bytes: u64,
+    /// Device memory freed (keys, matrices, NTT and witness buffers), as the driver counts
+    /// it, over all devices.
+    pub device_bytes: u64,
+    /// Pinned host staging memory freed.
+    pub pinned_bytes: u64,
+    /// Wall time of the release.
+    pub duration_ns: u64,
+}
+
+/// The smallest `cuzk_memory_released.struct_size` accepted: the size of revision 1.
+pub const CUZK_MEMORY_RELEASED_SIZE_V1: u32 = 48;
+const _: () = assert!(CUZK_MEMORY_RELEASED_SIZE_V1 as usize == size_of::<cuzk_memory_released>());
+
+// SAFETY: repr(C), plain data (integers), starting with its u32 struct_size.
+unsafe impl SizedStruct for cuzk_memory_released {
+    const NAME: &'static str = "cuzk_memory_released";
+    const MIN_SIZE: u32 = CUZK_MEMORY_RELEASED_SIZE_V1;
+}
+
+/// Gives back the memory the engine keeps between calls, at once: the proving keys on the host
+/// and the GPUs (but, when `keep_post_keys`, those of the WindowPoSt and WinningPoSt circuits
+/// it has used: their deadlines leave no time to read a key again), the circuit shapes, the
+/// GPUs' matrices, NTT and witness buffers and pinned staging buffers, then the allocator's
+/// free host memory. Calls in flight keep what they use until they end; each GPU is released
+/// at its next turn. The next call reads and uploads again what it needs (its timings show
+/// it). `cuzk_config.idle_release_ms` does the same after an idle time.
+///
+/// `engine`: not NULL, a handle from `cuzk_engine_new` not yet freed. `released_out`: NULL, or
+/// a cuzk_memory_released with its `struct_size` set, written no further than that. `err`:
+/// NULL, or where to store the call's error. All are read or written during the call only.
+#[no_mangle]
+pub extern "C" fn cuzk_engine_release_memory(
+    engine: *const cuzk_engine,
+    keep_post_keys: bool,
+    released_out: *mut cuzk_memory_released,
+    err: *mut *mut cuzk_error,
+) -> Status {
+    boundary(err, || {
+        let out = SizedOut::optional(released_out)?;
+        let released = engine_of(engine)?.release_memory(keep_post_keys);
+        if let Some(out) = out {
+            out.write(&cuzk_memory_released {
+                struct_size: 0, // not written: the caller's stays
+                host_key_bytes: released.host_key_bytes,
+                host_shape_bytes: released.host_shape_bytes,
+                device_bytes: released.device_bytes,
+                pinned_bytes: released.pinned_bytes,
+                duration_ns: released.duration_ns,
+            });
+        }
+        Ok(())
+    })
+}
+
 /// What the engine holds and does, as a JSON object:
 /// `{"version", "backend": "gpu"|"cpu", "worker_threads", "proofs_in_flight",
-///   "host_keys": [{"label", "bytes"}],
+///   "host_memory_trims", "idle_releases", "host_keys": [{"label", "bytes"}],
+///   "circuit_shapes": [{"id", "constraints", "bytes"}],
 ///   "devices": [{"ordinal", "name", "memory_total", "memory_free", "memory_used_by_cuzk",
 ///     "ntt_buffer_bytes", "witness_buffer_bytes", "key_budget",
 ///     "resident_keys": [{"label", "bytes", "uses", "loaded",

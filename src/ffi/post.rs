@@ -1,9 +1,10 @@
 //! WindowPoSt partitions and WinningPoSt: proving from vanilla proofs, and verifying.
 
 use super::boundary::{array32, boundary, owned_bytes, required_mut, slice};
+use super::engine::{engine_of, verifier_of};
 use super::prove::{prove_options, TimingsOut};
 use super::registered_proof::post_proof_from_abi;
-use super::{cuzk_bytes, cuzk_engine, cuzk_error, cuzk_prove_options, engine::engine_of};
+use super::{cuzk_bytes, cuzk_engine, cuzk_error, cuzk_prove_options};
 use crate::engine::{PostKind, PostRequest, PostStatement};
 use crate::error::{Error, Result, Status};
 use crate::timings::Timings;
@@ -181,7 +182,7 @@ fn verify(
 ) -> Result<()> {
     let valid_out = required_mut(valid_out, "valid_out")?;
     *valid_out = false;
-    let engine = engine_of(engine)?;
+    let verifier = verifier_of(engine)?;
     if sectors.1 > CUZK_MAX_POST_SECTORS {
         return Err(Error::invalid(format!("{} sectors, more than a deadline holds", sectors.1)));
     }
@@ -192,7 +193,7 @@ fn verify(
         prover_id: array32(prover_id, "prover_id")?,
         sectors: slice(sectors.0, sectors.1, "sectors")?.iter().map(|s| (s.sector_id, s.comm_r)).collect(),
     };
-    *valid_out = engine.verify_post(&statement, slice(proof.0, proof.1, "proof")?)?;
+    *valid_out = verifier.verify_post(&statement, slice(proof.0, proof.1, "proof")?)?;
     Ok(())
 }
 
@@ -204,8 +205,10 @@ fn verify(
 /// does not verify; an error is returned only for unusable arguments (CUZK_STATUS_INVALID_ARGUMENT)
 /// or a missing verifying key.
 ///
-/// `engine`: not NULL, a handle from `cuzk_engine_new` not yet freed. `prover_id`,
-/// `randomness`: not NULL, 32 readable bytes each. `sectors`: `sectors_len` readable entries.
+/// `engine`: NULL (verify without an engine: no GPU is opened, the verifying key comes from
+/// FIL_PROOFS_PARAMETER_CACHE, else /var/tmp/filecoin-proof-parameters), or a handle from
+/// `cuzk_engine_new` not yet freed (its parameter directory). `prover_id`, `randomness`: not
+/// NULL, 32 readable bytes each. `sectors`: `sectors_len` readable entries.
 /// `proof`: `proof_len` readable bytes. `valid_out`: not NULL, writable (false on failure).
 /// `err`: NULL, or where to store the call's error. All are read or written during the call
 /// only.

@@ -2,10 +2,11 @@
 
 use super::batch::{cuzk_sector_result, prove_batch};
 use super::boundary::{array32, boundary, owned_bytes, required_mut, slice};
+use super::engine::{engine_of, verifier_of};
 use super::post::{cuzk_byte_slice, vanilla_proofs};
 use super::prove::{prove_options, TimingsOut};
 use super::registered_proof::update_proof_from_abi;
-use super::{cuzk_bytes, cuzk_engine, cuzk_error, cuzk_prove_options, engine::engine_of};
+use super::{cuzk_bytes, cuzk_engine, cuzk_error, cuzk_prove_options};
 use crate::engine::{UpdateRequest, UpdateStatement};
 use crate::error::{Result, Status};
 use crate::timings::Timings;
@@ -133,8 +134,10 @@ pub extern "C" fn cuzk_generate_update_proof_batch(
 /// only for unusable arguments (CUZK_STATUS_INVALID_ARGUMENT: a proof of the wrong length,
 /// non-canonical commitments) or a missing verifying key.
 ///
-/// `engine`: not NULL, a handle from `cuzk_engine_new` not yet freed. `comm_r_old`,
-/// `comm_r_new`, `comm_d_new`: not NULL, 32 readable bytes each. `proof`: `proof_len` readable
+/// `engine`: NULL (verify without an engine: no GPU is opened, the verifying key comes from
+/// FIL_PROOFS_PARAMETER_CACHE, else /var/tmp/filecoin-proof-parameters), or a handle from
+/// `cuzk_engine_new` not yet freed (its parameter directory). `comm_r_old`, `comm_r_new`,
+/// `comm_d_new`: not NULL, 32 readable bytes each. `proof`: `proof_len` readable
 /// bytes. `valid_out`: not NULL, writable (false on failure). `err`: NULL, or where to store
 /// the call's error. All are read or written during the call only.
 #[no_mangle]
@@ -153,14 +156,14 @@ pub extern "C" fn cuzk_verify_update_proof(
     boundary(err, || {
         let valid_out = required_mut(valid_out, "valid_out")?;
         *valid_out = false;
-        let engine = engine_of(engine)?;
+        let verifier = verifier_of(engine)?;
         let statement = UpdateStatement {
             registered_proof: update_proof_from_abi(registered_update_proof)?,
             comm_r_old: array32(comm_r_old, "comm_r_old")?,
             comm_r_new: array32(comm_r_new, "comm_r_new")?,
             comm_d_new: array32(comm_d_new, "comm_d_new")?,
         };
-        *valid_out = engine.verify_update(&statement, slice(proof, proof_len, "proof")?)?;
+        *valid_out = verifier.verify_update(&statement, slice(proof, proof_len, "proof")?)?;
         Ok(())
     })
 }

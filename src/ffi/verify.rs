@@ -2,7 +2,7 @@
 
 use super::boundary::{array32, boundary, required_mut, slice, SizedOut, SizedStruct};
 use super::registered_proof::{seal_proof_from_abi, seal_proof_to_abi};
-use super::{cuzk_engine, cuzk_error, engine::engine_of};
+use super::{cuzk_engine, cuzk_error, engine::verifier_of};
 use crate::engine::SealStatement;
 use crate::error::Status;
 use crate::kinds::porep;
@@ -36,13 +36,14 @@ unsafe impl SizedStruct for cuzk_c1_info {
 }
 
 /// filecoin-proofs-api's `verify_seal`: `*valid_out` is true when `proof` proves the sector.
-/// The verifying key comes from the engine's parameter directory.
 ///
-/// `engine`: not NULL, a handle from `cuzk_engine_new` not yet freed. `comm_r`, `comm_d`,
-/// `prover_id`, `ticket`, `seed`: not NULL, 32 readable bytes each. `proof`: `proof_len`
-/// readable bytes (NULL only when the length is 0). `valid_out`: not NULL, writable (false on
-/// failure). `err`: NULL, or where to store the call's error. All are read or written during
-/// the call only.
+/// `engine`: NULL (verify without an engine: no GPU is opened, the verifying key comes from
+/// FIL_PROOFS_PARAMETER_CACHE, else /var/tmp/filecoin-proof-parameters), or a handle from
+/// `cuzk_engine_new` not yet freed (its parameter directory). `comm_r`, `comm_d`, `prover_id`,
+/// `ticket`, `seed`: not NULL, 32 readable bytes each. `proof`: `proof_len` readable bytes
+/// (NULL only when the length is 0). `valid_out`: not NULL, writable (false on failure).
+/// `err`: NULL, or where to store the call's error. All are read or written during the call
+/// only.
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]
 pub extern "C" fn cuzk_verify_seal(
@@ -62,7 +63,7 @@ pub extern "C" fn cuzk_verify_seal(
     boundary(err, || {
         let valid_out = required_mut(valid_out, "valid_out")?;
         *valid_out = false;
-        let engine = engine_of(engine)?;
+        let verifier = verifier_of(engine)?;
         let statement = SealStatement {
             registered_proof: seal_proof_from_abi(registered_proof)?,
             comm_r: array32(comm_r, "comm_r")?,
@@ -72,7 +73,7 @@ pub extern "C" fn cuzk_verify_seal(
             ticket: array32(ticket, "ticket")?,
             seed: array32(seed, "seed")?,
         };
-        *valid_out = engine.verify_seal(&statement, slice(proof, proof_len, "proof")?)?;
+        *valid_out = verifier.verify_seal(&statement, slice(proof, proof_len, "proof")?)?;
         Ok(())
     })
 }

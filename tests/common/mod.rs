@@ -152,6 +152,11 @@ pub fn c_config(dir: &CStr) -> cuzk_config {
         gpu_key_memory_budget: 0,
         pinned_pool_bytes: 0,
         host_memory_budget: 0,
+        devices: std::ptr::null(),
+        devices_len: 0,
+        proving_lanes: 0,
+        idle_release_ms: 0,
+        idle_keep_post_keys: false,
     };
     assert_eq!(cuzk_config_default(&mut config, std::ptr::null_mut()), Status::Ok);
     config.param_cache_dir = dir.as_ptr();
@@ -228,11 +233,16 @@ pub fn prove(
 
 /// `cuzk_verify_seal` through the C ABI.
 pub fn verify(engine: &Engine, s: &SealedSector, proof: &[u8]) -> Result<bool, (Status, String)> {
+    verify_on(engine.0, s, proof)
+}
+
+/// `cuzk_verify_seal` with `engine` (NULL: without an engine).
+pub fn verify_on(engine: *const cuzk_engine, s: &SealedSector, proof: &[u8]) -> Result<bool, (Status, String)> {
     let mut valid = false;
     let mut err = std::ptr::null_mut();
     let registered = seal_proof_to_abi(s.registered_proof);
     let status = cuzk_verify_seal(
-        engine.0,
+        engine,
         registered,
         s.comm_r.as_ptr(),
         s.comm_d.as_ptr(),

@@ -68,6 +68,16 @@ impl Context {
         Ok(memory)
     }
 
+    /// Frees the NTT and witness buffers (the next call allocates them again). Call inside the
+    /// device turn.
+    pub(super) fn release_buffers(&self) -> Result<()> {
+        let ctx = self.ptr()?;
+        // SAFETY: live context, used inside the device turn.
+        call("freeing the device context's buffers", |msg| unsafe {
+            sys::cuzk_gpu_context_release_buffers(ctx, msg)
+        })
+    }
+
     /// Frees the context, runs `reset` (which resets the device's CUDA context) and makes a
     /// new context; on failure the context stays absent. Call inside the device turn.
     pub(super) fn remake(&self, reset: impl FnOnce() -> Result<()>) -> Result<()> {

@@ -19,7 +19,7 @@ use crate::backend::pinned::BufferPool;
 use crate::backend::resident::{KeyRef, Residency, ResidentCache};
 use crate::backend::turn::Turn;
 use crate::backend::Priority;
-use crate::backend::{DeviceHealth, DeviceStatus, ResidentShape};
+use crate::backend::{BackendRelease, DeviceHealth, DeviceStatus, ResidentShape};
 use crate::error::{Result, Status};
 use crate::groth16::ProvingKey;
 use crate::synthesis::r1cs::CircuitShape;
@@ -132,6 +132,27 @@ impl Device {
             last_fault: faults.last.clone(),
             last_recovery_ns: faults.last_recovery_ns,
         }
+    }
+
+    /// Gives back what the device holds between calls: the resident keys `keep` refuses (by
+    /// key file), the circuits' matrices, the context's NTT and witness buffers, and the idle
+    /// pinned staging buffers. Takes the device turn, as the sealing class does; the device
+    /// bytes freed are the driver's count.
+    pub(super) fn release_memory(&self, keep: &dyn Fn(&str) -> bool) -> Result<BackendRelease> {
+        if self.is_quarantined() {
+            return Ok(BackendRelease::default());
+        }
+        let _turn = self.turn.take(Priority::Sealing);
+        let before = self.ctx.memory()?.free;
+        self.keys.evict_unless(keep);
+        self.shapes.lock().unwrap_or_else(|p| p.into_inner()).clear();
+        let pinned_buffers = self.staging.free_idle() as u64;
+        self.ctx.release_buffers()?;
+        let after = self.ctx.memory()?.free;
+        Ok(BackendRelease {
+            device_bytes: after.saturating_sub(before),
+            pinned_bytes: pinned_buffers * self.staging.usage().buffer_bytes,
+        })
     }
 }
 

@@ -40,7 +40,7 @@ use super::cpu::{CpuBackend, Domain};
 use super::prep::PreparedMsms;
 use super::turn::Priority;
 use super::SplitPolicy;
-use super::{check_not_a_worker, Backend, BackendKind, DeviceStatus};
+use super::{check_not_a_worker, Backend, BackendKind, BackendRelease, DeviceStatus};
 use crate::cancel::CancelToken;
 use crate::error::{Error, Result, Status};
 use crate::groth16::{check_key_fits, MsmResults, ProvingKey};
@@ -410,6 +410,18 @@ impl Backend for GpuBackend {
                 device.keys.evict_label(label)
             })
             .sum()
+    }
+
+    /// Every device's, in turn; a device that fails is logged and the others still release.
+    fn release_memory(&self, keep: &dyn Fn(&str) -> bool) -> BackendRelease {
+        let mut total = BackendRelease::default();
+        for device in &self.devices {
+            match device.release_memory(keep) {
+                Ok(released) => total += released,
+                Err(e) => log::warn!("device {}: releasing memory failed: {e}", device.ordinal),
+            }
+        }
+        total
     }
 
     /// Those of a call that may use every device.

@@ -118,6 +118,7 @@ extern "C" {
     pub(super) fn cuzk_gpu_device_info(device: c_int, name: *mut c_char, total_memory: *mut u64, msg: *mut Message) -> c_int;
     pub(super) fn cuzk_gpu_context_new(device: c_int, out: *mut *mut Context, msg: *mut Message) -> c_int;
     pub(super) fn cuzk_gpu_context_free(ctx: *mut Context);
+    pub(super) fn cuzk_gpu_context_release_buffers(ctx: *mut Context, msg: *mut Message) -> c_int;
     pub(super) fn cuzk_gpu_memory_info(ctx: *mut Context, out: *mut Memory, msg: *mut Message) -> c_int;
     pub(super) fn cuzk_gpu_pinned_alloc(device: c_int, bytes: usize, out: *mut *mut c_void, msg: *mut Message) -> c_int;
     pub(super) fn cuzk_gpu_pinned_free(ptr: *mut c_void);
