@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Tests the Go binding (go/) against the release build of libcuzk.
+# Tests the Go binding (cuzkffi/) in both of its builds: the stub mode (no build tag, pure Go,
+# CGO_ENABLED=0: every library call returns ErrNotBuilt), then against the release build of
+# libcuzk (-tags cuzk).
 #
 # Needs `cargo build --release` to have run. Installs the library into target/cuzk-prefix
-# (scripts/install.sh), points pkg-config there, then runs `go vet` and `go test` in go/; Go
-# fetches its modules from the module proxy by itself.
+# (scripts/install.sh), points pkg-config there, then runs `go vet` and `go test` in cuzkffi/,
+# stub mode first; Go fetches its modules from the module proxy by itself.
 #
 # The proving tests need 2KiB fixtures and their parameters, from the environment:
 #   CUZK_TEST_PARAMS       parameter cache directory (cuzk-fixtures params makes one)
@@ -70,8 +72,12 @@ else
     echo "test-go.sh: fixture ${CUZK_FIXTURE_DIR}, parameters ${CUZK_TEST_PARAMS:-(library default)}"
 fi
 
-cd "$root/go"
+cd "$root/cuzkffi"
 go version
-go vet ./...
+echo "test-go.sh: stub mode (no build tag, CGO_ENABLED=0)"
+CGO_ENABLED=0 go vet ./...
+CGO_ENABLED=0 go test -count=1 ./...
+echo "test-go.sh: library mode (-tags cuzk)"
+go vet -tags cuzk ./...
 # -p 1: one package at a time, so -v streams each test as it runs.
-go test -p 1 -count=1 -timeout 30m -v ./...
+go test -tags cuzk -p 1 -count=1 -timeout 30m -v ./...

@@ -129,7 +129,7 @@ fn header_has_a_field_for_each_span() {
 /// `timingsFromC` reads every span's field.
 #[test]
 fn go_phases_follow_the_spans() {
-    let path = "go/prove.go";
+    let path = "cuzkffi/timings.go";
     let go = read(path);
     // `Field: nanos(ct.field),` lines: the Go field that holds each C field.
     let from_c: Vec<(&str, &str)> = block(path, &go, "func timingsFromC(", "}")

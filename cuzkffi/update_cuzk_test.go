@@ -1,4 +1,6 @@
-package cuzk
+//go:build cuzk
+
+package cuzkffi
 
 import (
 	"context"
@@ -103,10 +105,10 @@ func TestUpdateProofVerifies(t *testing.T) {
 		t.Fatalf("VerifyUpdateProof with the sealed CIDs swapped = %v, %v; want false", ok, err)
 	}
 	var partitions []Timings
-	_, tm, err := GenerateUpdateProofWithVanillaWithTimings(context.Background(), f.proofType, f.oldSealed, f.newSealed, f.unsealed,
+	_, tm, err := GenerateUpdateProofWithVanillaWithOptions(context.Background(), f.proofType, f.oldSealed, f.newSealed, f.unsealed,
 		f.vanilla, WithPartitionTimings(&partitions))
 	if err != nil || tm.Total <= 0 || len(partitions) != len(f.vanilla) {
-		t.Fatalf("WithTimings: err %v, total %v, %d partition timings", err, tm.Total, len(partitions))
+		t.Fatalf("WithOptions: err %v, total %v, %d partition timings", err, tm.Total, len(partitions))
 	}
 }
 

@@ -1,13 +1,6 @@
-// Package cuzk binds libcuzk, an embeddable Groth16 proving engine for Filecoin, through its
-// C ABI (include/cuzk.h). SealCommitPhase2 has the signature of filecoin-ffi's, so a Go
-// proving service can switch by changing an import; SealCommitPhase2WithTimings adds a
-// context for cancellation and per-phase timings.
-//
-// The package keeps one engine handle for the process. Init sets its configuration; without
-// Init the first call starts it with DefaultConfig. The library allows one configuration per
-// process at a time: Init with a different one while the engine is alive fails with
-// ErrEngineState (call Close first).
-package cuzk
+//go:build cuzk
+
+package cuzkffi
 
 /*
 #cgo pkg-config: cuzk
@@ -20,13 +13,16 @@ import (
 	"math"
 	"strings"
 	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/filecoin-project/go-state-types/abi"
 )
 
-// Compile-time checks that the Go status numbers are the header's (an index out of range, or
-// a negative constant converted to Status, fails the build).
+// Compile-time checks that the Go constants (errors.go, engine.go; timings_cuzk.go and
+// post_cuzk.go check the others) are the header's: a difference either way fails the build (an
+// index out of range, or a negative constant that overflows the unsigned type or is refused as
+// an index).
 var _ = [1]struct{}{}[StatusOK-C.CUZK_STATUS_OK]
 var _ = [1]struct{}{}[StatusNullArgument-C.CUZK_STATUS_NULL_ARGUMENT]
 var _ = [1]struct{}{}[StatusInvalidArgument-C.CUZK_STATUS_INVALID_ARGUMENT]
@@ -41,9 +37,7 @@ var _ = [1]struct{}{}[StatusInternal-C.CUZK_STATUS_INTERNAL]
 var _ = [1]struct{}{}[StatusEngineState-C.CUZK_STATUS_ENGINE_STATE]
 var _ = [1]struct{}{}[StatusVerifyFailed-C.CUZK_STATUS_VERIFY_FAILED]
 var _ = [1]struct{}{}[StatusFaultySectors-C.CUZK_STATUS_FAULTY_SECTORS]
-
-// ABIVersion is the CUZK_ABI_VERSION of the header this package was compiled against.
-const ABIVersion = C.CUZK_ABI_VERSION
+var _ = [1]struct{}{}[ABIVersion-C.CUZK_ABI_VERSION]
 
 // Version returns the version of the loaded library ("0.1.0").
 func Version() string { return C.GoString(C.cuzk_version()) }
@@ -51,29 +45,6 @@ func Version() string { return C.GoString(C.cuzk_version()) }
 // LibraryABIVersion returns the CUZK_ABI_VERSION of the loaded library. The engine refuses to
 // start when it differs from ABIVersion.
 func LibraryABIVersion() uint32 { return uint32(C.cuzk_abi_version()) }
-
-// Config is the engine configuration (cuzk_config).
-type Config struct {
-	// ParamCacheDir is the directory of the Groth16 parameters (v28-*.params, *.vk).
-	// Empty: $FIL_PROOFS_PARAMETER_CACHE, else /var/tmp/filecoin-proof-parameters.
-	ParamCacheDir string
-	// CPUOnly never uses a GPU, even when one is present.
-	CPUOnly bool
-	// NumThreads is the number of worker threads for synthesis and CPU proving; 0 means one
-	// per core.
-	NumThreads int
-	// SelfVerify verifies every proof before returning it, as filecoin-proofs does.
-	SelfVerify bool
-	// GPUKeyMemoryBudget is the device memory per GPU for resident proving keys, in bytes;
-	// 0 means 3/4 of the device's memory. Least recently used keys are evicted beyond it; a
-	// key larger than it is streamed from host memory on every call.
-	GPUKeyMemoryBudget uint64
-	// PinnedPoolBytes is the pinned host memory per GPU for staging copies; 0 means 128 MiB.
-	PinnedPoolBytes uint64
-	// HostMemoryBudget bounds the host memory of synthesized partitions waiting to be proven
-	// (how far synthesis runs ahead of proving); 0 means a quarter of the machine's memory.
-	HostMemoryBudget uint64
-}
 
 // DefaultConfig returns the library's defaults (cuzk_config_default): all cores, a GPU when
 // present, self-verification on, the parameter directory from the environment.
@@ -83,15 +54,18 @@ func DefaultConfig() Config {
 	var cerr *C.cuzk_error
 	if err := takeError(C.cuzk_config_default(&cc, &cerr), cerr); err != nil {
 		// Only a struct_size mismatch fails, and this package sets it from the header.
-		panic("cuzk: cuzk_config_default: " + err.Error())
+		panic("cuzkffi: cuzk_config_default: " + err.Error())
 	}
 	cfg := Config{
-		CPUOnly:            bool(cc.cpu_only),
-		NumThreads:         int(cc.num_threads),
-		SelfVerify:         bool(cc.self_verify),
-		GPUKeyMemoryBudget: uint64(cc.gpu_key_memory_budget),
-		PinnedPoolBytes:    uint64(cc.pinned_pool_bytes),
-		HostMemoryBudget:   uint64(cc.host_memory_budget),
+		CPUOnly:             bool(cc.cpu_only),
+		NumThreads:          int(cc.num_threads),
+		SelfVerify:          bool(cc.self_verify),
+		GPUKeyMemoryBudget:  uint64(cc.gpu_key_memory_budget),
+		PinnedPoolBytes:     uint64(cc.pinned_pool_bytes),
+		HostMemoryBudget:    uint64(cc.host_memory_budget),
+		ProvingLanes:        int(cc.proving_lanes),
+		IdleRelease:         time.Duration(cc.idle_release_ms) * time.Millisecond,
+		IdleReleasePoStKeys: !bool(cc.idle_keep_post_keys),
 	}
 	if cc.param_cache_dir != nil {
 		cfg.ParamCacheDir = C.GoString(cc.param_cache_dir)
@@ -164,7 +138,58 @@ func acquire() (*engine, error) {
 	return current, nil
 }
 
-func (e *engine) release() { e.calls.Done() }
+func (e *engine) release() {
+	if e != nil {
+		e.calls.Done()
+	}
+}
+
+// running returns the engine when one is running, counting a call on it (release it as
+// acquire's), and nil otherwise: for calls that need no engine of their own (verification
+// without one opens no GPU).
+func running() *engine {
+	engineMu.Lock()
+	defer engineMu.Unlock()
+	if current != nil {
+		current.calls.Add(1)
+	}
+	return current
+}
+
+// handle is the engine's pointer for a library call, NULL for no engine.
+func (e *engine) handle() *C.cuzk_engine {
+	if e == nil {
+		return nil
+	}
+	return e.ptr
+}
+
+// ReleaseMemory gives back, at once, the memory the running engine keeps between calls: the
+// proving keys on the host and the GPUs (but the WindowPoSt and WinningPoSt keys it has used
+// when keepPoStKeys), the circuit shapes, the GPUs' matrices, NTT and witness buffers and
+// pinned staging buffers, then the allocator's free host memory. Calls in flight keep what
+// they use; the next call reads and uploads again what it needs. Without a running engine
+// there is nothing to release (no engine is started for it).
+func ReleaseMemory(keepPoStKeys bool) (MemoryReleased, error) {
+	eng := running()
+	if eng == nil {
+		return MemoryReleased{}, nil
+	}
+	defer eng.release()
+	var r C.cuzk_memory_released
+	r.struct_size = C.uint32_t(unsafe.Sizeof(r))
+	var cerr *C.cuzk_error
+	if err := takeError(C.cuzk_engine_release_memory(eng.ptr, C.bool(keepPoStKeys), &r, &cerr), cerr); err != nil {
+		return MemoryReleased{}, err
+	}
+	return MemoryReleased{
+		HostKeyBytes:   uint64(r.host_key_bytes),
+		HostShapeBytes: uint64(r.host_shape_bytes),
+		DeviceBytes:    uint64(r.device_bytes),
+		PinnedBytes:    uint64(r.pinned_bytes),
+		Duration:       nanos(uint64(r.duration_ns)),
+	}, nil
+}
 
 func newEngine(cfg Config) (*C.cuzk_engine, error) {
 	if lib := LibraryABIVersion(); lib != ABIVersion {
@@ -175,6 +200,20 @@ func newEngine(cfg Config) (*C.cuzk_engine, error) {
 	}
 	if strings.IndexByte(cfg.ParamCacheDir, 0) >= 0 {
 		return nil, newError(StatusInvalidArgument, "ParamCacheDir contains a NUL byte")
+	}
+	if cfg.ProvingLanes < 0 || cfg.ProvingLanes > math.MaxUint32 {
+		return nil, newError(StatusInvalidArgument, "ProvingLanes %d out of range", cfg.ProvingLanes)
+	}
+	if cfg.IdleRelease < 0 {
+		return nil, newError(StatusInvalidArgument, "IdleRelease %v is negative", cfg.IdleRelease)
+	}
+	if len(cfg.Devices) > math.MaxUint32 {
+		return nil, newError(StatusInvalidArgument, "%d devices", len(cfg.Devices))
+	}
+	for i, d := range cfg.Devices {
+		if d < 0 || d > math.MaxInt32 {
+			return nil, newError(StatusInvalidArgument, "Devices[%d] is %d: not a CUDA ordinal", i, d)
+		}
 	}
 	var cc C.cuzk_config
 	cc.struct_size = C.uint32_t(unsafe.Sizeof(cc))
@@ -188,6 +227,19 @@ func newEngine(cfg Config) (*C.cuzk_engine, error) {
 	cc.gpu_key_memory_budget = C.uint64_t(cfg.GPUKeyMemoryBudget)
 	cc.pinned_pool_bytes = C.uint64_t(cfg.PinnedPoolBytes)
 	cc.host_memory_budget = C.uint64_t(cfg.HostMemoryBudget)
+	cc.proving_lanes = C.uint32_t(cfg.ProvingLanes)
+	cc.idle_release_ms = C.uint64_t(idleReleaseMillis(cfg.IdleRelease))
+	cc.idle_keep_post_keys = C.bool(!cfg.IdleReleasePoStKeys)
+	if len(cfg.Devices) > 0 {
+		// C memory: the struct passed to the library may hold no Go pointers.
+		devices := cArray[C.int32_t](len(cfg.Devices))
+		defer C.free(unsafe.Pointer(&devices[0]))
+		for i, d := range cfg.Devices {
+			devices[i] = C.int32_t(d)
+		}
+		cc.devices = &devices[0] // the library copies it during cuzk_engine_new
+		cc.devices_len = C.uint32_t(len(cfg.Devices))
+	}
 	if cfg.ParamCacheDir != "" {
 		dir := C.CString(cfg.ParamCacheDir)
 		defer C.free(unsafe.Pointer(dir))
@@ -203,6 +255,14 @@ func newEngine(cfg Config) (*C.cuzk_engine, error) {
 		return nil, newError(StatusInternal, "cuzk_engine_new returned no engine")
 	}
 	return ptr, nil
+}
+
+// idleReleaseMillis is d in whole milliseconds, at least 1 for a positive d (0 is "never").
+func idleReleaseMillis(d time.Duration) int64 {
+	if d > 0 && d < time.Millisecond {
+		return 1
+	}
+	return d.Milliseconds()
 }
 
 // takeError turns a status and the error object of the same call into a Go error, and frees

@@ -1,4 +1,6 @@
-package cuzk
+//go:build cuzk
+
+package cuzkffi
 
 /*
 #include <stdlib.h>
@@ -15,44 +17,11 @@ import (
 	"github.com/filecoin-project/go-state-types/proof"
 )
 
-// PartitionProof is the proof of one WindowPoSt partition, as filecoin-ffi defines it: the
-// registered PoSt proof and the partition's Groth16 proof (192 bytes), to merge with the
-// deadline's other partitions' by MergeWindowPoStPartitionProofs.
-type PartitionProof proof.PoStProof
-
-// The largest vanilla proof a PoSt call accepts, and the most vanilla proofs or sectors: the
-// library's limits, checked here before the proofs are copied.
-const (
-	maxVanillaProofBytes = C.CUZK_MAX_VANILLA_PROOF_BYTES
-	maxPoStSectors       = C.CUZK_MAX_POST_SECTORS
+// The library's limits (post.go) are the header's.
+var (
+	_ = [1]struct{}{}[maxVanillaProofBytes-C.CUZK_MAX_VANILLA_PROOF_BYTES]
+	_ = [1]struct{}{}[maxPoStSectors-C.CUZK_MAX_POST_SECTORS]
 )
-
-// postKind is which PoSt a call makes or checks.
-type postKind uint8
-
-const (
-	windowPoSt postKind = iota
-	winningPoSt
-)
-
-func (k postKind) String() string {
-	if k == winningPoSt {
-		return "WinningPoSt"
-	}
-	return "WindowPoSt"
-}
-
-// postProofKind says which PoSt a registered PoSt proof (go-state-types numbering) is of;
-// false for numbers go-state-types does not define.
-func postProofKind(p abi.RegisteredPoStProof) (postKind, bool) {
-	switch {
-	case p >= abi.RegisteredPoStProof_StackedDrgWinning2KiBV1 && p <= abi.RegisteredPoStProof_StackedDrgWinning64GiBV1:
-		return winningPoSt, true
-	case p >= abi.RegisteredPoStProof_StackedDrgWindow2KiBV1 && p <= abi.RegisteredPoStProof_StackedDrgWindow64GiBV1_1:
-		return windowPoSt, true
-	}
-	return 0, false
-}
 
 // checkPoStProof refuses registered PoSt proofs the C ABI cannot carry; the library refuses
 // the numbers it does not know, and a proof of the other kind, with ErrInvalidArgument.
@@ -135,18 +104,18 @@ func (v *vanillaProofs) free() {
 // in the partition's sector order), with the signature of filecoin-ffi's function of the same
 // name. When vanilla proofs do not verify, the error is a *FaultySectorsError
 // (errors.Is(err, ErrFaultySectors)) naming their sectors. It blocks until the proof is made
-// and cannot be cancelled: see GenerateSinglePartitionWindowPoStWithVanillaWithTimings.
+// and cannot be cancelled: see GenerateSinglePartitionWindowPoStWithVanillaWithOptions.
 func GenerateSinglePartitionWindowPoStWithVanilla(proofType abi.RegisteredPoStProof, minerID abi.ActorID,
 	randomness abi.PoStRandomness, proofs [][]byte, partitionIndex uint) (*PartitionProof, error) {
-	p, _, err := GenerateSinglePartitionWindowPoStWithVanillaWithTimings(context.Background(), proofType, minerID, randomness, proofs, partitionIndex)
+	p, _, err := GenerateSinglePartitionWindowPoStWithVanillaWithOptions(context.Background(), proofType, minerID, randomness, proofs, partitionIndex)
 	return p, err
 }
 
-// GenerateSinglePartitionWindowPoStWithVanillaWithTimings is
+// GenerateSinglePartitionWindowPoStWithVanillaWithOptions is
 // GenerateSinglePartitionWindowPoStWithVanilla with a context, the per-phase timings and
 // options (WithPriority, WithDevice, WithPartitionTimings). Its class is PriorityWindowPoSt
-// unless WithPriority says otherwise. A done ctx behaves as in SealCommitPhase2WithTimings.
-func GenerateSinglePartitionWindowPoStWithVanillaWithTimings(ctx context.Context, proofType abi.RegisteredPoStProof,
+// unless WithPriority says otherwise. A done ctx behaves as in SealCommitPhase2WithOptions.
+func GenerateSinglePartitionWindowPoStWithVanillaWithOptions(ctx context.Context, proofType abi.RegisteredPoStProof,
 	minerID abi.ActorID, randomness abi.PoStRandomness, proofs [][]byte, partitionIndex uint,
 	opts ...ProveOption) (*PartitionProof, Timings, error) {
 	b, tm, err := generatePoSt(ctx, windowPoSt, proofType, minerID, randomness, proofs, partitionIndex, opts)
@@ -156,39 +125,20 @@ func GenerateSinglePartitionWindowPoStWithVanillaWithTimings(ctx context.Context
 	return &PartitionProof{PoStProof: proofType, ProofBytes: b}, tm, nil
 }
 
-// MergeWindowPoStPartitionProofs merges a deadline's partition proofs, in partition order, into
-// its WindowPoSt proof, as filecoin-ffi's function of the same signature does: the partition
-// proofs' bytes concatenated, under proofType (a WindowPoSt one, else ErrInvalidArgument). It
-// needs no engine.
-func MergeWindowPoStPartitionProofs(proofType abi.RegisteredPoStProof, partitionProofs []PartitionProof) (*proof.PoStProof, error) {
-	if kind, ok := postProofKind(proofType); !ok || kind != windowPoSt {
-		return nil, newError(StatusInvalidArgument, "registered PoSt proof %d is not a WindowPoSt proof", proofType)
-	}
-	n := 0
-	for _, p := range partitionProofs {
-		n += len(p.ProofBytes)
-	}
-	merged := make([]byte, 0, n)
-	for _, p := range partitionProofs {
-		merged = append(merged, p.ProofBytes...)
-	}
-	return &proof.PoStProof{PoStProof: proofType, ProofBytes: merged}, nil
-}
-
 // GenerateWinningPoStWithVanilla makes a WinningPoSt from the challenged sector's vanilla proof
 // (one), with the signature of filecoin-ffi's function of the same name: one PoStProof. Faulty
 // vanilla proofs are a *FaultySectorsError. It blocks until the proof is made and cannot be
-// cancelled: see GenerateWinningPoStWithVanillaWithTimings.
+// cancelled: see GenerateWinningPoStWithVanillaWithOptions.
 func GenerateWinningPoStWithVanilla(proofType abi.RegisteredPoStProof, minerID abi.ActorID,
 	randomness abi.PoStRandomness, proofs [][]byte) ([]proof.PoStProof, error) {
-	p, _, err := GenerateWinningPoStWithVanillaWithTimings(context.Background(), proofType, minerID, randomness, proofs)
+	p, _, err := GenerateWinningPoStWithVanillaWithOptions(context.Background(), proofType, minerID, randomness, proofs)
 	return p, err
 }
 
-// GenerateWinningPoStWithVanillaWithTimings is GenerateWinningPoStWithVanilla with a context,
+// GenerateWinningPoStWithVanillaWithOptions is GenerateWinningPoStWithVanilla with a context,
 // the per-phase timings and options. Its class is the top one (PriorityHigh) unless
-// WithPriority says otherwise. A done ctx behaves as in SealCommitPhase2WithTimings.
-func GenerateWinningPoStWithVanillaWithTimings(ctx context.Context, proofType abi.RegisteredPoStProof, minerID abi.ActorID,
+// WithPriority says otherwise. A done ctx behaves as in SealCommitPhase2WithOptions.
+func GenerateWinningPoStWithVanillaWithOptions(ctx context.Context, proofType abi.RegisteredPoStProof, minerID abi.ActorID,
 	randomness abi.PoStRandomness, proofs [][]byte, opts ...ProveOption) ([]proof.PoStProof, Timings, error) {
 	b, tm, err := generatePoSt(ctx, winningPoSt, proofType, minerID, randomness, proofs, 0, opts)
 	if err != nil {

@@ -1,4 +1,4 @@
-module github.com/cuzk-dev/cuzk/go
+module github.com/cuzk-dev/cuzk/cuzkffi
 
 go 1.25.7
 

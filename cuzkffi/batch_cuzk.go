@@ -1,4 +1,6 @@
-package cuzk
+//go:build cuzk
+
+package cuzkffi
 
 /*
 #include <stdlib.h>
@@ -11,32 +13,14 @@ import (
 	"errors"
 	"math"
 	"unsafe"
-
-	"github.com/filecoin-project/go-state-types/abi"
 )
-
-// SectorRequest is one sector of SealCommitPhase2Batch: the arguments of SealCommitPhase2.
-type SectorRequest struct {
-	Phase1Output []byte
-	SectorNum    abi.SectorNumber
-	MinerID      abi.ActorID
-}
-
-// SectorResult is the outcome of one sector of SealCommitPhase2Batch or
-// GenerateUpdateProofBatch: its proof, its timings and each partition's, or its error.
-type SectorResult struct {
-	Proof      []byte
-	Timings    Timings
-	Partitions []Timings
-	Err        error
-}
 
 // SealCommitPhase2Batch proves several sectors in one call: their partitions go through one
 // pipeline (a partition is synthesized while the one before it is proven, within the engine's
 // HostMemoryBudget), so the batch takes less time than the sectors one by one. Results are in
 // the order of sectors; a sector that fails (bad input, failed verification) has its own Err and
 // the others are proven. The returned error is for the call as a whole: a bad miner id, or ctx
-// done (as in SealCommitPhase2WithTimings, the call then stops in the background).
+// done (as in SealCommitPhase2WithOptions, the call then stops in the background).
 func SealCommitPhase2Batch(ctx context.Context, sectors []SectorRequest, opts ...ProveOption) ([]SectorResult, error) {
 	config := proveConfigOf(opts)
 	if err := ctx.Err(); err != nil {
@@ -166,7 +150,7 @@ func batchCall(n int, config proveConfig, tok *C.cuzk_cancel_token,
 			out[i].Err = newError(StatusInternal, "sector %d: proof of %d bytes", i, uint64(r.proof.len))
 		default:
 			out[i].Proof = C.GoBytes(unsafe.Pointer(r.proof.data), C.int(r.proof.len))
-			out[i].Timings = timingsFromC(&timings[i])
+			out[i].Timings = timingsFromC(rawTimingsOf(&timings[i]))
 			out[i].Partitions = partitions.of(i)
 		}
 		C.cuzk_bytes_free(r.proof)

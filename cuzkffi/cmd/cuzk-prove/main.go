@@ -3,7 +3,8 @@
 //
 //	cuzk-prove -c1 c1.json -sector 1 -miner 1000 [-params DIR] [-out proof.bin]
 //
-// Ctrl-C cancels the proof (the engine stops at its next phase boundary).
+// Ctrl-C cancels the proof (the engine stops at its next phase boundary). Build it with
+// -tags cuzk: without the tag the package links no library and the command only says so.
 package main
 
 import (
@@ -16,9 +17,11 @@ import (
 	"syscall"
 	"time"
 
+	commcid "github.com/filecoin-project/go-fil-commcid"
 	"github.com/filecoin-project/go-state-types/abi"
+	"github.com/filecoin-project/go-state-types/proof"
 
-	cuzk "github.com/cuzk-dev/cuzk/go"
+	"github.com/cuzk-dev/cuzk/cuzkffi"
 )
 
 func main() {
@@ -47,22 +50,25 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	info, err := cuzk.ParseC1Info(phase1Output)
+	info, err := cuzkffi.ParseC1Info(phase1Output)
+	if errors.Is(err, cuzkffi.ErrNotBuilt) {
+		return err
+	}
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", *c1Path, err)
 	}
 
-	cfg := cuzk.DefaultConfig()
+	cfg := cuzkffi.DefaultConfig()
 	cfg.ParamCacheDir = *params
 	cfg.CPUOnly = *cpuOnly
 	cfg.NumThreads = *threads
-	if err := cuzk.Init(cfg); err != nil {
+	if err := cuzkffi.Init(cfg); err != nil {
 		return err
 	}
-	// No cuzk.Close here: it would wait for a cancelled proof to unwind, and exiting the
+	// No cuzkffi.Close here: it would wait for a cancelled proof to unwind, and exiting the
 	// process releases the engine anyway. A long-lived service calls Close on shutdown.
 	fmt.Printf("cuzk %s: sector %d of f0%d, seal proof %d, %d partition(s)\n",
-		cuzk.Version(), *sector, *miner, info.RegisteredProof, info.Partitions)
+		cuzkffi.Version(), *sector, *miner, info.RegisteredProof, info.Partitions)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -72,37 +78,62 @@ func run() error {
 		defer cancel()
 	}
 
-	proof, timings, err := cuzk.SealCommitPhase2WithTimings(ctx, phase1Output, abi.SectorNumber(*sector), abi.ActorID(*miner))
+	proofBytes, timings, err := cuzkffi.SealCommitPhase2WithOptions(ctx, phase1Output, abi.SectorNumber(*sector), abi.ActorID(*miner))
 	switch {
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return fmt.Errorf("proof abandoned: %w", err)
-	case errors.Is(err, cuzk.ErrParametersNotFound):
+	case errors.Is(err, cuzkffi.ErrParametersNotFound):
 		return fmt.Errorf("%w\n(fetch the parameters, or pass -params DIR)", err)
 	case err != nil:
 		return err
 	}
 	printTimings(timings)
 
-	ok, err := cuzk.VerifySeal(info.RegisteredProof, info.CommR, info.CommD, abi.ActorID(*miner),
-		abi.SectorNumber(*sector), info.Ticket, info.Seed, proof)
+	svi, err := sealVerifyInfo(info, abi.ActorID(*miner), abi.SectorNumber(*sector), proofBytes)
+	if err != nil {
+		return err
+	}
+	ok, err := cuzkffi.VerifySeal(svi)
 	if err != nil {
 		return fmt.Errorf("verifying: %w", err)
 	}
 	if !ok {
 		return errors.New("the proof does not verify")
 	}
-	fmt.Printf("proof: %d bytes, verified\n", len(proof))
+	fmt.Printf("proof: %d bytes, verified\n", len(proofBytes))
 	if *outPath != "" {
-		if err := os.WriteFile(*outPath, proof, 0o644); err != nil {
+		if err := os.WriteFile(*outPath, proofBytes, 0o644); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func printTimings(t cuzk.Timings) {
+// sealVerifyInfo is the sector of a C1 output as VerifySeal takes it (filecoin-ffi's
+// proof.SealVerifyInfo): the commitments as CIDs, the ticket and seed as its randomness.
+func sealVerifyInfo(info cuzkffi.C1Info, miner abi.ActorID, sector abi.SectorNumber, proofBytes []byte) (proof.SealVerifyInfo, error) {
+	sealed, err := commcid.ReplicaCommitmentV1ToCID(info.CommR[:])
+	if err != nil {
+		return proof.SealVerifyInfo{}, fmt.Errorf("comm_r: %w", err)
+	}
+	unsealed, err := commcid.DataCommitmentV1ToCID(info.CommD[:])
+	if err != nil {
+		return proof.SealVerifyInfo{}, fmt.Errorf("comm_d: %w", err)
+	}
+	return proof.SealVerifyInfo{
+		SealProof:             info.RegisteredProof,
+		SectorID:              abi.SectorID{Miner: miner, Number: sector},
+		Randomness:            info.Ticket[:],
+		InteractiveRandomness: info.Seed[:],
+		Proof:                 proofBytes,
+		SealedCID:             sealed,
+		UnsealedCID:           unsealed,
+	}, nil
+}
+
+func printTimings(t cuzkffi.Timings) {
 	device := ""
-	if t.Backend == cuzk.BackendGPU {
+	if t.Backend == cuzkffi.BackendGPU {
 		device = fmt.Sprintf(" (device %d)", t.DeviceIndex)
 	}
 	fmt.Printf("backend %v%s, %d partition(s), %d constraints each, domain 2^%d\n",

@@ -1,4 +1,6 @@
-package cuzk
+//go:build cuzk
+
+package cuzkffi
 
 /*
 #include "cuzk.h"
@@ -15,20 +17,6 @@ import (
 	"github.com/filecoin-project/go-state-types/abi"
 	"github.com/filecoin-project/go-state-types/proof"
 )
-
-// C1Info is what a commit phase 1 output says about its sector: with the miner and sector
-// ids, everything VerifySeal needs besides the proof.
-type C1Info struct {
-	RegisteredProof abi.RegisteredSealProof
-	Partitions      int // Groth16 proofs the C2 makes (192 bytes each)
-	CommR           [32]byte
-	CommD           [32]byte
-	Ticket          [32]byte
-	Seed            [32]byte
-}
-
-// ProofLen is the length of the C2 proof made from this C1 output.
-func (i C1Info) ProofLen() int { return 192 * i.Partitions }
 
 // ParseC1Info reads the sector facts out of a commit phase 1 output (JSON). It needs no
 // engine and no parameters.
@@ -50,41 +38,15 @@ func ParseC1Info(phase1Output []byte) (C1Info, error) {
 	}, nil
 }
 
-// VerifySeal checks a C2 proof against its sector: the seal proof type, the replica and
-// data commitments (CommR, CommD), the miner and sector ids, the ticket (seal randomness)
-// and the seed (interactive randomness). It returns (false, nil) for a proof that does not
-// verify and an error only when the check could not be made (no verifying key, malformed
-// arguments). The verifying key comes from the engine's parameter directory.
-func VerifySeal(registeredProof abi.RegisteredSealProof, commR, commD [32]byte, minerID abi.ActorID,
-	sectorNum abi.SectorNumber, ticket, seed [32]byte, proofBytes []byte) (bool, error) {
-	if registeredProof < 0 || registeredProof > math.MaxUint32 {
-		return false, newError(StatusInvalidArgument, "registered seal proof %d out of range", registeredProof)
-	}
-	proverID, err := ProverID(minerID)
-	if err != nil {
-		return false, err
-	}
-	eng, err := acquire()
-	if err != nil {
-		return false, err
-	}
-	defer eng.release()
-	var valid C.bool
-	var cerr *C.cuzk_error
-	status := C.cuzk_verify_seal(eng.ptr, C.uint32_t(registeredProof),
-		(*C.uint8_t)(unsafe.Pointer(&commR[0])), (*C.uint8_t)(unsafe.Pointer(&commD[0])),
-		(*C.uint8_t)(unsafe.Pointer(&proverID[0])), C.uint64_t(sectorNum),
-		(*C.uint8_t)(unsafe.Pointer(&ticket[0])), (*C.uint8_t)(unsafe.Pointer(&seed[0])),
-		bytesArg(proofBytes), C.size_t(len(proofBytes)), &valid, &cerr)
-	if err := takeError(status, cerr); err != nil {
-		return false, err
-	}
-	return bool(valid), nil
-}
-
-// VerifySealInfo is VerifySeal with filecoin-ffi's signature: the commitments come from the
-// sealed and unsealed CIDs, the ticket and seed from Randomness and InteractiveRandomness.
-func VerifySealInfo(info proof.SealVerifyInfo) (bool, error) {
+// VerifySeal checks a C2 proof against its sector, with filecoin-ffi's signature: the seal
+// proof type (SealProof), the replica and data commitments (from SealedCID and UnsealedCID),
+// the miner and sector ids (SectorID), the ticket (Randomness) and the seed
+// (InteractiveRandomness), each 32 bytes (filecoin-ffi zero-pads or truncates other lengths;
+// here they are ErrInvalidArgument); DealIDs are not used. It returns (false, nil) for a proof
+// that does not verify and an error only when the check could not be made (no verifying key,
+// malformed arguments: a CID that is not a commitment of its kind, for one). Verification
+// never starts the engine (see the package doc for where the verifying keys come from).
+func VerifySeal(info proof.SealVerifyInfo) (bool, error) {
 	commR, err := commcid.CIDToReplicaCommitmentV1(info.SealedCID)
 	if err != nil {
 		return false, newError(StatusInvalidArgument, "sealed CID: %v", err)
@@ -109,7 +71,32 @@ func VerifySealInfo(info proof.SealVerifyInfo) (bool, error) {
 		}
 		copy(f.dst[:], f.src)
 	}
-	return VerifySeal(info.SealProof, r, d, info.SectorID.Miner, info.SectorID.Number, ticket, seed, info.Proof)
+	return verifySeal(info.SealProof, r, d, info.SectorID.Miner, info.SectorID.Number, ticket, seed, info.Proof)
+}
+
+// verifySeal makes the library call of VerifySeal from the commitments and randomness as bytes.
+func verifySeal(registeredProof abi.RegisteredSealProof, commR, commD [32]byte, minerID abi.ActorID,
+	sectorNum abi.SectorNumber, ticket, seed [32]byte, proofBytes []byte) (bool, error) {
+	if registeredProof < 0 || registeredProof > math.MaxUint32 {
+		return false, newError(StatusInvalidArgument, "registered seal proof %d out of range", registeredProof)
+	}
+	proverID, err := ProverID(minerID)
+	if err != nil {
+		return false, err
+	}
+	eng := running() // nil: verified without an engine (no GPU is opened)
+	defer eng.release()
+	var valid C.bool
+	var cerr *C.cuzk_error
+	status := C.cuzk_verify_seal(eng.handle(), C.uint32_t(registeredProof),
+		(*C.uint8_t)(unsafe.Pointer(&commR[0])), (*C.uint8_t)(unsafe.Pointer(&commD[0])),
+		(*C.uint8_t)(unsafe.Pointer(&proverID[0])), C.uint64_t(sectorNum),
+		(*C.uint8_t)(unsafe.Pointer(&ticket[0])), (*C.uint8_t)(unsafe.Pointer(&seed[0])),
+		bytesArg(proofBytes), C.size_t(len(proofBytes)), &valid, &cerr)
+	if err := takeError(status, cerr); err != nil {
+		return false, err
+	}
+	return bool(valid), nil
 }
 
 // VerifyWindowPoSt checks a WindowPoSt with filecoin-ffi's signature and rules: info.Proofs
@@ -207,10 +194,7 @@ func verifyPoSt(kind postKind, proofType abi.RegisteredPoStProof, prover abi.Act
 	if err != nil {
 		return false, err
 	}
-	eng, err := acquire()
-	if err != nil {
-		return false, err
-	}
+	eng := running() // nil: verified without an engine (no GPU is opened)
 	defer eng.release()
 	var sectorsPtr *C.cuzk_post_sector
 	if len(sectors) > 0 {
@@ -223,10 +207,10 @@ func verifyPoSt(kind postKind, proofType abi.RegisteredPoStProof, prover abi.Act
 	var status C.enum_cuzk_status
 	switch kind {
 	case windowPoSt:
-		status = C.cuzk_verify_window_post(eng.ptr, C.uint32_t(proofType), id, rnd, sectorsPtr, C.size_t(len(sectors)),
+		status = C.cuzk_verify_window_post(eng.handle(), C.uint32_t(proofType), id, rnd, sectorsPtr, C.size_t(len(sectors)),
 			bytesArg(proofBytes), C.size_t(len(proofBytes)), &valid, &cerr)
 	case winningPoSt:
-		status = C.cuzk_verify_winning_post(eng.ptr, C.uint32_t(proofType), id, rnd, sectorsPtr, C.size_t(len(sectors)),
+		status = C.cuzk_verify_winning_post(eng.handle(), C.uint32_t(proofType), id, rnd, sectorsPtr, C.size_t(len(sectors)),
 			bytesArg(proofBytes), C.size_t(len(proofBytes)), &valid, &cerr)
 	}
 	if err := takeError(status, cerr); err != nil {

@@ -1,4 +1,6 @@
-package cuzk
+//go:build cuzk
+
+package cuzkffi
 
 import (
 	"context"
@@ -8,7 +10,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -17,6 +21,7 @@ import (
 	commcid "github.com/filecoin-project/go-fil-commcid"
 	"github.com/filecoin-project/go-state-types/abi"
 	"github.com/filecoin-project/go-state-types/proof"
+	"github.com/ipfs/go-cid"
 )
 
 // The proving tests need a 2KiB PoRep fixture and its parameters, given by the environment
@@ -37,12 +42,12 @@ func testConfig() Config {
 
 func TestMain(m *testing.M) {
 	if err := Init(testConfig()); err != nil {
-		fmt.Fprintln(os.Stderr, "cuzk test: Init:", err)
+		fmt.Fprintln(os.Stderr, "cuzkffi test: Init:", err)
 		os.Exit(1)
 	}
 	code := m.Run()
 	if err := Close(); err != nil {
-		fmt.Fprintln(os.Stderr, "cuzk test: Close:", err)
+		fmt.Fprintln(os.Stderr, "cuzkffi test: Close:", err)
 	}
 	os.Exit(code)
 }
@@ -120,25 +125,37 @@ func needFixture(t *testing.T) *fixture {
 	return f
 }
 
+// sealInfo is the fixture's sector as VerifySeal takes it (filecoin-ffi's shape): the
+// commitments as CIDs.
+func (f *fixture) sealInfo(t *testing.T, proofBytes []byte) proof.SealVerifyInfo {
+	t.Helper()
+	sealed, err := commcid.ReplicaCommitmentV1ToCID(f.commR[:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	unsealed, err := commcid.DataCommitmentV1ToCID(f.commD[:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return proof.SealVerifyInfo{
+		SealProof:             f.proofType,
+		SectorID:              abi.SectorID{Miner: f.miner, Number: f.sector},
+		Randomness:            slices.Clone(f.ticket[:]),
+		InteractiveRandomness: slices.Clone(f.seed[:]),
+		Proof:                 proofBytes,
+		SealedCID:             sealed,
+		UnsealedCID:           unsealed,
+	}
+}
+
 func (f *fixture) verify(t *testing.T, proofBytes []byte) {
 	t.Helper()
-	ok, err := VerifySeal(f.proofType, f.commR, f.commD, f.miner, f.sector, f.ticket, f.seed, proofBytes)
+	ok, err := VerifySeal(f.sealInfo(t, proofBytes))
 	if err != nil {
 		t.Fatalf("VerifySeal: %v", err)
 	}
 	if !ok {
 		t.Fatalf("VerifySeal: the proof does not verify")
-	}
-}
-
-func wantIs(t *testing.T, err, sentinel error) {
-	t.Helper()
-	if !errors.Is(err, sentinel) {
-		t.Fatalf("got error %v, want %v", err, sentinel)
-	}
-	var e *Error
-	if !errors.As(err, &e) {
-		t.Fatalf("error %v is not a *cuzk.Error", err)
 	}
 }
 
@@ -153,64 +170,12 @@ func TestVersion(t *testing.T) {
 	t.Logf("libcuzk %s, ABI %d", v, ABIVersion)
 }
 
+// The library's defaults are the documented ones, which the stub build's DefaultConfig returns.
 func TestDefaultConfig(t *testing.T) {
 	got := DefaultConfig()
 	want := Config{ParamCacheDir: "", CPUOnly: false, NumThreads: 0, SelfVerify: true}
-	if got != want {
+	if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(got, documentedDefaults()) {
 		t.Fatalf("DefaultConfig() = %+v, want %+v", got, want)
-	}
-}
-
-func TestProverID(t *testing.T) {
-	for _, c := range []struct {
-		miner abi.ActorID
-		want  string // hex of the leading bytes; the rest is zero
-	}{
-		{0, "00"},
-		{1000, "e807"}, // uvarint(1000), as filecoin-ffi derives it
-		{1<<63 - 1, "ffffffffffffffff7f"},
-	} {
-		id, err := ProverID(c.miner)
-		if err != nil {
-			t.Fatalf("ProverID(%d): %v", c.miner, err)
-		}
-		want := make([]byte, 32)
-		prefix, _ := hex.DecodeString(c.want)
-		copy(want, prefix)
-		if hex.EncodeToString(id[:]) != hex.EncodeToString(want) {
-			t.Errorf("ProverID(%d) = %x, want %x", c.miner, id, want)
-		}
-	}
-	// ID addresses stop at 2^63 - 1.
-	_, err := ProverID(1 << 63)
-	wantIs(t, err, ErrInvalidArgument)
-}
-
-func TestErrorSentinels(t *testing.T) {
-	all := []error{ErrNullArgument, ErrInvalidArgument, ErrParse, ErrParametersNotFound, ErrParametersInvalid,
-		ErrGPU, ErrOutOfMemory, ErrCancelled, ErrPanic, ErrInternal, ErrEngineState, ErrVerifyFailed, ErrFaultySectors}
-	for i, sentinel := range all {
-		status := Status(i + 1)
-		err := fmt.Errorf("context: %w", &Error{Status: status, Message: "the message"})
-		for j, other := range all {
-			if got := errors.Is(err, other); got != (i == j) {
-				t.Errorf("status %d: errors.Is(err, %v) = %v", status, other, got)
-			}
-		}
-		if status.Sentinel() != sentinel {
-			t.Errorf("Status(%d).Sentinel() = %v, want %v", status, status.Sentinel(), sentinel)
-		}
-		var e *Error
-		if !errors.As(err, &e) || e.Status != status || e.Message != "the message" {
-			t.Errorf("status %d: errors.As gave %+v", status, e)
-		}
-		if want := sentinel.Error() + ": the message"; e.Error() != want {
-			t.Errorf("Error() = %q, want %q", e.Error(), want)
-		}
-	}
-	unknown := &Error{Status: 99, Message: "m"}
-	if unknown.Unwrap() != nil || unknown.Error() != "cuzk: status 99: m" {
-		t.Errorf("unknown status: Unwrap() = %v, Error() = %q", unknown.Unwrap(), unknown.Error())
 	}
 }
 
@@ -268,17 +233,31 @@ func TestSealCommitPhase2BadInput(t *testing.T) {
 
 func TestVerifySealBadInput(t *testing.T) {
 	f := needFixture(t)
-	// A proof of the wrong length for the sector's partitions.
-	_, err := VerifySeal(f.proofType, f.commR, f.commD, f.miner, f.sector, f.ticket, f.seed, []byte{1, 2, 3})
-	wantIs(t, err, ErrInvalidArgument)
-	_, err = VerifySeal(-1, f.commR, f.commD, f.miner, f.sector, f.ticket, f.seed, make([]byte, 192))
-	wantIs(t, err, ErrInvalidArgument)
+	proofBytes := make([]byte, 192)
+	for name, change := range map[string]func(i *proof.SealVerifyInfo){
+		// A proof of the wrong length for the sector's partitions.
+		"short-proof":            func(i *proof.SealVerifyInfo) { i.Proof = []byte{1, 2, 3} },
+		"negative-proof-type":    func(i *proof.SealVerifyInfo) { i.SealProof = -1 },
+		"unsealed-cid-as-comm_r": func(i *proof.SealVerifyInfo) { i.SealedCID = i.UnsealedCID },
+		"sealed-cid-as-comm_d":   func(i *proof.SealVerifyInfo) { i.UnsealedCID = i.SealedCID },
+		"undefined-cid":          func(i *proof.SealVerifyInfo) { i.SealedCID = cid.Undef },
+		"short-ticket":           func(i *proof.SealVerifyInfo) { i.Randomness = i.Randomness[:31] },
+		"long-seed":              func(i *proof.SealVerifyInfo) { i.InteractiveRandomness = append(i.InteractiveRandomness, 0) },
+		"bad-miner":              func(i *proof.SealVerifyInfo) { i.SectorID.Miner = 1 << 63 },
+	} {
+		t.Run(name, func(t *testing.T) {
+			info := f.sealInfo(t, proofBytes)
+			change(&info)
+			_, err := VerifySeal(info)
+			wantIs(t, err, ErrInvalidArgument)
+		})
+	}
 }
 
 func TestContextCancelledBeforeCall(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, _, err := SealCommitPhase2WithTimings(ctx, []byte("anything"), 1, 1000)
+	_, _, err := SealCommitPhase2WithOptions(ctx, []byte("anything"), 1, 1000)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("got %v, want context.Canceled", err)
 	}
@@ -294,7 +273,7 @@ func TestCancelRacesWithReturn(t *testing.T) {
 			defer wg.Done()
 			ctx, cancel := context.WithTimeout(context.Background(), time.Duration(i%8)*50*time.Microsecond)
 			defer cancel()
-			_, _, err := SealCommitPhase2WithTimings(ctx, []byte("{not json"), 1, 1000)
+			_, _, err := SealCommitPhase2WithOptions(ctx, []byte("{not json"), 1, 1000)
 			if !errors.Is(err, ErrParse) && !errors.Is(err, context.DeadlineExceeded) {
 				t.Errorf("got %v, want ErrParse or context.DeadlineExceeded", err)
 			}
@@ -396,9 +375,9 @@ func TestProveAndVerify(t *testing.T) {
 	f := needFixture(t)
 	start := time.Now()
 	var partitions []Timings
-	proofBytes, tm, err := SealCommitPhase2WithTimings(context.Background(), f.c1, f.sector, f.miner, WithPriority(PriorityHigh), WithPartitionTimings(&partitions))
+	proofBytes, tm, err := SealCommitPhase2WithOptions(context.Background(), f.c1, f.sector, f.miner, WithPriority(PriorityHigh), WithPartitionTimings(&partitions))
 	if err != nil {
-		t.Fatalf("SealCommitPhase2WithTimings: %v", err)
+		t.Fatalf("SealCommitPhase2WithOptions: %v", err)
 	}
 	t.Logf("proved in %v", time.Since(start).Round(time.Millisecond))
 	logTimings(t, tm)
@@ -413,43 +392,15 @@ func TestProveAndVerify(t *testing.T) {
 	}
 	f.verify(t, proofBytes)
 
-	// filecoin-ffi's shape of the same check, through the sector's CIDs.
-	sealed, err := commcid.ReplicaCommitmentV1ToCID(f.commR[:])
-	if err != nil {
-		t.Fatal(err)
-	}
-	unsealed, err := commcid.DataCommitmentV1ToCID(f.commD[:])
-	if err != nil {
-		t.Fatal(err)
-	}
-	svi := proof.SealVerifyInfo{
-		SealProof:             f.proofType,
-		SectorID:              abi.SectorID{Miner: f.miner, Number: f.sector},
-		Randomness:            f.ticket[:],
-		InteractiveRandomness: f.seed[:],
-		Proof:                 proofBytes,
-		SealedCID:             sealed,
-		UnsealedCID:           unsealed,
-	}
-	if ok, err := VerifySealInfo(svi); err != nil || !ok {
-		t.Fatalf("VerifySealInfo = %v, %v", ok, err)
-	}
-
 	// The same proof does not verify for another sector, miner or seed.
-	otherSeed := f.seed
-	otherSeed[0] ^= 1
-	for name, check := range map[string]func() (bool, error){
-		"sector": func() (bool, error) {
-			return VerifySeal(f.proofType, f.commR, f.commD, f.miner, f.sector+1, f.ticket, f.seed, proofBytes)
-		},
-		"miner": func() (bool, error) {
-			return VerifySeal(f.proofType, f.commR, f.commD, f.miner+1, f.sector, f.ticket, f.seed, proofBytes)
-		},
-		"seed": func() (bool, error) {
-			return VerifySeal(f.proofType, f.commR, f.commD, f.miner, f.sector, f.ticket, otherSeed, proofBytes)
-		},
+	for name, change := range map[string]func(i *proof.SealVerifyInfo){
+		"sector": func(i *proof.SealVerifyInfo) { i.SectorID.Number++ },
+		"miner":  func(i *proof.SealVerifyInfo) { i.SectorID.Miner++ },
+		"seed":   func(i *proof.SealVerifyInfo) { i.InteractiveRandomness[0] ^= 1 },
 	} {
-		if ok, err := check(); ok || err != nil {
+		info := f.sealInfo(t, proofBytes)
+		change(&info)
+		if ok, err := VerifySeal(info); ok || err != nil {
 			t.Errorf("verify with another %s = %v, %v; want false, nil", name, ok, err)
 		}
 	}
@@ -473,7 +424,7 @@ func TestConcurrentProofs(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			p, tm, err := SealCommitPhase2WithTimings(context.Background(), f.c1, f.sector, f.miner)
+			p, tm, err := SealCommitPhase2WithOptions(context.Background(), f.c1, f.sector, f.miner)
 			results[i] = result{p, tm, err, time.Since(start)}
 		}()
 	}
@@ -513,7 +464,7 @@ func TestCancelMidProof(t *testing.T) {
 	out := make(chan outcome, 1)
 	start := time.Now()
 	go func() {
-		p, _, err := SealCommitPhase2WithTimings(ctx, f.c1, f.sector, f.miner)
+		p, _, err := SealCommitPhase2WithOptions(ctx, f.c1, f.sector, f.miner)
 		out <- outcome{p, err}
 	}()
 	time.Sleep(2 * time.Second)
@@ -542,7 +493,7 @@ func TestCancelMidProof(t *testing.T) {
 		t.Fatalf("library call still running 5 min after cancel")
 	}
 
-	p, tm, err := SealCommitPhase2WithTimings(context.Background(), f.c1, f.sector, f.miner)
+	p, tm, err := SealCommitPhase2WithOptions(context.Background(), f.c1, f.sector, f.miner)
 	if err != nil {
 		t.Fatalf("the next proof: %v", err)
 	}
@@ -636,5 +587,98 @@ func TestSealCommitPhase2Batch(t *testing.T) {
 	}
 	if empty, err := SealCommitPhase2Batch(context.Background(), nil); err != nil || len(empty) != 0 {
 		t.Fatalf("empty batch: %v, %d results", err, len(empty))
+	}
+}
+
+// Without a running engine, verification starts none (no GPU is opened): the verifying key
+// comes from $FIL_PROOFS_PARAMETER_CACHE, as filecoin-ffi's.
+func TestVerifyWithoutEngine(t *testing.T) {
+	f := needFixture(t)
+	proofBytes, err := SealCommitPhase2(f.c1, f.sector, f.miner)
+	if err != nil {
+		t.Fatalf("SealCommitPhase2: %v", err)
+	}
+	if err := Close(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := Init(testConfig()); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	t.Setenv("FIL_PROOFS_PARAMETER_CACHE", testParams)
+	if ok, err := VerifySeal(f.sealInfo(t, proofBytes)); !ok || err != nil {
+		t.Fatalf("VerifySeal without an engine = %v, %v; want true, nil", ok, err)
+	}
+	info := f.sealInfo(t, proofBytes)
+	info.InteractiveRandomness[0] ^= 1
+	if ok, err := VerifySeal(info); ok || err != nil {
+		t.Fatalf("VerifySeal of another seed without an engine = %v, %v; want false, nil", ok, err)
+	}
+	// Nothing to release without an engine, and none is started for it.
+	if released, err := ReleaseMemory(false); err != nil || released != (MemoryReleased{}) {
+		t.Fatalf("ReleaseMemory without an engine = %+v, %v", released, err)
+	}
+	engineMu.Lock()
+	started := current != nil
+	engineMu.Unlock()
+	if started {
+		t.Fatal("verification started an engine")
+	}
+}
+
+// ReleaseMemory gives the keys and shapes back, and the next proof reads them again.
+func TestReleaseMemory(t *testing.T) {
+	f := needFixture(t)
+	info, err := ParseC1Info(f.c1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := PreloadKey(info.RegisteredProof); err != nil {
+		t.Fatalf("PreloadKey: %v", err)
+	}
+	released, err := ReleaseMemory(true)
+	if err != nil {
+		t.Fatalf("ReleaseMemory: %v", err)
+	}
+	if released.HostKeyBytes == 0 || released.HostShapeBytes == 0 || released.Duration <= 0 {
+		t.Fatalf("ReleaseMemory after a preload released %+v", released)
+	}
+	st, err := ReadEngineStatus()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.HostKeys) != 0 {
+		t.Fatalf("host keys after the release: %+v", st.HostKeys)
+	}
+	for _, d := range st.Devices {
+		if len(d.ResidentKeys) != 0 || d.NTTBufferBytes != 0 {
+			t.Fatalf("device %d after the release: %+v", d.Ordinal, d)
+		}
+	}
+	proofBytes, tm, err := SealCommitPhase2WithOptions(context.Background(), f.c1, f.sector, f.miner)
+	if err != nil {
+		t.Fatalf("a proof after the release: %v", err)
+	}
+	if tm.SRSLoad <= 0 {
+		t.Errorf("the key was not read again: SRSLoad = %v", tm.SRSLoad)
+	}
+	f.verify(t, proofBytes)
+}
+
+// Configurations the engine could never run with are refused before anything starts.
+func TestInitRefusesBadConfig(t *testing.T) {
+	for name, change := range map[string]func(*Config){
+		"negative device":      func(c *Config) { c.Devices = []int{-1} },
+		"device twice":         func(c *Config) { c.Devices = []int{0, 0} },
+		"devices with CPUOnly": func(c *Config) { c.Devices, c.CPUOnly = []int{0}, true },
+		"negative lanes":       func(c *Config) { c.ProvingLanes = -1 },
+		"negative idle time":   func(c *Config) { c.IdleRelease = -time.Second },
+	} {
+		t.Run(name, func(t *testing.T) {
+			cfg := testConfig()
+			change(&cfg)
+			wantIs(t, Init(cfg), ErrInvalidArgument)
+		})
 	}
 }

@@ -1,4 +1,4 @@
-package cuzk
+package cuzkffi
 
 import (
 	"errors"
@@ -66,6 +66,11 @@ var (
 	ErrFaultySectors = errors.New("cuzk: faulty sectors")
 )
 
+// ErrNotBuilt is returned by every function that needs the library when the package was built
+// without the build tag cuzk (stub mode, see the package documentation). It is no status of the
+// library: a build with the tag never returns it.
+var ErrNotBuilt = errors.New("cuzkffi: built without libcuzk: build with -tags cuzk (needs libcuzk through pkg-config, see README)")
+
 var sentinels = [...]error{
 	StatusNullArgument:       ErrNullArgument,
 	StatusInvalidArgument:    ErrInvalidArgument,
@@ -103,7 +108,7 @@ func (s Status) String() string {
 }
 
 // Error is a failure reported by the library: its status and its message. It unwraps to the
-// status's sentinel, so `errors.Is(err, cuzk.ErrParse)` works; use errors.As to get at the
+// status's sentinel, so `errors.Is(err, cuzkffi.ErrParse)` works; use errors.As to get at the
 // status and message.
 type Error struct {
 	Status  Status
@@ -130,7 +135,7 @@ func newError(s Status, format string, args ...any) error {
 // what filecoin-ffi reports as faulty sectors. It unwraps to its *Error, so
 // errors.Is(err, ErrFaultySectors) matches it and errors.As finds either type:
 //
-//	var faulty *cuzk.FaultySectorsError
+//	var faulty *cuzkffi.FaultySectorsError
 //	if errors.As(err, &faulty) { declare(faulty.Sectors) }
 type FaultySectorsError struct {
 	Sectors []abi.SectorNumber

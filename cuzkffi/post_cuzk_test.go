@@ -1,4 +1,6 @@
-package cuzk
+//go:build cuzk
+
+package cuzkffi
 
 import (
 	"bytes"
@@ -6,7 +8,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -208,51 +209,6 @@ func wantFaulty(t *testing.T, err error, sectors ...abi.SectorNumber) {
 	t.Logf("faulty sectors %v: %v", faulty.Sectors, err)
 }
 
-func TestFaultySectorsError(t *testing.T) {
-	var err error = &FaultySectorsError{
-		Sectors: []abi.SectorNumber{3, 7},
-		Err:     &Error{Status: StatusFaultySectors, Message: "the vanilla proofs of sectors [3, 7] do not verify"},
-	}
-	err = fmt.Errorf("deadline 4: %w", err)
-	if !errors.Is(err, ErrFaultySectors) || errors.Is(err, ErrInvalidArgument) {
-		t.Fatalf("errors.Is: %v", err)
-	}
-	var faulty *FaultySectorsError
-	var e *Error
-	if !errors.As(err, &faulty) || !slices.Equal(faulty.Sectors, []abi.SectorNumber{3, 7}) || !errors.As(err, &e) || e.Status != StatusFaultySectors {
-		t.Fatalf("errors.As: %+v, %+v", faulty, e)
-	}
-	if want := "deadline 4: cuzk: faulty sectors: the vanilla proofs of sectors [3, 7] do not verify"; err.Error() != want {
-		t.Fatalf("Error() = %q, want %q", err.Error(), want)
-	}
-	if StatusFaultySectors.Sentinel() != ErrFaultySectors || StatusFaultySectors.String() != "faulty sectors" {
-		t.Fatalf("StatusFaultySectors: %v, %q", StatusFaultySectors.Sentinel(), StatusFaultySectors.String())
-	}
-}
-
-func TestMergeWindowPoStPartitionProofs(t *testing.T) {
-	const window = abi.RegisteredPoStProof_StackedDrgWindow2KiBV1_1
-	parts := []PartitionProof{
-		{PoStProof: window, ProofBytes: bytes.Repeat([]byte{1}, 192)},
-		{PoStProof: window, ProofBytes: bytes.Repeat([]byte{2}, 192)},
-	}
-	merged, err := MergeWindowPoStPartitionProofs(window, parts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if merged.PoStProof != window || !bytes.Equal(merged.ProofBytes, append(slices.Clone(parts[0].ProofBytes), parts[1].ProofBytes...)) {
-		t.Fatalf("merged: type %d, %d bytes", merged.PoStProof, len(merged.ProofBytes))
-	}
-	// filecoin-ffi merges nothing into nothing.
-	if empty, err := MergeWindowPoStPartitionProofs(window, nil); err != nil || len(empty.ProofBytes) != 0 {
-		t.Fatalf("no partitions: %+v, %v", empty, err)
-	}
-	for _, p := range []abi.RegisteredPoStProof{abi.RegisteredPoStProof_StackedDrgWinning2KiBV1, -1, 15, 99} {
-		_, err := MergeWindowPoStPartitionProofs(p, parts)
-		wantIs(t, err, ErrInvalidArgument)
-	}
-}
-
 // Arguments refused before any parameters are read: these need no fixture.
 func TestPoStBadInput(t *testing.T) {
 	const window = abi.RegisteredPoStProof_StackedDrgWindow2KiBV1_1
@@ -309,11 +265,11 @@ func TestPoStBadInput(t *testing.T) {
 			return err
 		}, ErrInvalidArgument},
 		"unknown-priority": {func() error {
-			_, _, err := GenerateSinglePartitionWindowPoStWithVanillaWithTimings(ctx, window, 1000, randomness, vanilla, 0, WithPriority(99))
+			_, _, err := GenerateSinglePartitionWindowPoStWithVanillaWithOptions(ctx, window, 1000, randomness, vanilla, 0, WithPriority(99))
 			return err
 		}, ErrInvalidArgument},
 		"device-out-of-range": {func() error {
-			_, _, err := GenerateWinningPoStWithVanillaWithTimings(ctx, winning, 1000, randomness, vanilla, WithDevice(-1))
+			_, _, err := GenerateWinningPoStWithVanillaWithOptions(ctx, winning, 1000, randomness, vanilla, WithDevice(-1))
 			return err
 		}, ErrInvalidArgument},
 		"preload-unknown": {func() error {
@@ -366,7 +322,7 @@ func TestPoStDeviceOnCPU(t *testing.T) {
 	if st.Backend != "cpu" {
 		t.Skipf("the engine runs on %s: device 0 exists", st.Backend)
 	}
-	_, _, err = GenerateWinningPoStWithVanillaWithTimings(context.Background(), abi.RegisteredPoStProof_StackedDrgWinning2KiBV1,
+	_, _, err = GenerateWinningPoStWithVanillaWithOptions(context.Background(), abi.RegisteredPoStProof_StackedDrgWinning2KiBV1,
 		1000, make(abi.PoStRandomness, 32), [][]byte{{1}}, WithDevice(0))
 	wantIs(t, err, ErrInvalidArgument)
 }
@@ -374,12 +330,12 @@ func TestPoStDeviceOnCPU(t *testing.T) {
 func TestPoStContextCancelledBeforeCall(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, _, err := GenerateSinglePartitionWindowPoStWithVanillaWithTimings(ctx, abi.RegisteredPoStProof_StackedDrgWindow2KiBV1_1,
+	_, _, err := GenerateSinglePartitionWindowPoStWithVanillaWithOptions(ctx, abi.RegisteredPoStProof_StackedDrgWindow2KiBV1_1,
 		1000, make(abi.PoStRandomness, 32), [][]byte{{1}}, 0)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("got %v, want context.Canceled", err)
 	}
-	_, _, err = GenerateWinningPoStWithVanillaWithTimings(ctx, abi.RegisteredPoStProof_StackedDrgWinning2KiBV1,
+	_, _, err = GenerateWinningPoStWithVanillaWithOptions(ctx, abi.RegisteredPoStProof_StackedDrgWinning2KiBV1,
 		1000, make(abi.PoStRandomness, 32), [][]byte{{1}})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("got %v, want context.Canceled", err)
@@ -394,7 +350,7 @@ func TestWindowPoSt(t *testing.T) {
 	for i, p := range f.partitions {
 		var partitions []Timings
 		start := time.Now()
-		pp, tm, err := GenerateSinglePartitionWindowPoStWithVanillaWithTimings(context.Background(), f.window, f.miner,
+		pp, tm, err := GenerateSinglePartitionWindowPoStWithVanillaWithOptions(context.Background(), f.window, f.miner,
 			f.randomness, p.vanilla, p.index, WithPartitionTimings(&partitions))
 		if err != nil {
 			t.Fatalf("partition %d: %v", p.index, err)
@@ -501,9 +457,9 @@ func (f *postFixture) winningInfo(t *testing.T, proofs []proof.PoStProof, random
 func TestWinningPoSt(t *testing.T) {
 	f := needPostFixture(t)
 	start := time.Now()
-	proofs, tm, err := GenerateWinningPoStWithVanillaWithTimings(context.Background(), f.winning, f.miner, f.randomness, f.winner.vanilla)
+	proofs, tm, err := GenerateWinningPoStWithVanillaWithOptions(context.Background(), f.winning, f.miner, f.randomness, f.winner.vanilla)
 	if err != nil {
-		t.Fatalf("GenerateWinningPoStWithVanillaWithTimings: %v", err)
+		t.Fatalf("GenerateWinningPoStWithVanillaWithOptions: %v", err)
 	}
 	t.Logf("proved in %v", time.Since(start).Round(time.Millisecond))
 	logTimings(t, tm)
@@ -647,7 +603,7 @@ func TestPoStPriorities(t *testing.T) {
 	f := needPostFixture(t)
 	p := f.partitions[0]
 	for _, prio := range []Priority{PriorityNormal, PriorityHigh, PriorityWindowPoSt, PrioritySealing} {
-		pp, _, err := GenerateSinglePartitionWindowPoStWithVanillaWithTimings(context.Background(), f.window, f.miner, f.randomness,
+		pp, _, err := GenerateSinglePartitionWindowPoStWithVanillaWithOptions(context.Background(), f.window, f.miner, f.randomness,
 			p.vanilla, p.index, WithPriority(prio))
 		if err != nil || len(pp.ProofBytes) != 192 {
 			t.Fatalf("priority %d: %v", prio, err)
@@ -687,7 +643,7 @@ func TestPoStCancel(t *testing.T) {
 	p := f.partitions[0]
 	ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
 	defer cancel()
-	_, _, err := GenerateSinglePartitionWindowPoStWithVanillaWithTimings(ctx, f.window, f.miner, f.randomness, p.vanilla, p.index)
+	_, _, err := GenerateSinglePartitionWindowPoStWithVanillaWithOptions(ctx, f.window, f.miner, f.randomness, p.vanilla, p.index)
 	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("got %v, want context.DeadlineExceeded (or a proof)", err)
 	}

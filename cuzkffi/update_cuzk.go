@@ -1,4 +1,6 @@
-package cuzk
+//go:build cuzk
+
+package cuzkffi
 
 /*
 #include <stdlib.h>
@@ -17,34 +19,24 @@ import (
 	"github.com/ipfs/go-cid"
 )
 
-// UpdateRequest is one sector of GenerateUpdateProofBatch: the arguments of
-// GenerateUpdateProofWithVanilla.
-type UpdateRequest struct {
-	ProofType     abi.RegisteredUpdateProof
-	OldSealedCID  cid.Cid // the CC sector's sealed CID (comm_r_old)
-	NewSealedCID  cid.Cid // the updated replica's (comm_r_new)
-	UnsealedCID   cid.Cid // the new data's (comm_d_new)
-	VanillaProofs [][]byte
-}
-
 // GenerateUpdateProofWithVanilla proves a SnapDeals update from its partition vanilla proofs (as
 // filecoin-ffi's GenerateUpdateVanillaProofs returns them, one per partition in order), with
 // the signature of filecoin-ffi's function of the same name: the proof filecoin-proofs'
 // generate_empty_sector_update_proof_with_vanilla returns (192 bytes per partition). Vanilla
 // proofs that do not prove the commitments are ErrInvalidArgument naming the partition and
 // challenge. It blocks until the proof is made and cannot be cancelled: see
-// GenerateUpdateProofWithVanillaWithTimings.
+// GenerateUpdateProofWithVanillaWithOptions.
 func GenerateUpdateProofWithVanilla(proofType abi.RegisteredUpdateProof, oldSealedCID, newSealedCID, unsealedCID cid.Cid,
 	vanillaProofs [][]byte) ([]byte, error) {
-	p, _, err := GenerateUpdateProofWithVanillaWithTimings(context.Background(), proofType, oldSealedCID, newSealedCID, unsealedCID, vanillaProofs)
+	p, _, err := GenerateUpdateProofWithVanillaWithOptions(context.Background(), proofType, oldSealedCID, newSealedCID, unsealedCID, vanillaProofs)
 	return p, err
 }
 
-// GenerateUpdateProofWithVanillaWithTimings is GenerateUpdateProofWithVanilla with a context,
+// GenerateUpdateProofWithVanillaWithOptions is GenerateUpdateProofWithVanilla with a context,
 // the per-phase timings and options (WithPriority, WithDevice, WithPartitionTimings). Its class
 // is the sealing one unless WithPriority says otherwise. A done ctx behaves as in
-// SealCommitPhase2WithTimings.
-func GenerateUpdateProofWithVanillaWithTimings(ctx context.Context, proofType abi.RegisteredUpdateProof, oldSealedCID, newSealedCID,
+// SealCommitPhase2WithOptions.
+func GenerateUpdateProofWithVanillaWithOptions(ctx context.Context, proofType abi.RegisteredUpdateProof, oldSealedCID, newSealedCID,
 	unsealedCID cid.Cid, vanillaProofs [][]byte, opts ...ProveOption) ([]byte, Timings, error) {
 	config := proveConfigOf(opts)
 	if err := ctx.Err(); err != nil {
@@ -120,15 +112,12 @@ func VerifyUpdateProof(info proof.ReplicaUpdateInfo) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	eng, err := acquire()
-	if err != nil {
-		return false, err
-	}
+	eng := running() // nil: verified without an engine (no GPU is opened)
 	defer eng.release()
 	var valid C.bool
 	var cerr *C.cuzk_error
 	commPtr := func(i int) *C.uint8_t { return (*C.uint8_t)(unsafe.Pointer(&comms[i][0])) }
-	status := C.cuzk_verify_update_proof(eng.ptr, C.uint32_t(info.UpdateProofType), commPtr(0), commPtr(1), commPtr(2),
+	status := C.cuzk_verify_update_proof(eng.handle(), C.uint32_t(info.UpdateProofType), commPtr(0), commPtr(1), commPtr(2),
 		bytesArg(info.Proof), C.size_t(len(info.Proof)), &valid, &cerr)
 	if err := takeError(status, cerr); err != nil {
 		return false, err
