@@ -448,6 +448,68 @@ fn porep_2k_key_cold_warm_evicted_preloaded() {
     );
 }
 
+/// `release_memory` frees the device (keys but the kept PoSt one, matrices, NTT and witness
+/// buffers, pinned staging) and the next call uploads again and proves.
+#[test]
+#[cfg_attr(
+    not(cuzk_gpu_tests),
+    ignore = "GPU test: build with CUZK_GPU_TESTS=1 and run where a CUDA device is present"
+)]
+fn release_memory_frees_the_device_and_the_next_call_proves() {
+    let f = fixture();
+    let engine = gpu_engine();
+    let prove = || {
+        let out = engine
+            .seal_commit_phase2(&f.c1_json, f.sector.sector_id, f.sector.prover_id, &ProveOptions::default())
+            .expect("GPU C2");
+        assert!(common::filecoin_verify(&f.sector, &out.proof), "filecoin-proofs rejects the proof");
+        out.timings
+    };
+    prove();
+    engine
+        .preload_key(filecoin_proofs_api::RegisteredPoStProof::StackedDrgWinning2KiBV1)
+        .unwrap();
+    let held = engine.status();
+    for device in &held.devices {
+        assert!(device.resident_keys.len() == 2 && device.witness_buffer_bytes > 0, "{device:?}");
+    }
+
+    let released = engine.release_memory(true);
+    let status = engine.status();
+    eprintln!("released {released:?}; status: {}", serde_json::to_string(&status).unwrap());
+    for (before, after) in held.devices.iter().zip(&status.devices) {
+        assert_eq!((after.ntt_buffer_bytes, after.witness_buffer_bytes), (0, 0), "{after:?}");
+        assert!(after.resident_shapes.is_empty() && after.pinned_pool.allocated_bytes == 0, "{after:?}");
+        assert_eq!(after.resident_keys.len(), 1, "the WinningPoSt key stays: {after:?}");
+        assert!(after.resident_keys[0].label.contains("proof-of-spacetime"), "{after:?}");
+        let porep_key = before
+            .resident_keys
+            .iter()
+            .find(|k| !k.label.contains("proof-of-spacetime"))
+            .unwrap()
+            .bytes;
+        let freed = before.ntt_buffer_bytes + before.witness_buffer_bytes + porep_key;
+        assert!(
+            after.memory_free >= before.memory_free + freed * 9 / 10,
+            "the device gets its memory back: {} -> {} (freed {freed})",
+            before.memory_free,
+            after.memory_free
+        );
+    }
+    assert!(
+        released.device_bytes > 0 && released.host_key_bytes > 0 && released.pinned_bytes > 0,
+        "{released:?}"
+    );
+
+    let again = prove();
+    assert!(again.srs_load_ns > 0 && again.srs_upload_ns > 0, "the key is read and uploaded again");
+    let warm = prove();
+    assert_eq!((warm.srs_load_ns, warm.srs_upload_ns), (0, 0), "then it is resident again");
+    engine.release_memory(false);
+    assert!(engine.status().devices.iter().all(|d| d.resident_keys.is_empty()));
+    prove();
+}
+
 /// Device memory after warm-up stays flat over many proofs (the reference leaked device memory
 /// until the GPU ran out), a, b, c computed on the device from the resident matrices. Every
 /// proof is compared with bellperson's.

@@ -27,6 +27,8 @@ const DRIFT_ALLOWANCE_BYTES: u64 = 64 << 20;
 /// Calls proving at once.
 const CALLERS: usize = 2;
 /// Time between a key eviction and the next preload, and back.
+/// Longer than the janitor's trim after a 2KiB C2 (at most 71 ms on the H200, run 57).
+const JANITOR_SETTLE: Duration = Duration::from_millis(300);
 const CHURN_PERIOD: Duration = Duration::from_secs(2);
 
 /// What one call is.
@@ -295,8 +297,11 @@ impl Soak<'_> {
         }
     }
 
-    /// Memory now, at the number of calls completed so far.
+    /// Memory now, at the number of calls completed so far: after the engine's idle janitor
+    /// has returned the free host memory of the calls that just ended (tens of ms, on its own
+    /// thread), so that every sample is of the same state.
     fn sample(&self) -> MemorySample {
+        std::thread::sleep(JANITOR_SETTLE);
         let call = self.counts.completed.load(Ordering::Relaxed);
         let device_used_bytes = self.engine.status().devices.iter().map(|d| d.memory_total - d.memory_free).sum();
         let sample = MemorySample {
