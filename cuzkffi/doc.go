@@ -36,3 +36,5 @@
 // keeping the PoSt keys unless Config.IdleReleasePoStKeys. ReadEngineStatus shows what is
 // held.
 package cuzkffi
+
+//go:generate ../scripts/install-libcuzk.sh

@@ -40,6 +40,12 @@ run_update_example "$update"
 step "Go package"
 CUZK_FIXTURE_DIR="$fixture" "$root/scripts/test-go.sh"
 
+step "packaging: libcuzk.a exports only cuzk_*, links next to another Rust static library; the prefix moves; the prebuilt tarball builds the Go package"
+"$root/scripts/check-static-lib.sh" "$root/target/cuzk-prefix"
+tarball="$("$root/scripts/package.sh")"
+CUZK_TARBALL="$tarball" "$root/scripts/install-libcuzk.sh"
+(cd "$root/cuzkffi" && PKG_CONFIG_PATH="$root/cuzkffi/libcuzk/lib/pkgconfig" go test -tags cuzk -count=1 -run 'TestVersion|TestDefaultConfig' .)
+
 step "fuzzing: a short AFL++ run of every target (input checks and C ABI; fails on any crash or hang)"
 CUZK_FUZZ_SECONDS=60 "$root/scripts/fuzz.sh"
 

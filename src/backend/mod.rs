@@ -127,7 +127,8 @@ pub trait Backend: Send + Sync {
         Ok(0)
     }
 
-    /// Drops the resident copies of the key file `label`; how many there were.
+    /// Drops the resident copies of the key file `label`, and the matrices of circuit shapes
+    /// the engine no longer holds; how many key copies there were.
     fn evict(&self, _label: &str) -> usize {
         0
     }

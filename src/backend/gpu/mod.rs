@@ -407,6 +407,14 @@ impl Backend for GpuBackend {
             .map(|device| {
                 // Inside the turn: no call is reading the copy while it is freed.
                 let _turn = device.turn.take(Priority::Sealing);
+                // The matrices of shapes nothing else holds any more (the engine drops a
+                // key's shape with it): otherwise their host copy lives on until another
+                // shape takes their place on the device.
+                device
+                    .shapes
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .retain(|(shape, _)| Arc::strong_count(shape) > 1);
                 device.keys.evict_label(label)
             })
             .sum()
