@@ -10,16 +10,6 @@ use common::*;
 use cuzk::error::Status;
 use cuzk::ffi::*;
 
-fn status_json(engine: &Engine) -> serde_json::Value {
-    let mut json = null_mut();
-    let mut err = null_mut();
-    assert_eq!(cuzk_engine_status(engine.0, &mut json, &mut err), Status::Ok, "{:?}", take_error(err));
-    // SAFETY: a cuzk_bytes from the library, freed below.
-    let value = unsafe { serde_json::from_slice(std::slice::from_raw_parts((*json).data, (*json).len)) }.expect("status is JSON");
-    cuzk_bytes_free(json);
-    value
-}
-
 fn preload(engine: &Engine, proof: u32) -> Result<(u64, u64), (Status, String)> {
     let (mut load_ns, mut upload_ns) = (u64::MAX, u64::MAX);
     let mut err = null_mut();

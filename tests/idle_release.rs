@@ -15,16 +15,6 @@ use cuzk::ffi::*;
 const WINNING_2KIB: u32 = 0;
 const IDLE_RELEASE_MS: u64 = 300;
 
-fn status_json(engine: &Engine) -> serde_json::Value {
-    let mut json = null_mut();
-    let mut err = null_mut();
-    assert_eq!(cuzk_engine_status(engine.0, &mut json, &mut err), Status::Ok, "{:?}", take_error(err));
-    // SAFETY: a cuzk_bytes from the library, freed below.
-    let value = unsafe { serde_json::from_slice(std::slice::from_raw_parts((*json).data, (*json).len)) }.expect("status is JSON");
-    cuzk_bytes_free(json);
-    value
-}
-
 fn labels(status: &serde_json::Value, field: &str, name: &str) -> Vec<String> {
     status[field]
         .as_array()

@@ -180,6 +180,17 @@ pub fn engine() -> Engine {
     engine_for(&fixture().params_dir).expect("engine")
 }
 
+/// `cuzk_engine_status` through the C ABI, parsed.
+pub fn status_json(engine: &Engine) -> serde_json::Value {
+    let mut json = std::ptr::null_mut();
+    let mut err = std::ptr::null_mut();
+    assert_eq!(cuzk_engine_status(engine.0, &mut json, &mut err), Status::Ok, "{:?}", take_error(err));
+    // SAFETY: a cuzk_bytes from the library, freed below.
+    let value = unsafe { serde_json::from_slice(std::slice::from_raw_parts((*json).data, (*json).len)) }.expect("status is JSON");
+    cuzk_bytes_free(json);
+    value
+}
+
 /// Status and message of an error object, which is freed.
 pub fn take_error(err: *mut cuzk_error) -> (Status, String) {
     assert!(!err.is_null(), "a failing call must return an error object");
