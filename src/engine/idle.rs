@@ -27,7 +27,9 @@ struct Shared {
 
 #[derive(Default)]
 struct State {
+    /// Calls in flight; `proofs` of them prove (the others preload, evict or release).
     calls: u64,
+    proofs: u64,
     /// Idle periods begun (each time the calls in flight drop to zero).
     periods: u64,
     idle_since: Option<Instant>,
@@ -43,8 +45,11 @@ pub struct Idle {
     shared: Arc<Shared>,
 }
 
-/// One call in flight, for as long as it lives.
-pub struct Call<'a>(&'a Idle);
+/// One call in flight, for as long as it lives; `proves` when it is a proof call.
+pub struct Call<'a> {
+    idle: &'a Idle,
+    proves: bool,
+}
 
 impl Idle {
     /// Starts the janitor: it returns free host memory at the start of every idle period and,
@@ -58,13 +63,23 @@ impl Idle {
         Ok(())
     }
 
+    /// A call that keeps the engine busy without proving (a preload, an eviction, a release).
     pub fn enter(&self) -> Call<'_> {
         self.shared.lock().calls += 1;
-        Call(self)
+        Call { idle: self, proves: false }
     }
 
-    pub fn calls(&self) -> u64 {
-        self.shared.lock().calls
+    /// A proof call.
+    pub fn enter_proof(&self) -> Call<'_> {
+        let mut state = self.shared.lock();
+        state.calls += 1;
+        state.proofs += 1;
+        Call { idle: self, proves: true }
+    }
+
+    /// Proof calls in flight.
+    pub fn proofs(&self) -> u64 {
+        self.shared.lock().proofs
     }
 
     /// Times free host memory was returned to the OS.
@@ -87,12 +102,13 @@ impl Drop for Idle {
 
 impl Drop for Call<'_> {
     fn drop(&mut self) {
-        let mut state = self.0.shared.lock();
+        let mut state = self.idle.shared.lock();
         state.calls -= 1;
+        state.proofs -= u64::from(self.proves);
         if state.calls == 0 {
             state.periods += 1;
             state.idle_since = Some(Instant::now());
-            self.0.shared.changed.notify_all();
+            self.idle.shared.changed.notify_all();
         }
     }
 }
@@ -171,13 +187,14 @@ mod tests {
     fn each_idle_period_is_trimmed_once_after_its_last_call() {
         let idle = Idle::default();
         idle.start(None, Box::new(|| {})).unwrap();
-        let first = idle.enter();
+        let first = idle.enter_proof();
         let second = idle.enter();
-        assert_eq!(idle.calls(), 2);
+        assert_eq!(idle.proofs(), 1, "a preload is a call, not a proof");
         drop(first);
         std::thread::sleep(Duration::from_millis(20));
         assert_eq!(idle.trims(), 0, "a call is still in flight");
         drop(second);
+        assert_eq!(idle.proofs(), 0);
         wait_until("the first trim", || idle.trims() == 1);
         drop(idle.enter());
         wait_until("the second trim", || idle.trims() == 2);

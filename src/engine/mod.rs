@@ -259,7 +259,7 @@ impl Engine {
     /// Proves `requests` through the pipeline, one result per request.
     fn run_pipeline(&self, requests: &[&dyn ProofRequest], options: &ProveOptions) -> Result<Vec<Result<ProofOutput>>> {
         let start = Instant::now();
-        let _in_flight = self.idle.enter();
+        let _in_flight = self.idle.enter_proof();
         // The call's class, settled: the kind's unless the caller chose one.
         let class = options
             .priority
@@ -378,7 +378,7 @@ impl Engine {
                 _ => "cpu",
             },
             worker_threads: self.config.num_threads,
-            proofs_in_flight: self.idle.calls(),
+            proofs_in_flight: self.idle.proofs(),
             host_memory_trims: self.idle.trims(),
             idle_releases: self.idle.releases(),
             host_keys: self
