@@ -26,6 +26,7 @@ var api = []any{
 	// Engine and library.
 	Version, LibraryABIVersion, DefaultConfig, Init, Close, SetLogger, ReadEngineStatus,
 	PreloadKey, EvictKey, PreloadPoStKey, EvictPoStKey, PreloadUpdateKey, EvictUpdateKey, ReleaseMemory,
+	EstimateMemory, EstimatePoStMemory, EstimateUpdateMemory,
 	// PoRep C2.
 	SealCommitPhase2, SealCommitPhase2WithOptions, SealCommitPhase2Batch, ParseC1Info, VerifySeal,
 	// PoSt.

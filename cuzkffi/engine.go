@@ -53,6 +53,18 @@ type MemoryReleased struct {
 	Duration       time.Duration
 }
 
+// MemoryEstimate is what a proof kind takes in memory with the running engine's
+// configuration, in bytes: upper bounds for a scheduler to declare before it proves (Curio's
+// task resources), from the proving key's query sizes, the circuit's shape, the host memory
+// budget, the proving lanes and the GPU key budget.
+type MemoryEstimate struct {
+	Partitions          uint64 // partition circuits one call proves
+	HostResidentBytes   uint64 // kept between calls (what a preload makes resident): key points, circuit shape
+	HostCallBytes       uint64 // added by one call while it runs: synthesized partitions, proving lanes' working memory
+	DeviceResidentBytes uint64 // kept between calls on each GPU: the key's copy when it fits, the circuit's matrices
+	DeviceCallBytes     uint64 // added by one call on each GPU it proves on: NTT and witness buffers, MSM scratch
+}
+
 // documentedDefaults are the library's documented defaults (cuzk_config_default) as far as Go
 // knows them without the library: self-verification on, everything else zero (all cores, a
 // GPU when present, the parameter directory from the environment, the budgets' defaults).

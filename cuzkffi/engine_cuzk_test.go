@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -664,6 +665,50 @@ func TestReleaseMemory(t *testing.T) {
 		t.Errorf("the key was not read again: SRSLoad = %v", tm.SRSLoad)
 	}
 	f.verify(t, proofBytes)
+}
+
+// EstimateMemory reports a kind's memory: at least the key the engine then holds, and a call's
+// share; a kind without parameters is a clean error.
+func TestEstimateMemory(t *testing.T) {
+	f := needFixture(t)
+	info, err := ParseC1Info(f.c1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := EstimateMemory(info.RegisteredProof)
+	if err != nil {
+		t.Fatalf("EstimateMemory: %v", err)
+	}
+	if _, err := PreloadKey(info.RegisteredProof); err != nil {
+		t.Fatalf("PreloadKey: %v", err)
+	}
+	st, err := ReadEngineStatus()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var held uint64 // the PoRep key's (other tests' PoSt keys may be resident too)
+	for _, k := range st.HostKeys {
+		if strings.Contains(k.Label, "stacked-proof-of-replication") {
+			held += k.Bytes
+		}
+	}
+	if e.Partitions < 1 || e.HostCallBytes == 0 || e.HostResidentBytes < held || held == 0 {
+		t.Fatalf("EstimateMemory = %+v with %d B of keys held after a preload", e, held)
+	}
+	if st.Backend == "cpu" && (e.DeviceResidentBytes != 0 || e.DeviceCallBytes != 0) {
+		t.Fatalf("device memory on the CPU: %+v", e)
+	}
+	if e, err := EstimatePoStMemory(abi.RegisteredPoStProof_StackedDrgWindow2KiBV1_1); err != nil || e.Partitions != 1 {
+		t.Fatalf("EstimatePoStMemory = %+v, %v; want one partition", e, err)
+	}
+	if _, err := EstimateUpdateMemory(abi.RegisteredUpdateProof_StackedDrg2KiBV1); err != nil {
+		t.Fatalf("EstimateUpdateMemory: %v", err)
+	}
+	_, err = EstimateMemory(abi.RegisteredSealProof_StackedDrg64GiBV1_1)
+	var cerr *Error
+	if !errors.As(err, &cerr) || cerr.Status != StatusParametersNotFound {
+		t.Fatalf("EstimateMemory without 64GiB parameters = %v; want StatusParametersNotFound", err)
+	}
 }
 
 // Configurations the engine could never run with are refused before anything starts.

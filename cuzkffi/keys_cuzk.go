@@ -115,6 +115,58 @@ func evict(checked error, call func(*C.cuzk_engine, *C.bool, **C.cuzk_error) C.e
 	return bool(evicted), nil
 }
 
+// EstimateMemory reports what a PoRep C2 of registeredProof takes in memory with the engine's
+// configuration: what the engine keeps between calls and what a call adds, on the host and on
+// each GPU. It reads the counts of the key's file (not its points) and extracts the circuit's
+// shape when the engine does not hold it yet (as PreloadKey does; it is kept).
+func EstimateMemory(registeredProof abi.RegisteredSealProof) (MemoryEstimate, error) {
+	return estimate(checkProof(registeredProof), func(eng *C.cuzk_engine, out *C.cuzk_memory_estimate, cerr **C.cuzk_error) C.enum_cuzk_status {
+		return C.cuzk_engine_memory_estimate(eng, C.uint32_t(registeredProof), out, cerr)
+	})
+}
+
+// EstimatePoStMemory is EstimateMemory for a registered PoSt proof: one WindowPoSt partition,
+// or a WinningPoSt.
+func EstimatePoStMemory(registeredProof abi.RegisteredPoStProof) (MemoryEstimate, error) {
+	return estimate(checkPoStProof(registeredProof), func(eng *C.cuzk_engine, out *C.cuzk_memory_estimate, cerr **C.cuzk_error) C.enum_cuzk_status {
+		return C.cuzk_engine_memory_estimate_post(eng, C.uint32_t(registeredProof), out, cerr)
+	})
+}
+
+// EstimateUpdateMemory is EstimateMemory for a registered update proof: a sector's SnapDeals
+// update proof.
+func EstimateUpdateMemory(registeredProof abi.RegisteredUpdateProof) (MemoryEstimate, error) {
+	return estimate(checkUpdateProof(registeredProof), func(eng *C.cuzk_engine, out *C.cuzk_memory_estimate, cerr **C.cuzk_error) C.enum_cuzk_status {
+		return C.cuzk_engine_memory_estimate_update(eng, C.uint32_t(registeredProof), out, cerr)
+	})
+}
+
+// estimate runs call, a cuzk_engine_memory_estimate*, on the engine, unless the proof number
+// was refused (checked).
+func estimate(checked error, call func(*C.cuzk_engine, *C.cuzk_memory_estimate, **C.cuzk_error) C.enum_cuzk_status) (MemoryEstimate, error) {
+	if checked != nil {
+		return MemoryEstimate{}, checked
+	}
+	eng, err := acquire()
+	if err != nil {
+		return MemoryEstimate{}, err
+	}
+	defer eng.release()
+	var e C.cuzk_memory_estimate
+	e.struct_size = C.uint32_t(unsafe.Sizeof(e))
+	var cerr *C.cuzk_error
+	if err := takeError(call(eng.ptr, &e, &cerr), cerr); err != nil {
+		return MemoryEstimate{}, err
+	}
+	return MemoryEstimate{
+		Partitions:          uint64(e.partitions),
+		HostResidentBytes:   uint64(e.host_resident_bytes),
+		HostCallBytes:       uint64(e.host_call_bytes),
+		DeviceResidentBytes: uint64(e.device_resident_bytes),
+		DeviceCallBytes:     uint64(e.device_call_bytes),
+	}, nil
+}
+
 // ReadEngineStatus reports what the engine holds and does now.
 func ReadEngineStatus() (EngineStatus, error) {
 	eng, err := acquire()

@@ -143,5 +143,20 @@ func EvictUpdateKey(registeredProof abi.RegisteredUpdateProof) (bool, error) {
 // ReadEngineStatus returns ErrNotBuilt in stub mode.
 func ReadEngineStatus() (EngineStatus, error) { return EngineStatus{}, ErrNotBuilt }
 
+// EstimateMemory returns ErrNotBuilt in stub mode.
+func EstimateMemory(registeredProof abi.RegisteredSealProof) (MemoryEstimate, error) {
+	return MemoryEstimate{}, ErrNotBuilt
+}
+
+// EstimatePoStMemory returns ErrNotBuilt in stub mode.
+func EstimatePoStMemory(registeredProof abi.RegisteredPoStProof) (MemoryEstimate, error) {
+	return MemoryEstimate{}, ErrNotBuilt
+}
+
+// EstimateUpdateMemory returns ErrNotBuilt in stub mode.
+func EstimateUpdateMemory(registeredProof abi.RegisteredUpdateProof) (MemoryEstimate, error) {
+	return MemoryEstimate{}, ErrNotBuilt
+}
+
 // ReleaseMemory returns ErrNotBuilt in stub mode.
 func ReleaseMemory(keepPoStKeys bool) (MemoryReleased, error) { return MemoryReleased{}, ErrNotBuilt }

@@ -27,14 +27,20 @@ func TestStubsReturnErrNotBuilt(t *testing.T) {
 		"SetLogger": func() error {
 			return SetLogger(slog.Default(), slog.LevelInfo)
 		},
-		"ReadEngineStatus": func() error { _, err := ReadEngineStatus(); return err },
-		"PreloadKey":       func() error { _, err := PreloadKey(abi.RegisteredSealProof_StackedDrg2KiBV1_1); return err },
-		"EvictKey":         func() error { _, err := EvictKey(abi.RegisteredSealProof_StackedDrg2KiBV1_1); return err },
-		"PreloadPoStKey":   func() error { _, err := PreloadPoStKey(window); return err },
-		"EvictPoStKey":     func() error { _, err := EvictPoStKey(window); return err },
-		"PreloadUpdateKey": func() error { _, err := PreloadUpdateKey(abi.RegisteredUpdateProof_StackedDrg2KiBV1); return err },
-		"EvictUpdateKey":   func() error { _, err := EvictUpdateKey(abi.RegisteredUpdateProof_StackedDrg2KiBV1); return err },
-		"ReleaseMemory":    func() error { _, err := ReleaseMemory(true); return err },
+		"ReadEngineStatus":   func() error { _, err := ReadEngineStatus(); return err },
+		"PreloadKey":         func() error { _, err := PreloadKey(abi.RegisteredSealProof_StackedDrg2KiBV1_1); return err },
+		"EvictKey":           func() error { _, err := EvictKey(abi.RegisteredSealProof_StackedDrg2KiBV1_1); return err },
+		"PreloadPoStKey":     func() error { _, err := PreloadPoStKey(window); return err },
+		"EvictPoStKey":       func() error { _, err := EvictPoStKey(window); return err },
+		"PreloadUpdateKey":   func() error { _, err := PreloadUpdateKey(abi.RegisteredUpdateProof_StackedDrg2KiBV1); return err },
+		"EvictUpdateKey":     func() error { _, err := EvictUpdateKey(abi.RegisteredUpdateProof_StackedDrg2KiBV1); return err },
+		"ReleaseMemory":      func() error { _, err := ReleaseMemory(true); return err },
+		"EstimateMemory":     func() error { _, err := EstimateMemory(abi.RegisteredSealProof_StackedDrg2KiBV1_1); return err },
+		"EstimatePoStMemory": func() error { _, err := EstimatePoStMemory(window); return err },
+		"EstimateUpdateMemory": func() error {
+			_, err := EstimateUpdateMemory(abi.RegisteredUpdateProof_StackedDrg2KiBV1)
+			return err
+		},
 		"SealCommitPhase2": func() error { _, err := SealCommitPhase2([]byte("{}"), 1, 1000); return err },
 		"SealCommitPhase2WithOptions": func() error {
 			_, _, err := SealCommitPhase2WithOptions(ctx, []byte("{}"), 1, 1000, WithPriority(PriorityHigh))

@@ -37,6 +37,9 @@
 // The smallest `cuzk_memory_released.struct_size` accepted: the size of revision 1.
 #define CUZK_MEMORY_RELEASED_SIZE_V1 48
 
+// The smallest `cuzk_memory_estimate.struct_size` accepted: the size of revision 1.
+#define CUZK_MEMORY_ESTIMATE_SIZE_V1 48
+
 // Largest C1 JSON accepted. A 32GiB sector's C1 is tens of megabytes; anything past this is
 // not a C1 and would only exhaust memory.
 #define CUZK_MAX_C1_JSON_BYTES (1 << 28)
@@ -249,6 +252,33 @@ typedef struct cuzk_memory_released {
   // Wall time of the release.
   uint64_t duration_ns;
 } cuzk_memory_released;
+
+// What a proof kind takes in memory (`cuzk_engine_memory_estimate`), in bytes: upper bounds
+// for a scheduler to declare before it proves, computed from the proving key's query sizes,
+// the circuit's shape and the engine's configuration (host memory budget, proving lanes, GPU
+// key budget).
+//
+// Its only revision is 1 (CUZK_MEMORY_ESTIMATE_SIZE_V1 bytes, the smallest `struct_size`
+// accepted).
+typedef struct cuzk_memory_estimate {
+  // sizeof(cuzk_memory_estimate) as the caller compiled it.
+  uint32_t struct_size;
+  // Partition circuits one call proves.
+  uint64_t partitions;
+  // Host memory the engine keeps for the kind between calls (what a preload makes
+  // resident): the proving key's points and the circuit's shape.
+  uint64_t host_resident_bytes;
+  // Host memory one call adds while it runs: its synthesized partitions (as many as the
+  // engine's host memory budget lets wait, at least one) and each proving lane's working
+  // memory.
+  uint64_t host_call_bytes;
+  // Device memory the engine keeps for the kind between calls, on each GPU: the key's copy
+  // when it fits the key budget, and the circuit's matrices. 0 on the CPU.
+  uint64_t device_resident_bytes;
+  // Device memory one call adds on each GPU it proves on: NTT and witness buffers and the
+  // largest MSM's scratch. 0 on the CPU.
+  uint64_t device_call_bytes;
+} cuzk_memory_estimate;
 
 // Per-phase timings of one call in nanoseconds (`cuzk_timings`). Within a partition the
 // phases never overlap; with several partitions, one partition's synthesis overlaps the
@@ -551,6 +581,27 @@ enum cuzk_status cuzk_engine_evict_update_key(const struct cuzk_engine *engine, 
 // a cuzk_memory_released with its `struct_size` set, written no further than that. `err`:
 // NULL, or where to store the call's error. All are read or written during the call only.
 enum cuzk_status cuzk_engine_release_memory(const struct cuzk_engine *engine, bool keep_post_keys, struct cuzk_memory_released *released_out, struct cuzk_error **err);
+
+// The memory a PoRep C2 of `registered_proof` (filecoin-ffi numbering) takes with this
+// engine: what it keeps between calls and what a call adds, on the host and on each GPU.
+// Reads the counts of the proving key's file (not its points) unless the key is resident;
+// extracts the circuit's shape when the engine does not hold it yet (as a preload does, and
+// keeps it). The key's file must be in the parameter directory
+// (CUZK_STATUS_PARAMETERS_NOT_FOUND otherwise).
+//
+// `engine`: not NULL, a handle from `cuzk_engine_new` not yet freed. `estimate_out`: not
+// NULL, a cuzk_memory_estimate with its `struct_size` set, written no further than that.
+// `err`: NULL, or where to store the call's error. All are read or written during the call
+// only.
+enum cuzk_status cuzk_engine_memory_estimate(const struct cuzk_engine *engine, uint32_t registered_proof, struct cuzk_memory_estimate *estimate_out, struct cuzk_error **err);
+
+// `cuzk_engine_memory_estimate` for a registered PoSt proof (go-state-types numbering): one
+// WindowPoSt partition, or a WinningPoSt.
+enum cuzk_status cuzk_engine_memory_estimate_post(const struct cuzk_engine *engine, uint32_t registered_post_proof, struct cuzk_memory_estimate *estimate_out, struct cuzk_error **err);
+
+// `cuzk_engine_memory_estimate` for a registered update proof (go-state-types numbering): a
+// sector's SnapDeals update proof.
+enum cuzk_status cuzk_engine_memory_estimate_update(const struct cuzk_engine *engine, uint32_t registered_update_proof, struct cuzk_memory_estimate *estimate_out, struct cuzk_error **err);
 
 // What the engine holds and does, as a JSON object:
 // `{"version", "backend": "gpu"|"cpu", "worker_threads", "proofs_in_flight",

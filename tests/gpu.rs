@@ -448,6 +448,16 @@ fn porep_2k_key_cold_warm_evicted_preloaded() {
     );
 }
 
+/// A C2 of the fixture's sector on `engine`, checked by filecoin-proofs; its timings.
+fn prove_fixture_c2(engine: &Engine) -> Timings {
+    let f = fixture();
+    let out = engine
+        .seal_commit_phase2(&f.c1_json, f.sector.sector_id, f.sector.prover_id, &ProveOptions::default())
+        .expect("GPU C2");
+    assert!(common::filecoin_verify(&f.sector, &out.proof), "filecoin-proofs rejects the proof");
+    out.timings
+}
+
 /// `release_memory` frees the device (keys but the kept PoSt one, matrices, NTT and witness
 /// buffers, pinned staging) and the next call uploads again and proves.
 #[test]
@@ -456,15 +466,8 @@ fn porep_2k_key_cold_warm_evicted_preloaded() {
     ignore = "GPU test: build with CUZK_GPU_TESTS=1 and run where a CUDA device is present"
 )]
 fn release_memory_frees_the_device_and_the_next_call_proves() {
-    let f = fixture();
     let engine = gpu_engine();
-    let prove = || {
-        let out = engine
-            .seal_commit_phase2(&f.c1_json, f.sector.sector_id, f.sector.prover_id, &ProveOptions::default())
-            .expect("GPU C2");
-        assert!(common::filecoin_verify(&f.sector, &out.proof), "filecoin-proofs rejects the proof");
-        out.timings
-    };
+    let prove = || prove_fixture_c2(&engine);
     prove();
     engine
         .preload_key(filecoin_proofs_api::RegisteredPoStProof::StackedDrgWinning2KiBV1)
@@ -688,5 +691,68 @@ fn device_fault_fails_only_its_call() {
         check_proof(&proof, "quarantined device, CPU fallback");
         assert_eq!((t.backend, t.device_index), (BackendKind::Cpu as u32, -1));
         eprintln!("call {call} after the quarantine: CPU, {:.3} s", start.elapsed().as_secs_f64());
+    }
+}
+
+/// The memory estimate of a C2 (`Engine::memory_estimate`) bounds what a call takes on the
+/// device (its free memory sampled during the call) and on the host (the live heap's peak),
+/// with nothing resident before the call, and is within 4x of each.
+#[test]
+#[cfg_attr(
+    not(cuzk_gpu_tests),
+    ignore = "GPU test: build with CUZK_GPU_TESTS=1 and run where a CUDA device is present"
+)]
+fn memory_estimate_bounds_a_c2_on_the_device_and_the_host() {
+    let f = fixture();
+    let engine = gpu_engine();
+    let prove = || {
+        prove_fixture_c2(&engine);
+    };
+    prove();
+    let estimate = engine.memory_estimate(f.sector.registered_proof).unwrap();
+    engine.release_memory(false);
+    let device_used = |engine: &Engine| {
+        let d = &engine.status().devices[0];
+        d.memory_total - d.memory_free
+    };
+    let before = (device_used(&engine), cuzk_tools::memory::heap_in_use_bytes());
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let (device_peak, host_peak) = std::thread::scope(|scope| {
+        let sampler = scope.spawn(|| {
+            let mut peak = 0;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                peak = peak.max(device_used(&engine));
+                std::thread::sleep(std::time::Duration::from_micros(500));
+            }
+            peak
+        });
+        let host = cuzk_tools::memory::HeapPeak::start();
+        prove();
+        let host_peak = host.stop();
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        (sampler.join().unwrap(), host_peak)
+    });
+    let device = (
+        device_peak.saturating_sub(before.0),
+        estimate.device_resident_bytes + estimate.device_call_bytes,
+    );
+    let host = (
+        host_peak.saturating_sub(before.1),
+        estimate.host_resident_bytes + estimate.host_call_bytes,
+    );
+    eprintln!(
+        "{estimate:?}: device +{} B against {} B ({:.2}x), host +{} B against {} B ({:.2}x)",
+        device.0,
+        device.1,
+        device.1 as f64 / device.0 as f64,
+        host.0,
+        host.1,
+        host.1 as f64 / host.0 as f64
+    );
+    for (what, (used, estimated)) in [("device", device), ("host", host)] {
+        assert!(
+            used <= estimated && estimated <= 4 * used,
+            "{what}: the call took {used} B, estimated {estimated} B"
+        );
     }
 }

@@ -14,7 +14,7 @@ use rayon::ThreadPool;
 
 use crate::cancel::CancelToken;
 use crate::error::{Error, Result};
-use crate::groth16::{MsmResults, ProvingKey};
+use crate::groth16::{MsmResults, ProvingKey, QuerySizes};
 use crate::synthesis::SynthesizedCircuit;
 pub use crate::timings::BackendKind;
 use crate::timings::Timings;
@@ -154,6 +154,26 @@ pub trait Backend: Send + Sync {
     fn devices(&self) -> Vec<DeviceStatus> {
         Vec::new()
     }
+
+    /// The memory `compute_msms` takes for a circuit of a key with `sizes` whose shape (R1CS
+    /// matrices, when the engine synthesizes with one) holds `shape_bytes` on the host.
+    fn call_memory(&self, sizes: &QuerySizes, shape_bytes: u64) -> CallMemory;
+}
+
+/// What one `compute_msms` takes beside the synthesized circuit it is given (an upper bound,
+/// `Engine::memory_estimate`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CallMemory {
+    /// Host working memory of one proving lane: the scalar classes of the MSMs and the
+    /// compact witness; on the CPU, the quotient's scalars too.
+    pub host_lane_bytes: u64,
+    /// Device memory kept between calls, per device: the proving key's copy (when it fits
+    /// the key budget) and the circuit's matrices.
+    pub device_resident_bytes: u64,
+    /// Device memory of one proof on a device besides the resident part: the NTT and witness
+    /// buffers and the largest MSM's scratch (the key's points of that MSM too, when the key
+    /// is streamed).
+    pub device_call_bytes: u64,
 }
 
 /// What a backend gave back (`Backend::release_memory`).

@@ -139,6 +139,12 @@ pub struct PreparedMsms {
 }
 
 impl PreparedMsms {
+    /// The most host memory the classes of a circuit with `variables` values take: in each
+    /// of the three, a value is at most a one's index or a tail index and scalar.
+    pub fn max_bytes(variables: u64) -> u64 {
+        3 * variables * (4 + 32)
+    }
+
     /// A's points are all inputs, then the aux variables in A; B's are the inputs in B, then
     /// the aux variables in B (bellperson's query layout, see [`QueryLayout`]). One pass over
     /// the aux scalars, on all cores: each is classified once for L, A and B; or, when most are

@@ -15,7 +15,7 @@ use once_cell::sync::OnceCell;
 
 use super::digests::DigestTable;
 use crate::error::{Error, Result, Status};
-use crate::groth16::{decode_parameters, ProvingKey};
+use crate::groth16::{decode_parameters, ProvingKey, QuerySizes};
 use crate::timings::nanos;
 
 /// A file as the engine caches what it read from it: a replaced file has another identity.
@@ -153,6 +153,17 @@ impl KeyStore {
             *load_ns += nanos(start.elapsed());
         }
         Ok(key)
+    }
+
+    /// How many points each query of the proving key in `path` holds: the resident key's, else
+    /// read from the file's counts (its points are not read).
+    pub fn query_sizes(&self, path: &Path) -> Result<QuerySizes> {
+        let label = path.display().to_string();
+        if let Some(key) = self.resident_proving_keys().iter().find(|k| k.label() == label) {
+            return Ok(key.query_sizes());
+        }
+        let (file, _) = open(path)?;
+        QuerySizes::read(&mut BufReader::new(file)).map_err(|e| corrupt(path, e))
     }
 
     /// Drops the proving key of `path` from host memory (calls using it keep it until they

@@ -34,6 +34,7 @@ use crate::timings::Timings;
 
 pub(crate) mod config;
 mod digests;
+mod estimate;
 mod idle;
 mod keys;
 mod pipeline;
@@ -42,6 +43,7 @@ mod status;
 mod verifier;
 
 pub use config::{EngineConfig, IdlePolicy, SplitPolicy, DEFAULT_PARAMETER_CACHE, MAX_DEVICES};
+pub use estimate::MemoryEstimate;
 use keys::KeyStore;
 pub use pipeline::ProofOutput;
 use pipeline::{MemoryBudget, Occupancy};
@@ -105,7 +107,6 @@ pub struct Engine {
     occupancy: Occupancy,
 }
 
-/// Counts one in its counter for as long as it lives (a call in flight, a partition waiting).
 /// Counts one in its counter for as long as it lives (a partition waiting).
 struct Counted<'a>(&'a AtomicU64);
 

@@ -29,7 +29,7 @@ use blstrs::Bls12;
 use super::{Counted, Engine, ProveOptions, GROTH_PROOF_BYTES};
 use crate::backend::{Backend, Priority};
 use crate::error::{Error, Result, Status};
-use crate::groth16::ProvingKey;
+use crate::groth16::{ProvingKey, QuerySizes};
 use crate::kinds::{ProofJob, ProofRequest, SynthesisPath};
 use crate::prover::prove_synthesized;
 use crate::synthesis::SynthesizedCircuit;
@@ -173,13 +173,12 @@ impl Drop for BudgetShare {
     }
 }
 
-/// Host bytes of one synthesized partition for `key`: the assignment, and a, b, c over the
-/// domain unless `backend` computes them itself; 32 bytes a scalar.
-fn partition_bytes(key: &ProvingKey, backend: &dyn Backend) -> u64 {
-    let domain = key.h.len() as u64 + 1;
-    let assignment = key.l.len() as u64 + key.vk.ic.len() as u64;
-    let products = if backend.evaluates_products() { 0 } else { 3 * domain };
-    32 * (products + assignment)
+/// Host bytes of one synthesized partition of a key with `sizes`: the assignment, and a, b, c
+/// over the domain unless the backend computes them itself (`evaluates_products`); 32 bytes
+/// a scalar.
+pub(super) fn partition_bytes(sizes: &QuerySizes, evaluates_products: bool) -> u64 {
+    let products = if evaluates_products { 0 } else { 3 * sizes.domain() };
+    32 * (products + sizes.variables())
 }
 
 /// Proves `requests` (results in their order) in the call's class (`options.priority`, set),
@@ -252,7 +251,7 @@ fn synthesize_proof<'e>(
         },
         None => SynthesisPath::Classic,
     };
-    let bytes = partition_bytes(&key, backend);
+    let bytes = partition_bytes(&key.query_sizes(), backend.evaluates_products());
     let proof = Job::Proof {
         index,
         job: job.clone(),

@@ -1,5 +1,5 @@
-//! Proving keys kept resident by the engine, the memory it keeps between calls, and its
-//! status.
+//! Proving keys kept resident by the engine, the memory it keeps between calls and what a
+//! proof kind takes, and its status.
 
 use super::boundary::{boundary, optional_mut, owned_bytes, required_mut, SizedOut, SizedStruct};
 use super::registered_proof::{post_proof_from_abi, seal_proof_from_abi, update_proof_from_abi};
@@ -186,6 +186,110 @@ pub extern "C" fn cuzk_engine_release_memory(
         }
         Ok(())
     })
+}
+
+/// What a proof kind takes in memory (`cuzk_engine_memory_estimate`), in bytes: upper bounds
+/// for a scheduler to declare before it proves, computed from the proving key's query sizes,
+/// the circuit's shape and the engine's configuration (host memory budget, proving lanes, GPU
+/// key budget).
+///
+/// Its only revision is 1 (CUZK_MEMORY_ESTIMATE_SIZE_V1 bytes, the smallest `struct_size`
+/// accepted).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct cuzk_memory_estimate {
+    /// sizeof(cuzk_memory_estimate) as the caller compiled it.
+    pub struct_size: u32,
+    /// Partition circuits one call proves.
+    pub partitions: u64,
+    /// Host memory the engine keeps for the kind between calls (what a preload makes
+    /// resident): the proving key's points and the circuit's shape.
+    pub host_resident_bytes: u64,
+    /// Host memory one call adds while it runs: its synthesized partitions (as many as the
+    /// engine's host memory budget lets wait, at least one) and each proving lane's working
+    /// memory.
+    pub host_call_bytes: u64,
+    /// Device memory the engine keeps for the kind between calls, on each GPU: the key's copy
+    /// when it fits the key budget, and the circuit's matrices. 0 on the CPU.
+    pub device_resident_bytes: u64,
+    /// Device memory one call adds on each GPU it proves on: NTT and witness buffers and the
+    /// largest MSM's scratch. 0 on the CPU.
+    pub device_call_bytes: u64,
+}
+
+/// The smallest `cuzk_memory_estimate.struct_size` accepted: the size of revision 1.
+pub const CUZK_MEMORY_ESTIMATE_SIZE_V1: u32 = 48;
+const _: () = assert!(CUZK_MEMORY_ESTIMATE_SIZE_V1 as usize == size_of::<cuzk_memory_estimate>());
+
+// SAFETY: repr(C), plain data (integers), starting with its u32 struct_size.
+unsafe impl SizedStruct for cuzk_memory_estimate {
+    const NAME: &'static str = "cuzk_memory_estimate";
+    const MIN_SIZE: u32 = CUZK_MEMORY_ESTIMATE_SIZE_V1;
+}
+
+/// The memory a PoRep C2 of `registered_proof` (filecoin-ffi numbering) takes with this
+/// engine: what it keeps between calls and what a call adds, on the host and on each GPU.
+/// Reads the counts of the proving key's file (not its points) unless the key is resident;
+/// extracts the circuit's shape when the engine does not hold it yet (as a preload does, and
+/// keeps it). The key's file must be in the parameter directory
+/// (CUZK_STATUS_PARAMETERS_NOT_FOUND otherwise).
+///
+/// `engine`: not NULL, a handle from `cuzk_engine_new` not yet freed. `estimate_out`: not
+/// NULL, a cuzk_memory_estimate with its `struct_size` set, written no further than that.
+/// `err`: NULL, or where to store the call's error. All are read or written during the call
+/// only.
+#[no_mangle]
+pub extern "C" fn cuzk_engine_memory_estimate(
+    engine: *const cuzk_engine,
+    registered_proof: u32,
+    estimate_out: *mut cuzk_memory_estimate,
+    err: *mut *mut cuzk_error,
+) -> Status {
+    boundary(err, || {
+        estimate(engine, || Ok(seal_proof_from_abi(registered_proof)?.into()), estimate_out)
+    })
+}
+
+/// `cuzk_engine_memory_estimate` for a registered PoSt proof (go-state-types numbering): one
+/// WindowPoSt partition, or a WinningPoSt.
+#[no_mangle]
+pub extern "C" fn cuzk_engine_memory_estimate_post(
+    engine: *const cuzk_engine,
+    registered_post_proof: u32,
+    estimate_out: *mut cuzk_memory_estimate,
+    err: *mut *mut cuzk_error,
+) -> Status {
+    boundary(err, || {
+        estimate(engine, || Ok(post_proof_from_abi(registered_post_proof)?.into()), estimate_out)
+    })
+}
+
+/// `cuzk_engine_memory_estimate` for a registered update proof (go-state-types numbering): a
+/// sector's SnapDeals update proof.
+#[no_mangle]
+pub extern "C" fn cuzk_engine_memory_estimate_update(
+    engine: *const cuzk_engine,
+    registered_update_proof: u32,
+    estimate_out: *mut cuzk_memory_estimate,
+    err: *mut *mut cuzk_error,
+) -> Status {
+    boundary(err, || {
+        estimate(engine, || Ok(update_proof_from_abi(registered_update_proof)?.into()), estimate_out)
+    })
+}
+
+fn estimate(engine: *const cuzk_engine, proof: impl FnOnce() -> Result<RegisteredProof>, estimate_out: *mut cuzk_memory_estimate) -> Result<()> {
+    let out = SizedOut::required(estimate_out, "estimate_out")?;
+    let estimate = engine_of(engine)?.memory_estimate(proof()?)?;
+    out.write(&cuzk_memory_estimate {
+        struct_size: 0, // not written: the caller's stays
+        partitions: estimate.partitions,
+        host_resident_bytes: estimate.host_resident_bytes,
+        host_call_bytes: estimate.host_call_bytes,
+        device_resident_bytes: estimate.device_resident_bytes,
+        device_call_bytes: estimate.device_call_bytes,
+    });
+    Ok(())
 }
 
 /// What the engine holds and does, as a JSON object:

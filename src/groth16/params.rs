@@ -50,10 +50,80 @@ impl ProvingKey {
 
     /// Bytes of the points of the five queries in affine form (what a device copy holds).
     pub fn points_bytes(&self) -> u64 {
-        const G1: u64 = 96;
-        const G2: u64 = 192;
+        self.query_sizes().points_bytes()
+    }
+
+    pub fn query_sizes(&self) -> QuerySizes {
         let p = &self.params;
-        G1 * (p.h.len() + p.l.len() + p.a.len() + p.b_g1.len()) as u64 + G2 * p.b_g2.len() as u64
+        QuerySizes {
+            ic: p.vk.ic.len() as u64,
+            h: p.h.len() as u64,
+            l: p.l.len() as u64,
+            a: p.a.len() as u64,
+            b_g1: p.b_g1.len() as u64,
+            b_g2: p.b_g2.len() as u64,
+        }
+    }
+}
+
+/// How many points each query of a proving key holds: what sizes a proof's buffers.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QuerySizes {
+    /// The verifying key's input points: the circuit's public inputs (1 included).
+    pub ic: u64,
+    /// The domain's size minus one.
+    pub h: u64,
+    /// The circuit's private (aux) variables.
+    pub l: u64,
+    pub a: u64,
+    pub b_g1: u64,
+    pub b_g2: u64,
+}
+
+impl QuerySizes {
+    /// Affine bytes of a G1 and of a G2 point.
+    pub const G1_BYTES: u64 = 96;
+    pub const G2_BYTES: u64 = 192;
+
+    pub fn points_bytes(&self) -> u64 {
+        Self::G1_BYTES * (self.h + self.l + self.a + self.b_g1) + Self::G2_BYTES * self.b_g2
+    }
+
+    /// The evaluation domain's size.
+    pub fn domain(&self) -> u64 {
+        self.h + 1
+    }
+
+    /// Variables of the assignment: public inputs and aux.
+    pub fn variables(&self) -> u64 {
+        self.ic + self.l
+    }
+
+    /// Reads the counts of a params file (bellperson's format, see `decode_parameters`)
+    /// without decoding its points: a few small reads, whatever the key's size.
+    pub fn read(file: &mut (impl io::Read + io::Seek)) -> io::Result<Self> {
+        let vk = VerifyingKey::<Bls12>::read(&mut *file)?;
+        let mut next = |point_bytes: u64| -> io::Result<u64> {
+            let mut count = [0u8; 4];
+            file.read_exact(&mut count)?;
+            let count = u64::from(u32::from_be_bytes(count));
+            file.seek(io::SeekFrom::Current((count * point_bytes) as i64))?;
+            Ok(count)
+        };
+        let sizes = QuerySizes {
+            ic: vk.ic.len() as u64,
+            h: next(Self::G1_BYTES)?,
+            l: next(Self::G1_BYTES)?,
+            a: next(Self::G1_BYTES)?,
+            b_g1: next(Self::G1_BYTES)?,
+            b_g2: next(Self::G2_BYTES)?,
+        };
+        // A seek past the end succeeds: the file must be long enough for the last query.
+        let end = file.stream_position()?;
+        if file.seek(io::SeekFrom::End(0))? < end {
+            return Err(io::Error::new(ErrorKind::UnexpectedEof, "parameter file is truncated"));
+        }
+        Ok(sizes)
     }
 }
 

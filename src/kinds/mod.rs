@@ -112,6 +112,16 @@ impl RegisteredProof {
         }
     }
 
+    /// Partition circuits a call of this proof proves: a sector's PoRep or update partitions,
+    /// one for a WindowPoSt partition or a WinningPoSt.
+    pub(crate) fn partitions(self) -> Result<usize> {
+        match self {
+            RegisteredProof::Seal(proof) => Ok(usize::from(proof.partitions())),
+            RegisteredProof::Post(_) => Ok(1),
+            RegisteredProof::Update(proof) => Ok(usize::from(update::update_config(proof)?.update_partitions)),
+        }
+    }
+
     /// The parameter id of the proof's (partition) circuit and the extraction of its shape.
     pub(crate) fn circuit(self) -> Result<(String, CircuitSource<'static>)> {
         match self {

@@ -9,6 +9,7 @@
 
 pub mod circuits;
 pub mod fixtures;
+pub mod memory;
 pub mod post_oracle;
 pub mod sha_chain;
 pub mod update_oracle;

@@ -7,10 +7,10 @@ mod ntt;
 use self::msm::{pippenger, sum_points, MixedAdd};
 use super::prep::{ClassifiedScalars, PreparedMsms};
 use super::turn::Turn;
-use super::{check_not_a_worker, Backend, BackendKind, Priority};
+use super::{check_not_a_worker, Backend, BackendKind, CallMemory, Priority};
 use crate::cancel::CancelToken;
 use crate::error::{Error, Result};
-use crate::groth16::{check_key_fits, MsmResults, ProvingKey};
+use crate::groth16::{check_key_fits, MsmResults, ProvingKey, QuerySizes};
 use crate::synthesis::{Products, SynthesizedCircuit};
 use crate::timings::{timed, Timings};
 use rayon::ThreadPool;
@@ -56,6 +56,15 @@ impl Backend for CpuBackend {
     ) -> Result<MsmResults> {
         self.compute_in_turn(Priority::Sealing, key, circuit, pool, cancel, t)
     }
+
+    /// Beside the circuit's a, b, c (the pipeline counts them with it): the scalar classes
+    /// and the quotient's scalars, over the domain.
+    fn call_memory(&self, sizes: &QuerySizes, _shape_bytes: u64) -> CallMemory {
+        CallMemory {
+            host_lane_bytes: PreparedMsms::max_bytes(sizes.variables()) + 32 * sizes.domain(),
+            ..CallMemory::default()
+        }
+    }
 }
 
 impl Backend for CpuCall<'_> {
@@ -76,6 +85,10 @@ impl Backend for CpuCall<'_> {
         t: &mut Timings,
     ) -> Result<MsmResults> {
         self.cpu.compute_in_turn(self.priority, key, circuit, pool, cancel, t)
+    }
+
+    fn call_memory(&self, sizes: &QuerySizes, shape_bytes: u64) -> CallMemory {
+        self.cpu.call_memory(sizes, shape_bytes)
     }
 }
 

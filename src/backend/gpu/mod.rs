@@ -40,10 +40,10 @@ use super::cpu::{CpuBackend, Domain};
 use super::prep::PreparedMsms;
 use super::turn::Priority;
 use super::SplitPolicy;
-use super::{check_not_a_worker, Backend, BackendKind, BackendRelease, DeviceStatus};
+use super::{check_not_a_worker, Backend, BackendKind, BackendRelease, CallMemory, DeviceStatus};
 use crate::cancel::CancelToken;
 use crate::error::{Error, Result, Status};
-use crate::groth16::{check_key_fits, MsmResults, ProvingKey};
+use crate::groth16::{check_key_fits, MsmResults, ProvingKey, QuerySizes};
 use crate::synthesis::r1cs::{Assignment, CompactWitness};
 use crate::synthesis::{Products, SynthesizedCircuit};
 use crate::timings::{timed, Timings};
@@ -146,6 +146,10 @@ impl Backend for GpuCall<'_> {
         } else {
             self.gpu.proving_lanes()
         }
+    }
+
+    fn call_memory(&self, sizes: &QuerySizes, shape_bytes: u64) -> CallMemory {
+        self.gpu.call_memory(sizes, shape_bytes)
     }
 }
 
@@ -439,5 +443,30 @@ impl Backend for GpuBackend {
 
     fn devices(&self) -> Vec<DeviceStatus> {
         self.devices.iter().map(Device::status).collect()
+    }
+
+    /// A key larger than the smallest device's key budget is streamed: not resident, its
+    /// points crossing for each MSM (and its tails gathered on the host).
+    fn call_memory(&self, sizes: &QuerySizes, shape_bytes: u64) -> CallMemory {
+        const SCALAR: u64 = 32;
+        const G1_BUCKET: u64 = 4 * 48;
+        const G2_BUCKET: u64 = 4 * 96;
+        let key_bytes = sizes.points_bytes();
+        let budget = self.devices.iter().map(|d| d.keys.budget()).min().unwrap_or(0);
+        let streamed = key_bytes > budget;
+        let (g1, g2) = (QuerySizes::G1_BYTES, QuerySizes::G2_BYTES);
+        let largest_g1 = [sizes.h, sizes.l, sizes.a, sizes.b_g1].into_iter().max().unwrap_or(0);
+        let msm = tail_msm::scratch_bytes(largest_g1, g1, G1_BUCKET, streamed).max(tail_msm::scratch_bytes(sizes.b_g2, g2, G2_BUCKET, streamed));
+        let variables = sizes.variables();
+        let (matrices, witness) = match self.products_on_device {
+            true => (shape_bytes, SCALAR * variables),
+            false => (0, 0),
+        };
+        let gathered_on_host = if streamed { largest_g1 * g1 + sizes.b_g2 * g2 } else { 0 };
+        CallMemory {
+            host_lane_bytes: PreparedMsms::max_bytes(variables) + CompactWitness::max_bytes(variables) + variables.div_ceil(8) + gathered_on_host,
+            device_resident_bytes: if streamed { 0 } else { key_bytes } + matrices,
+            device_call_bytes: 3 * SCALAR * sizes.domain() + witness + msm,
+        }
     }
 }

@@ -14,6 +14,27 @@ use super::GpuBackend;
 use crate::backend::prep::ClassifiedScalars;
 use crate::error::Result;
 
+/// Bits of a scalar of BLS12-381's scalar field, as sppark's MSM splits it into windows.
+const SCALAR_BITS: u64 = 255;
+/// sppark's MSM keeps a bucket per eight threads of a batch-addition block on every SM (a
+/// block of 256 threads; 256 SMs bound every device it runs on).
+const SPARE_BUCKETS: u64 = 256 * 256 / 32;
+
+/// The most device memory one MSM of `n` points takes besides the points' resident copy, as
+/// sppark's `msm_t` and cuda/tail_msm.cuh allocate it: the buckets and their histogram (the
+/// window width follows `n`, as `msm_t`'s constructor picks it), each batch's scalars and
+/// digits, our gathered tail points and their indices; with `streamed`, the points sent
+/// (sppark holds two batches of them). `point_bytes` / `bucket_bytes`: an affine point and a
+/// bucket (xyzz) of the MSM's group.
+pub(super) fn scratch_bytes(n: u64, point_bytes: u64, bucket_bytes: u64, streamed: bool) -> u64 {
+    let lg2 = |x: u64| u64::from(63 - x.max(1).leading_zeros());
+    let wbits = if n > 192 { lg2(n + n / 2).saturating_sub(8).clamp(10, 18) } else { 10 };
+    let windows = (SCALAR_BITS - 1) / wbits + 1;
+    let buckets = windows << (wbits - 1);
+    let per_point = 32 + 4 * windows + 4 + point_bytes + if streamed { 2 * point_bytes } else { 0 };
+    (buckets + SPARE_BUCKETS) * bucket_bytes + 4 * buckets + n.next_multiple_of(32) * per_point
+}
+
 impl GpuBackend {
     pub(super) fn tail_msm(device: &Device, points: &sys::Points, classes: &ClassifiedScalars) -> Result<G1Projective> {
         let ctx = device.ctx.ptr()?;

@@ -129,6 +129,11 @@ impl CompactWitness {
         }
     }
 
+    /// The most host bytes the encoding of `len` values takes (every value full-width).
+    pub fn max_bytes(len: u64) -> u64 {
+        8 * len.div_ceil(32) + 4 * len.div_ceil(32) + 32 * len
+    }
+
     /// Host bytes of the encoding: what crosses PCIe.
     #[cfg(any(test, feature = "internals"))]
     pub fn size_bytes(&self) -> usize {

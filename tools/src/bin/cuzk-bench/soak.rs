@@ -13,6 +13,7 @@ use cuzk::cancel::CancelToken;
 use cuzk::engine::{Engine, ProveOptions};
 use cuzk::error::Status;
 use cuzk_tools::fixtures::SealedSector;
+use cuzk_tools::memory::{heap_in_use_bytes, rss_bytes};
 use rand::Rng;
 use serde::Serialize;
 
@@ -313,23 +314,6 @@ impl Soak<'_> {
         self.samples.lock().unwrap_or_else(|p| p.into_inner()).push(sample);
         sample
     }
-}
-
-/// This process's resident set, from /proc (0 where there is none).
-fn rss_bytes() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .map_or(0, |kib| kib << 10)
-}
-
-/// Bytes of live allocations: glibc's small-block and mmapped totals over all arenas.
-fn heap_in_use_bytes() -> u64 {
-    // SAFETY: mallinfo2 only reads the allocator's statistics.
-    let info = unsafe { libc::mallinfo2() };
-    (info.uordblks + info.hblkhd) as u64
 }
 
 /// Malformed variants of a C1: truncated JSON, comm_r past the field modulus, a vanilla
