@@ -124,6 +124,9 @@ func run() error {
 		return err
 	}
 	defer cuzkffi.Close()
+	if err := declareResources(c1, &post); err != nil {
+		return err
+	}
 	rep := &report{start: time.Now()}
 	ctx := context.Background()
 	var wg sync.WaitGroup
@@ -260,6 +263,37 @@ func winningPoSt(ctx context.Context, rep *report, post *postInput, randomness [
 		Randomness: randomness, Proofs: proofs, ChallengedSectors: sectors, Prover: abi.ActorID(post.MinerID),
 	})
 	return verdict("WinningPoSt", ok, err)
+}
+
+// declareResources prints what each task kind takes, as a Curio task declares its resources
+// (RAM) before the scheduler gives it a machine.
+func declareResources(c1 []byte, post *postInput) error {
+	info, err := cuzkffi.ParseC1Info(c1)
+	if err != nil {
+		return err
+	}
+	kinds := []struct {
+		name     string
+		estimate func() (cuzkffi.MemoryEstimate, error)
+	}{
+		{"C2", func() (cuzkffi.MemoryEstimate, error) { return cuzkffi.EstimateMemory(info.RegisteredProof) }},
+		{"WindowPoSt partition", func() (cuzkffi.MemoryEstimate, error) {
+			return cuzkffi.EstimatePoStMemory(abi.RegisteredPoStProof(post.Window.ABIProof))
+		}},
+		{"WinningPoSt", func() (cuzkffi.MemoryEstimate, error) {
+			return cuzkffi.EstimatePoStMemory(abi.RegisteredPoStProof(post.Winning.ABIProof))
+		}},
+	}
+	const mib = 1 << 20
+	for _, kind := range kinds {
+		e, err := kind.estimate()
+		if err != nil {
+			return fmt.Errorf("%s: %w", kind.name, err)
+		}
+		fmt.Printf("resources  %-22s host %6d MiB kept + %6d MiB a call; per GPU %6d MiB kept + %6d MiB a call\n",
+			kind.name, e.HostResidentBytes/mib, e.HostCallBytes/mib, e.DeviceResidentBytes/mib, e.DeviceCallBytes/mib)
+	}
+	return nil
 }
 
 func verifySeal(c1 []byte, sector, miner uint64, p []byte) error {
