@@ -5,6 +5,7 @@ mod common;
 
 use common::*;
 use cuzk::error::Status;
+use cuzk::ffi::{cuzk_engine_memory_estimate, seal_proof_to_abi};
 use cuzk::internals::porep;
 use filecoin_proofs::constants::SectorShape2KiB;
 use storage_proofs_core::parameter_cache::parameter_id;
@@ -23,15 +24,25 @@ fn missing_then_corrupt_then_truncated_parameters() {
             .expect("must fail")
     };
 
+    // The memory estimate reads the key file's counts: the same statuses as a proof.
+    let seal = seal_proof_to_abi(f.sector.registered_proof);
+    let estimate_once = || {
+        c_estimate(&engine, |e, out, err| cuzk_engine_memory_estimate(e, seal, out, err))
+            .err()
+            .expect("must fail")
+    };
+
     let (status, message) = prove_once();
     assert_eq!(status, Status::ParametersNotFound, "{message}");
     assert!(message.contains(&file), "{message}");
+    assert_eq!(estimate_once().0, Status::ParametersNotFound);
 
     let garbage: Vec<u8> = (0..1 << 20).map(|_| rand::random::<u8>()).collect();
     std::fs::write(dir.join(&file), &garbage).unwrap();
     let (status, message) = prove_once();
     assert_eq!(status, Status::ParametersInvalid, "{message}");
     assert!(message.contains("corrupt"), "{message}");
+    assert_eq!(estimate_once().0, Status::ParametersInvalid);
 
     // A truncated copy of the real file: a valid start, then end of file.
     let real = std::fs::File::open(f.params_dir.join(&file)).unwrap();
@@ -40,6 +51,9 @@ fn missing_then_corrupt_then_truncated_parameters() {
     std::fs::write(dir.join(&file), &head).unwrap();
     let (status, message) = prove_once();
     assert_eq!(status, Status::ParametersInvalid, "{message}");
+    let (status, message) = estimate_once();
+    assert_eq!(status, Status::ParametersInvalid, "{message}");
+    assert!(message.contains("truncated"), "{message}");
 
     // The verifying key is missing too: verification says so instead of answering false.
     let (status, message) = verify(&engine, &f.sector, &[0u8; 192]).expect_err("no vk");

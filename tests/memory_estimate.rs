@@ -20,25 +20,6 @@ use cuzk_tools::memory::{heap_in_use_bytes, HeapPeak};
 /// How far above the measured peak an estimate may be and still be useful to a scheduler.
 const MAX_OVERESTIMATE: u64 = 4;
 
-fn c_estimate(
-    engine: &Engine,
-    call: impl FnOnce(*const cuzk_engine, *mut cuzk_memory_estimate, *mut *mut cuzk_error) -> Status,
-) -> Result<cuzk_memory_estimate, (Status, String)> {
-    let mut out = cuzk_memory_estimate {
-        struct_size: std::mem::size_of::<cuzk_memory_estimate>() as u32,
-        partitions: 0,
-        host_resident_bytes: 0,
-        host_call_bytes: 0,
-        device_resident_bytes: 0,
-        device_call_bytes: 0,
-    };
-    let mut err = null_mut();
-    match call(engine.0, &mut out, &mut err) {
-        Status::Ok => Ok(out),
-        _ => Err(take_error(err)),
-    }
-}
-
 #[test]
 fn estimates_bound_each_kinds_host_memory() {
     let (f, post, update) = (fixture(), post_fixture(), update_fixture());

@@ -102,10 +102,14 @@ impl QuerySizes {
     /// Reads the counts of a params file (bellperson's format, see `decode_parameters`)
     /// without decoding its points: a few small reads, whatever the key's size.
     pub fn read(file: &mut (impl io::Read + io::Seek)) -> io::Result<Self> {
+        let truncated = || io::Error::new(ErrorKind::UnexpectedEof, "parameter file is truncated");
         let vk = VerifyingKey::<Bls12>::read(&mut *file)?;
         let mut next = |point_bytes: u64| -> io::Result<u64> {
             let mut count = [0u8; 4];
-            file.read_exact(&mut count)?;
+            file.read_exact(&mut count).map_err(|e| match e.kind() {
+                ErrorKind::UnexpectedEof => truncated(),
+                _ => e,
+            })?;
             let count = u64::from(u32::from_be_bytes(count));
             file.seek(io::SeekFrom::Current((count * point_bytes) as i64))?;
             Ok(count)
@@ -121,7 +125,7 @@ impl QuerySizes {
         // A seek past the end succeeds: the file must be long enough for the last query.
         let end = file.stream_position()?;
         if file.seek(io::SeekFrom::End(0))? < end {
-            return Err(io::Error::new(ErrorKind::UnexpectedEof, "parameter file is truncated"));
+            return Err(truncated());
         }
         Ok(sizes)
     }

@@ -191,6 +191,26 @@ pub fn status_json(engine: &Engine) -> serde_json::Value {
     value
 }
 
+/// A `cuzk_engine_memory_estimate*` call (`call`) on `engine` with a current output struct.
+pub fn c_estimate(
+    engine: &Engine,
+    call: impl FnOnce(*const cuzk_engine, *mut cuzk_memory_estimate, *mut *mut cuzk_error) -> Status,
+) -> Result<cuzk_memory_estimate, (Status, String)> {
+    let mut out = cuzk_memory_estimate {
+        struct_size: std::mem::size_of::<cuzk_memory_estimate>() as u32,
+        partitions: 0,
+        host_resident_bytes: 0,
+        host_call_bytes: 0,
+        device_resident_bytes: 0,
+        device_call_bytes: 0,
+    };
+    let mut err = std::ptr::null_mut();
+    match call(engine.0, &mut out, &mut err) {
+        Status::Ok => Ok(out),
+        _ => Err(take_error(err)),
+    }
+}
+
 /// Status and message of an error object, which is freed.
 pub fn take_error(err: *mut cuzk_error) -> (Status, String) {
     assert!(!err.is_null(), "a failing call must return an error object");
