@@ -26,11 +26,7 @@ fn missing_then_corrupt_then_truncated_parameters() {
 
     // The memory estimate reads the key file's counts: the same statuses as a proof.
     let seal = seal_proof_to_abi(f.sector.registered_proof);
-    let estimate_once = || {
-        c_estimate(&engine, |e, out, err| cuzk_engine_memory_estimate(e, seal, out, err))
-            .err()
-            .expect("must fail")
-    };
+    let estimate_once = || c_estimate(&engine, |e, out, err| cuzk_engine_memory_estimate(e, seal, out, err)).expect_err("must fail");
 
     let (status, message) = prove_once();
     assert_eq!(status, Status::ParametersNotFound, "{message}");
