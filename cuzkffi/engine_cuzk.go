@@ -201,6 +201,12 @@ func newEngine(cfg Config) (*C.cuzk_engine, error) {
 	if strings.IndexByte(cfg.ParamCacheDir, 0) >= 0 {
 		return nil, newError(StatusInvalidArgument, "ParamCacheDir contains a NUL byte")
 	}
+	if strings.IndexByte(cfg.ShapeCacheDir, 0) >= 0 {
+		return nil, newError(StatusInvalidArgument, "ShapeCacheDir contains a NUL byte")
+	}
+	if cfg.NoShapeCache && cfg.ShapeCacheDir != "" {
+		return nil, newError(StatusInvalidArgument, "ShapeCacheDir %q set with NoShapeCache", cfg.ShapeCacheDir)
+	}
 	if cfg.ProvingLanes < 0 || cfg.ProvingLanes > math.MaxUint32 {
 		return nil, newError(StatusInvalidArgument, "ProvingLanes %d out of range", cfg.ProvingLanes)
 	}
@@ -240,10 +246,16 @@ func newEngine(cfg Config) (*C.cuzk_engine, error) {
 		cc.devices = &devices[0] // the library copies it during cuzk_engine_new
 		cc.devices_len = C.uint32_t(len(cfg.Devices))
 	}
+	// The library copies the strings during cuzk_engine_new.
 	if cfg.ParamCacheDir != "" {
 		dir := C.CString(cfg.ParamCacheDir)
 		defer C.free(unsafe.Pointer(dir))
-		cc.param_cache_dir = dir // the library copies it during cuzk_engine_new
+		cc.param_cache_dir = dir
+	}
+	if cfg.ShapeCacheDir != "" || cfg.NoShapeCache {
+		dir := C.CString(cfg.ShapeCacheDir) // "" with NoShapeCache (checked above): none kept
+		defer C.free(unsafe.Pointer(dir))
+		cc.shape_cache_dir = dir
 	}
 	var ptr *C.cuzk_engine
 	cerr = nil

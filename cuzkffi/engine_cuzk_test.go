@@ -719,6 +719,10 @@ func TestInitRefusesBadConfig(t *testing.T) {
 		"devices with CPUOnly": func(c *Config) { c.Devices, c.CPUOnly = []int{0}, true },
 		"negative lanes":       func(c *Config) { c.ProvingLanes = -1 },
 		"negative idle time":   func(c *Config) { c.IdleRelease = -time.Second },
+		"shape cache dir and no shape cache": func(c *Config) {
+			c.ShapeCacheDir, c.NoShapeCache = "/tmp/shapes", true
+		},
+		"NUL in the shape cache dir": func(c *Config) { c.ShapeCacheDir = "a\x00b" },
 	} {
 		t.Run(name, func(t *testing.T) {
 			cfg := testConfig()

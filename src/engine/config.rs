@@ -59,7 +59,25 @@ pub struct EngineConfig {
     /// The digest table: a file of parameters.json's format (env CUZK_PARAMETERS_JSON), e.g.
     /// for parameters of one's own setup; None: filecoin-proofs' parameters.json.
     pub param_digests_file: Option<PathBuf>,
+    /// Where circuit shapes are kept between processes, so that a new process reads a
+    /// circuit's matrices instead of extracting them (`shapes`).
+    pub shape_cache: ShapeCacheLocation,
 }
+
+/// Where the engine keeps circuit shapes on disk.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum ShapeCacheLocation {
+    /// `cuzk-circuit-shapes` beside the parameter directory (/var/tmp/cuzk-circuit-shapes for
+    /// /var/tmp/filecoin-proof-parameters), which may be read-only.
+    #[default]
+    NextToParameters,
+    Dir(PathBuf),
+    /// Nowhere: every process extracts the shapes it needs.
+    Off,
+}
+
+/// The directory `ShapeCacheLocation::NextToParameters` names.
+pub const SHAPE_CACHE_DIR_NAME: &str = "cuzk-circuit-shapes";
 
 impl Default for EngineConfig {
     fn default() -> Self {
@@ -79,6 +97,7 @@ impl Default for EngineConfig {
             products_on_gpu: true,
             verify_param_digests: false,
             param_digests_file: None,
+            shape_cache: ShapeCacheLocation::NextToParameters,
         }
     }
 }
@@ -192,6 +211,18 @@ impl EngineConfig {
 
     pub fn param_dir(&self) -> PathBuf {
         self.param_cache_dir.clone().unwrap_or_else(|| DEFAULT_PARAMETER_CACHE.into())
+    }
+
+    /// The directory of the shape cache, None when it is off.
+    pub fn shape_cache_dir(&self) -> Option<PathBuf> {
+        match &self.shape_cache {
+            ShapeCacheLocation::NextToParameters => {
+                let params = self.param_dir();
+                Some(params.parent().unwrap_or(&params).join(SHAPE_CACHE_DIR_NAME))
+            }
+            ShapeCacheLocation::Dir(dir) => Some(dir.clone()),
+            ShapeCacheLocation::Off => None,
+        }
     }
 }
 

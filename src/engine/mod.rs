@@ -42,7 +42,7 @@ mod shapes;
 mod status;
 mod verifier;
 
-pub use config::{EngineConfig, IdlePolicy, SplitPolicy, DEFAULT_PARAMETER_CACHE, MAX_DEVICES};
+pub use config::{EngineConfig, IdlePolicy, ShapeCacheLocation, SplitPolicy, DEFAULT_PARAMETER_CACHE, MAX_DEVICES, SHAPE_CACHE_DIR_NAME};
 pub use estimate::MemoryEstimate;
 use keys::KeyStore;
 pub use pipeline::ProofOutput;
@@ -169,10 +169,10 @@ impl Engine {
             pipeline_budget: MemoryBudget::new(config.host_memory_budget),
             occupancy: Occupancy::default(),
             prover,
+            shapes: ShapeCache::new(config.shape_cache_dir()),
             config,
             keys: KeyStore::new(digests.clone()),
             verifier: Verifier::new(param_dir, digests),
-            shapes: ShapeCache::default(),
             deadline_circuits: Mutex::default(),
             idle: idle::Idle::default(),
         });
@@ -367,7 +367,7 @@ impl Engine {
                 "a circuit shape was requested from one of the engine's workers (it may wait for an extraction that needs that worker)",
             ));
         }
-        self.shapes.get(id, || self.prover.pool.install(source), t).map(Some)
+        self.shapes.get(id, &self.prover.pool, source, t).map(Some)
     }
 
     /// What the engine holds and does now.

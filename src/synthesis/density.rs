@@ -17,6 +17,20 @@ impl Density {
         }
     }
 
+    /// The density of `len` variables whose bits are `words` (as [`Self::words`] gives them);
+    /// None when they are not ⌈len / 64⌉ words or a bit past `len` is set.
+    pub fn from_words(words: Vec<u64>, len: usize) -> Option<Self> {
+        let tail_clear = match (len % 64, words.last()) {
+            (0, _) | (_, None) => true,
+            (bits, Some(last)) => last >> bits == 0,
+        };
+        (words.len() == len.div_ceil(64) && tail_clear).then_some(Density { words, len })
+    }
+
+    pub fn words(&self) -> &[u64] {
+        &self.words
+    }
+
     /// Appends a variable that occurs in no constraint yet.
     pub(crate) fn push_unset(&mut self) {
         if self.len % 64 == 0 {

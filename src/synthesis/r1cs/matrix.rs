@@ -8,6 +8,7 @@
 
 use blstrs::Scalar;
 use ff::Field;
+use rayon::prelude::*;
 
 /// Id of the coefficient +1 in every coefficient table.
 pub const ONE: u32 = 0;
@@ -63,6 +64,39 @@ impl Default for SparseMatrix {
 }
 
 impl SparseMatrix {
+    pub(super) fn from_parts(row_starts: Vec<u32>, columns: Vec<u32>, coefficient_ids: Vec<u32>) -> Self {
+        SparseMatrix {
+            row_starts,
+            columns,
+            coefficient_ids,
+        }
+    }
+
+    /// Whether this is a matrix extraction could have made over `variables` values and a
+    /// coefficient table of `coefficients`: row starts ascending from 0 to the entry count,
+    /// every column and coefficient id in range (what a product relies on to stay in bounds).
+    pub(super) fn check(&self, variables: usize, coefficients: usize) -> Result<(), String> {
+        let entries = self.columns.len();
+        if self.row_starts.first() != Some(&0) || self.row_starts.last() != Some(&(entries as u32)) || self.coefficient_ids.len() != entries {
+            return Err(format!("row starts do not run from 0 to its {entries} entries"));
+        }
+        if !self.row_starts.par_windows(2).all(|w| w[0] <= w[1]) {
+            return Err("row starts descend".into());
+        }
+        if self.columns.par_iter().any(|&c| c as usize >= variables) {
+            return Err(format!("a column is past the {variables} variables"));
+        }
+        if self.coefficient_ids.par_iter().any(|&id| id as usize >= coefficients) {
+            return Err(format!("a coefficient id is past the {coefficients} coefficients"));
+        }
+        Ok(())
+    }
+
+    #[cfg(test)]
+    pub(super) fn columns_mut(&mut self) -> &mut [u32] {
+        &mut self.columns
+    }
+
     pub fn num_rows(&self) -> usize {
         self.row_starts.len() - 1
     }

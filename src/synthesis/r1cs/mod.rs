@@ -11,6 +11,7 @@ mod compact;
 mod matrix;
 mod segmented;
 mod shape;
+mod shape_file;
 mod witness;
 
 pub use compact::CompactWitness;
@@ -21,6 +22,7 @@ pub use segmented::{SegmentedCircuit, Whole};
 pub use shape::CircuitShape;
 #[cfg(feature = "internals")]
 pub use shape::CoefficientStats;
+pub use shape_file::FORMAT_VERSION as SHAPE_FILE_VERSION;
 #[cfg(feature = "internals")]
 pub use witness::synthesize_witness;
 pub use witness::{Witness, WitnessCs};

@@ -81,6 +81,33 @@ impl CircuitShape {
         whole.finish()
     }
 
+    /// A shape from its parts (as `shape_file` reads them, checked there).
+    pub(super) fn from_parts(
+        num_inputs: usize,
+        num_aux: usize,
+        [a, b, c]: [SparseMatrix; 3],
+        coefficients: Vec<Scalar>,
+        densities: [Density; 3],
+    ) -> Self {
+        let [a_aux_density, b_input_density, b_aux_density] = densities;
+        CircuitShape {
+            num_inputs,
+            num_aux,
+            a,
+            b,
+            c,
+            coefficients,
+            a_aux_density,
+            b_input_density,
+            b_aux_density,
+        }
+    }
+
+    /// A's density over the aux variables, B's over the inputs and over the aux variables.
+    pub(super) fn densities(&self) -> [&Density; 3] {
+        [&self.a_aux_density, &self.b_input_density, &self.b_aux_density]
+    }
+
     pub fn num_inputs(&self) -> usize {
         self.num_inputs
     }
