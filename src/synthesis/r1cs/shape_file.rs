@@ -30,6 +30,8 @@ pub const FORMAT_VERSION: u32 = 1;
 /// chunks of this size, so that reading checks them on all cores.
 const CHECKSUM_CHUNK: usize = 64 << 20;
 const CHECKSUM_BYTES: usize = 32;
+/// Values the writer encodes per block.
+const VALUES_PER_BLOCK: usize = 1 << 16;
 
 fn digest() -> Params {
     let mut params = Params::new();
@@ -84,8 +86,16 @@ impl<W: Write> Checksummed<W> {
         Ok(self.out)
     }
 
+    /// `values` little-endian, encoded a block at a time (not a digest update per value: a
+    /// 32GiB shape has billions).
     fn put_u32s(&mut self, values: &[u32]) -> io::Result<()> {
-        values.iter().try_for_each(|v| self.put(&v.to_le_bytes()))
+        let mut block = Vec::with_capacity(4 * VALUES_PER_BLOCK);
+        for chunk in values.chunks(VALUES_PER_BLOCK) {
+            block.clear();
+            block.extend(chunk.iter().flat_map(|v| v.to_le_bytes()));
+            self.put(&block)?;
+        }
+        Ok(())
     }
 
     fn put_u64(&mut self, value: u64) -> io::Result<()> {
