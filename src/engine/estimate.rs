@@ -5,15 +5,15 @@
 //! shape, the engine's host memory budget and proving lanes, and the backend's buffers.
 
 use super::pipeline::partition_bytes;
+use super::{Engine, RegisteredProof};
+use crate::error::Result;
+use crate::timings::Timings;
 
 /// What a call allocates beside its partitions and lanes, as a share of those and a floor: its
 /// inputs decoded, synthesis's bookkeeping, the proof and its verification (measured at 2KiB:
 /// 0.1 MiB over the rest for a WindowPoSt partition; tests/memory_estimate.rs).
 const CALL_OVERHEAD_SHARE: u64 = 8;
 const CALL_OVERHEAD_FLOOR: u64 = 1 << 20;
-use super::{Engine, RegisteredProof};
-use crate::error::Result;
-use crate::timings::Timings;
 
 /// The memory of one proof kind (`Engine::memory_estimate`), in bytes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
