@@ -49,6 +49,12 @@ type Config struct {
 	// IdleReleasePoStKeys makes the idle release drop the WindowPoSt and WinningPoSt keys
 	// too; by default they stay (their deadlines leave no time to read a key again).
 	IdleReleasePoStKeys bool
+	// MallocArenaMax caps glibc malloc's arenas when the engine starts (as MALLOC_ARENA_MAX
+	// does); 0: the process's allocator is left as it is. With glibc's default a long-running
+	// process's RSS wanders by a few hundred MiB; 2 keeps it within 64 MiB. It applies to the
+	// whole process (Go's own heap is not malloc's), stays after Close, and binds arenas made
+	// after it: start the engine early.
+	MallocArenaMax int
 }
 
 // MemoryReleased is what ReleaseMemory gave back, in bytes.

@@ -66,6 +66,7 @@ func DefaultConfig() Config {
 		ProvingLanes:        int(cc.proving_lanes),
 		IdleRelease:         time.Duration(cc.idle_release_ms) * time.Millisecond,
 		IdleReleasePoStKeys: !bool(cc.idle_keep_post_keys),
+		MallocArenaMax:      int(cc.malloc_arena_max),
 	}
 	if cc.param_cache_dir != nil {
 		cfg.ParamCacheDir = C.GoString(cc.param_cache_dir)
@@ -213,6 +214,9 @@ func newEngine(cfg Config) (*C.cuzk_engine, error) {
 	if cfg.IdleRelease < 0 {
 		return nil, newError(StatusInvalidArgument, "IdleRelease %v is negative", cfg.IdleRelease)
 	}
+	if cfg.MallocArenaMax < 0 || cfg.MallocArenaMax > math.MaxInt32 {
+		return nil, newError(StatusInvalidArgument, "MallocArenaMax %d out of range", cfg.MallocArenaMax)
+	}
 	if len(cfg.Devices) > math.MaxUint32 {
 		return nil, newError(StatusInvalidArgument, "%d devices", len(cfg.Devices))
 	}
@@ -236,6 +240,7 @@ func newEngine(cfg Config) (*C.cuzk_engine, error) {
 	cc.proving_lanes = C.uint32_t(cfg.ProvingLanes)
 	cc.idle_release_ms = C.uint64_t(idleReleaseMillis(cfg.IdleRelease))
 	cc.idle_keep_post_keys = C.bool(!cfg.IdleReleasePoStKeys)
+	cc.malloc_arena_max = C.uint32_t(cfg.MallocArenaMax)
 	if len(cfg.Devices) > 0 {
 		// C memory: the struct passed to the library may hold no Go pointers.
 		devices := cArray[C.int32_t](len(cfg.Devices))

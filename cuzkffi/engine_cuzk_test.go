@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -719,6 +720,8 @@ func TestInitRefusesBadConfig(t *testing.T) {
 		"devices with CPUOnly": func(c *Config) { c.Devices, c.CPUOnly = []int{0}, true },
 		"negative lanes":       func(c *Config) { c.ProvingLanes = -1 },
 		"negative idle time":   func(c *Config) { c.IdleRelease = -time.Second },
+		"negative arena cap":   func(c *Config) { c.MallocArenaMax = -1 },
+		"arena cap past int32": func(c *Config) { c.MallocArenaMax = math.MaxInt32 + 1 },
 		"shape cache dir and no shape cache": func(c *Config) {
 			c.ShapeCacheDir, c.NoShapeCache = "/tmp/shapes", true
 		},

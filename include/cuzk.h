@@ -196,7 +196,8 @@ typedef struct cuzk_bytes {
 // 3. adds `host_memory_budget`;
 // 4. adds `devices`, `devices_len`, `proving_lanes`, `idle_release_ms` and
 //    `idle_keep_post_keys`;
-// 5. adds `shape_cache_dir`.
+// 5. adds `shape_cache_dir`;
+// 6. adds `malloc_arena_max`.
 typedef struct cuzk_config {
   // sizeof(cuzk_config) as the caller compiled it.
   uint32_t struct_size;
@@ -238,6 +239,13 @@ typedef struct cuzk_config {
   // "": none kept. Files that do not check out are extracted and written again. Copied
   // during `cuzk_engine_new`.
   const char *shape_cache_dir;
+  // Caps glibc malloc's arenas at this many when the engine starts (mallopt(M_ARENA_MAX),
+  // as MALLOC_ARENA_MAX does); 0 (default): the process's allocator is left as it is. With
+  // glibc's default a long-running process's RSS wanders by a few hundred MiB; 2 keeps it
+  // within 64 MiB (docs/RELIABILITY.md). It applies to the whole process, stays after the
+  // engine stops, and binds only arenas made after it: set it before the process has many
+  // threads. Not glibc: any value but 0 is CUZK_STATUS_INVALID_ARGUMENT.
+  uint32_t malloc_arena_max;
 } cuzk_config;
 
 // What `cuzk_engine_release_memory` gave back, in bytes.

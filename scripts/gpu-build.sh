@@ -3,6 +3,8 @@
 # the GPU test target built with CUZK_GPU_TESTS=1 and the fault injector, cuzk-fixtures,
 # cuzk-bench and gpu-hog (tools/cuda/gpu_hog.cu), stripped, and the supraseal-c2 peer
 # (scripts/build-peers.sh).
+# CUZK_CARRY_GO=1: also the Curio-shaped Go program (cuzkffi/cmd/curio-shaped) linked to
+# libcuzk.a, in place of the supraseal-c2 peer (both would pass the 64 MiB carry limit).
 # CUZK_CUDA_ARCHS narrows the GPU architectures (default: all of build.rs's list).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -23,6 +25,17 @@ cp "${CARGO_TARGET_DIR:-target}/release/cuzk-fixtures" "${CARGO_TARGET_DIR:-targ
 # The other process of `cuzk-bench pressure`, holding the device's memory (no kernels: any GPU).
 "$NVCC" -O2 -o carry/gpu-hog "$root/tools/cuda/gpu_hog.cu"
 strip carry/*
-"$root/scripts/build-peers.sh" carry/supraseal-bench >/dev/null
+if [ "${CUZK_CARRY_GO:-0}" = 1 ]; then
+    prefix="$root/target/cuzk-prefix"
+    "$root/scripts/install.sh" "$prefix" >/dev/null
+    # The static library under the name the package's `#cgo pkg-config: cuzk` asks for.
+    pc_dir=$(mktemp -d)
+    sed -e 's/^Name: cuzk-static$/Name: cuzk/' -e "s#\${pcfiledir}/../..#$prefix#" \
+        "$prefix/lib/pkgconfig/cuzk-static.pc" >"$pc_dir/cuzk.pc"
+    (cd "$root/cuzkffi" && PKG_CONFIG_PATH="$pc_dir" go build -tags cuzk -ldflags "-s -w" -o "$root/carry/curio-shaped" ./cmd/curio-shaped)
+    rm -r "$pc_dir"
+else
+    "$root/scripts/build-peers.sh" carry/supraseal-bench >/dev/null
+fi
 git rev-parse HEAD >carry/COMMIT
 du -sh carry

@@ -43,7 +43,14 @@
 #                                 two threads, with malformed C1s, cancellations and key
 #                                 evict/preload churn; every proof verified; memory drift (~6 min); then
 #                                 the memory-pressure run (CUZK_SOAK_LOG: the soak's RUST_LOG): C2 calls while another process
-#                                 (carry/gpu-hog) holds nearly all device memory (~1 min)
+#                                 (carry/gpu-hog) holds nearly all device memory (~1 min).
+#                                 CUZK_SOAK_ARENAS=N: both with glibc's malloc arenas capped at N
+#                                 (EngineConfig::malloc_arena_max), after 2KiB C2 timings with and
+#                                 without the cap, in alternating processes
+#   scripts/gpu-run.sh curio      the Curio-shaped Go program (carry/curio-shaped: gpu-build.sh with
+#                                 CUZK_CARRY_GO=1): C2 tasks on two workers, a 2KiB WindowPoSt
+#                                 deadline and a WinningPoSt arriving during them; every proof
+#                                 verified; per-call timings, GPU busy (~4 min with params)
 #   scripts/gpu-run.sh fuzz       no GPU: the fuzz targets on all cores from fuzz-carry/
 #                                 (`scripts/fuzz.sh --carry fuzz-carry`; device tool: carry
 #                                 ["fuzz-carry"]) for CUZK_FUZZ_SECONDS (default 480), instances
@@ -103,15 +110,35 @@ tests)
 soak)
     params 2KiB porep
     carry/cuzk-fixtures seal --sector-size 2KiB --out /tmp/fx --sector 7 >/dev/null 2>&1
+    arenas=()
+    if [ -n "${CUZK_SOAK_ARENAS:-}" ]; then
+        arenas=(--malloc-arena-max "$CUZK_SOAK_ARENAS")
+        # What the cap costs: warm 2KiB C2s without and with it, in alternating processes.
+        for cap in none "$CUZK_SOAK_ARENAS" none "$CUZK_SOAK_ARENAS"; do
+            capped=()
+            [ "$cap" = none ] || capped=(--malloc-arena-max "$cap")
+            RUST_LOG=cuzk=warn bench c2 --system cuzk --fixture /tmp/fx --params /tmp/cuzk-params --repeat 8 "${capped[@]}" || status=1
+        done
+    fi
     start=$SECONDS
-    RUST_LOG="${CUZK_SOAK_LOG:-cuzk=warn}" bench soak --system cuzk --fixture /tmp/fx --params /tmp/cuzk-params --repeat "${CUZK_SOAK_CALLS:-1000}" || status=1
+    RUST_LOG="${CUZK_SOAK_LOG:-cuzk=warn}" bench soak --system cuzk --fixture /tmp/fx --params /tmp/cuzk-params --repeat "${CUZK_SOAK_CALLS:-1000}" "${arenas[@]}" || status=1
     echo "soak: exit $status in $((SECONDS - start)) s"
     tail -1 "$out/bench.jsonl" | python3 -c 'import json,sys; r=json.loads(sys.stdin.read()); r.pop("samples"); print(json.dumps(r))'
     start=$SECONDS
-    RUST_LOG=cuzk=warn bench pressure --system cuzk --fixture /tmp/fx --params /tmp/cuzk-params --hog carry/gpu-hog --repeat 10 || status=1
+    RUST_LOG=cuzk=warn bench pressure --system cuzk --fixture /tmp/fx --params /tmp/cuzk-params --hog carry/gpu-hog --repeat 10 "${arenas[@]}" || status=1
     echo "pressure: exit $status in $((SECONDS - start)) s"
     tail -1 "$out/bench.jsonl"
     tail -5 "$out/bench.log"
+    ;;
+curio)
+    params 2KiB porep,post
+    carry/cuzk-fixtures seal --sector-size 2KiB --out /tmp/fx --sector 7 >/dev/null 2>&1 || status=1
+    carry/cuzk-fixtures post --sector-size 2KiB --out /tmp/pf --miner 1000 --sectors 3 >/dev/null 2>&1 || status=1
+    start=$SECONDS
+    carry/curio-shaped -c1 /tmp/fx/c1.json -sector 7 -miner 1000 -post /tmp/pf/post.json -params /tmp/cuzk-params \
+        -c2 "${CUZK_CURIO_C2:-24}" -window-after 1s -winning-after 2s >"$out/curio-shaped.txt" 2>&1 || status=1
+    echo "curio-shaped: exit $status in $((SECONDS - start)) s"
+    cat "$out/curio-shaped.txt"
     ;;
 fuzz)
     # The machine's cores for the fuzz targets (no GPU involved); findings and stats to $OUT.

@@ -62,6 +62,14 @@ pub struct EngineConfig {
     /// Where circuit shapes are kept between processes, so that a new process reads a
     /// circuit's matrices instead of extracting them (`shapes`).
     pub shape_cache: ShapeCacheLocation,
+    /// Caps glibc malloc's arenas at this many when the engine starts (`mallopt(M_ARENA_MAX)`,
+    /// what MALLOC_ARENA_MAX does from the environment); 0: the process's allocator is left as
+    /// it is. glibc gives each thread that contends an arena of its own (up to 8 per core) and
+    /// keeps their freed pages, so a long-running process's RSS wanders by a few hundred MiB
+    /// (docs/RELIABILITY.md, soak); 2 keeps it within 64 MiB. The setting is the whole
+    /// process's and outlives the engine; it binds arenas created after it, so set it before
+    /// the process has many threads. Not glibc: any value but 0 is INVALID_ARGUMENT.
+    pub malloc_arena_max: u32,
 }
 
 /// Where the engine keeps circuit shapes on disk.
@@ -98,6 +106,7 @@ impl Default for EngineConfig {
             verify_param_digests: false,
             param_digests_file: None,
             shape_cache: ShapeCacheLocation::NextToParameters,
+            malloc_arena_max: 0,
         }
     }
 }
@@ -211,6 +220,26 @@ impl EngineConfig {
 
     pub fn param_dir(&self) -> PathBuf {
         self.param_cache_dir.clone().unwrap_or_else(|| DEFAULT_PARAMETER_CACHE.into())
+    }
+
+    /// Applies `malloc_arena_max` to the process's allocator (nothing when it is 0).
+    pub(crate) fn apply_malloc_arena_max(&self) -> Result<()> {
+        if self.malloc_arena_max == 0 {
+            return Ok(());
+        }
+        let arenas = i32::try_from(self.malloc_arena_max)
+            .map_err(|_| Error::invalid(format!("malloc_arena_max {} is above {}", self.malloc_arena_max, i32::MAX)))?;
+        #[cfg(all(target_os = "linux", target_env = "gnu"))]
+        {
+            // SAFETY: mallopt sets one of the allocator's parameters, under its own lock.
+            if unsafe { libc::mallopt(libc::M_ARENA_MAX, arenas) } != 1 {
+                return Err(Error::internal(format!("mallopt(M_ARENA_MAX, {arenas}) failed")));
+            }
+            log::info!("glibc malloc arenas capped at {arenas}");
+            Ok(())
+        }
+        #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+        Err(Error::invalid(format!("malloc_arena_max {arenas}: the process's allocator is not glibc's")))
     }
 
     /// The directory of the shape cache, None when it is off.

@@ -157,6 +157,7 @@ impl Engine {
             return Ok(engine);
         }
         let digests = digest_table(&config)?;
+        config.apply_malloc_arena_max()?;
         let param_dir = config.param_dir();
         let prover = Prover::with_backend(select_backend(&config)?, config.num_threads)?;
         let top_class_pool = rayon::ThreadPoolBuilder::new()

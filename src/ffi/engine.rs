@@ -57,7 +57,8 @@ impl std::ops::Deref for VerifierRef<'_> {
 /// 3. adds `host_memory_budget`;
 /// 4. adds `devices`, `devices_len`, `proving_lanes`, `idle_release_ms` and
 ///    `idle_keep_post_keys`;
-/// 5. adds `shape_cache_dir`.
+/// 5. adds `shape_cache_dir`;
+/// 6. adds `malloc_arena_max`.
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct cuzk_config {
@@ -105,6 +106,14 @@ pub struct cuzk_config {
     /// "": none kept. Files that do not check out are extracted and written again. Copied
     /// during `cuzk_engine_new`.
     pub shape_cache_dir: *const c_char,
+    // Revision 6.
+    /// Caps glibc malloc's arenas at this many when the engine starts (mallopt(M_ARENA_MAX),
+    /// as MALLOC_ARENA_MAX does); 0 (default): the process's allocator is left as it is. With
+    /// glibc's default a long-running process's RSS wanders by a few hundred MiB; 2 keeps it
+    /// within 64 MiB (docs/RELIABILITY.md). It applies to the whole process, stays after the
+    /// engine stops, and binds only arenas made after it: set it before the process has many
+    /// threads. Not glibc: any value but 0 is CUZK_STATUS_INVALID_ARGUMENT.
+    pub malloc_arena_max: u32,
 }
 
 /// The smallest `cuzk_config.struct_size` accepted: the size of revision 1 (64-bit targets).
@@ -149,6 +158,7 @@ fn default_config() -> cuzk_config {
         idle_release_ms: defaults.idle.release_after.map_or(0, |d| d.as_millis() as u64),
         idle_keep_post_keys: defaults.idle.keep_post_keys,
         shape_cache_dir: std::ptr::null(),
+        malloc_arena_max: defaults.malloc_arena_max,
     }
 }
 
@@ -188,6 +198,7 @@ fn engine_config(config: &cuzk_config) -> Result<EngineConfig> {
             keep_post_keys: config.idle_keep_post_keys,
         },
         shape_cache,
+        malloc_arena_max: config.malloc_arena_max,
         ..EngineConfig::default()
     })
 }

@@ -158,6 +158,7 @@ pub fn c_config(dir: &CStr) -> cuzk_config {
         idle_release_ms: 0,
         idle_keep_post_keys: false,
         shape_cache_dir: std::ptr::null(),
+        malloc_arena_max: 0,
     };
     assert_eq!(cuzk_config_default(&mut config, std::ptr::null_mut()), Status::Ok);
     config.param_cache_dir = dir.as_ptr();

@@ -6,7 +6,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use cuzk::engine::{EngineConfig, PostKind, SplitPolicy};
 use filecoin_proofs_api::RegisteredSealProof;
 
-const USAGE: &str = "usage: cuzk-bench c2 --system cuzk|cuzk-streamed|cuzk-cpu|bellperson --fixture DIR --params DIR [--repeat N]\n       cuzk-bench circuit --system cuzk|cuzk-streamed|cuzk-cpu|bellperson --log-constraints K [--witness porep|uniform|sha] [--setup-key] [--write-key FILE] [--repeat N]\n       cuzk-bench porep-partition --system cuzk|cuzk-streamed|cuzk-cpu --sector-size 2KiB|8MiB|512MiB|32GiB|64GiB [--check-shape] [--compare-spmv] [--repeat N]\n       cuzk-bench porep-sector --system cuzk|cuzk-cpu --sector-size 2KiB|8MiB|512MiB|32GiB|64GiB [--sectors N,N..] [--partitions P] [--lanes L] [--repeat N]\n       cuzk-bench post --system cuzk|cuzk-cpu --sector-size 2KiB|8MiB|512MiB|32GiB|64GiB [--post window|winning|both] [--partition-sectors N] [--during-batch SECTORS] [--repeat N]\n       cuzk-bench post --system cuzk|cuzk-cpu|bellperson --fixture DIR --params DIR [--repeat N]\n       cuzk-bench update --system cuzk|cuzk-cpu|bellperson --fixture DIR --params DIR [--repeat N]\n       cuzk-bench update --system cuzk|cuzk-cpu --sector-size 2KiB|8MiB|512MiB|32GiB|64GiB [--partitions P] [--repeat N]\n       cuzk-bench soak --system cuzk|cuzk-cpu --fixture DIR --params DIR --repeat CALLS\n       cuzk-bench pressure --system cuzk --fixture DIR --params DIR --hog PROGRAM [--repeat CALLS]";
+const USAGE: &str = "usage: cuzk-bench c2 --system cuzk|cuzk-streamed|cuzk-cpu|bellperson --fixture DIR --params DIR [--repeat N]\n       cuzk-bench circuit --system cuzk|cuzk-streamed|cuzk-cpu|bellperson --log-constraints K [--witness porep|uniform|sha] [--setup-key] [--write-key FILE] [--repeat N]\n       cuzk-bench porep-partition --system cuzk|cuzk-streamed|cuzk-cpu --sector-size 2KiB|8MiB|512MiB|32GiB|64GiB [--check-shape] [--compare-spmv] [--repeat N]\n       cuzk-bench porep-sector --system cuzk|cuzk-cpu --sector-size 2KiB|8MiB|512MiB|32GiB|64GiB [--sectors N,N..] [--partitions P] [--lanes L] [--repeat N]\n       cuzk-bench post --system cuzk|cuzk-cpu --sector-size 2KiB|8MiB|512MiB|32GiB|64GiB [--post window|winning|both] [--partition-sectors N] [--during-batch SECTORS] [--repeat N]\n       cuzk-bench post --system cuzk|cuzk-cpu|bellperson --fixture DIR --params DIR [--repeat N]\n       cuzk-bench update --system cuzk|cuzk-cpu|bellperson --fixture DIR --params DIR [--repeat N]\n       cuzk-bench update --system cuzk|cuzk-cpu --sector-size 2KiB|8MiB|512MiB|32GiB|64GiB [--partitions P] [--repeat N]\n       cuzk-bench soak --system cuzk|cuzk-cpu --fixture DIR --params DIR --repeat CALLS\n       cuzk-bench pressure --system cuzk --fixture DIR --params DIR --hog PROGRAM [--repeat CALLS]\n       cuzk systems also take --malloc-arena-max N (glibc malloc arenas; default: glibc's own)";
 
 /// The entry of `choices` (names and what they stand for) named `text`.
 fn choose<T: Copy>(what: &str, text: &str, choices: &[(&'static str, T)]) -> Result<T> {
@@ -163,6 +163,8 @@ pub struct Args {
     pub during_batch: usize,
     /// pressure: the program that holds the device's memory (tools/cuda/gpu_hog.cu).
     pub hog: Option<PathBuf>,
+    /// cuzk systems: glibc malloc arenas (`EngineConfig::malloc_arena_max`; 0: glibc's own).
+    pub malloc_arena_max: u32,
 }
 
 impl Args {
@@ -198,6 +200,7 @@ impl Args {
             partition_sectors: None,
             during_batch: 0,
             hog: None,
+            malloc_arena_max: 0,
         };
         while let Some(flag) = argv.next() {
             match flag.as_str() {
@@ -229,6 +232,7 @@ impl Args {
                         "--partition-sectors" => args.partition_sectors = Some(value.parse().context("--partition-sectors")?),
                         "--during-batch" => args.during_batch = value.parse().context("--during-batch")?,
                         "--hog" => args.hog = Some(PathBuf::from(value)),
+                        "--malloc-arena-max" => args.malloc_arena_max = value.parse().context("--malloc-arena-max")?,
                         _ => bail!("unknown flag {flag}"),
                     }
                 }
@@ -260,6 +264,7 @@ impl Args {
             cpu_only: self.system == System::CuzkCpu,
             gpu_key_memory_budget: if self.system == System::CuzkStreamed { 1 } else { 0 },
             proving_lanes: self.lanes,
+            malloc_arena_max: self.malloc_arena_max,
             ..Default::default()
         };
         Ok(config.with_environment()?)

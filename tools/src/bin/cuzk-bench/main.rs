@@ -93,7 +93,8 @@ impl Bench {
 
     /// `--system`, with what the environment makes the engine do differently as part of the
     /// name: a forced 0/1 split (CUZK_GPU_SPLIT=always|never, for measuring the GPU's cost
-    /// model), a, b, c on the host (CUZK_SPMV=host), classic synthesis (CUZK_SYNTHESIS=classic).
+    /// model), a, b, c on the host (CUZK_SPMV=host), classic synthesis (CUZK_SYNTHESIS=classic),
+    /// capped malloc arenas (--malloc-arena-max).
     fn system_name(&self) -> String {
         let system = self.args.system;
         let mut name = system.name().to_string();
@@ -107,6 +108,9 @@ impl Bench {
         }
         if system.is_cuzk() && self.config.classic_synthesis {
             name += "[classic synthesis]";
+        }
+        if system.is_cuzk() && self.config.malloc_arena_max > 0 {
+            name += &format!("[malloc arenas={}]", self.config.malloc_arena_max);
         }
         name
     }
