@@ -239,7 +239,9 @@ impl EngineConfig {
             Ok(())
         }
         #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-        Err(Error::invalid(format!("malloc_arena_max {arenas}: the process's allocator is not glibc's")))
+        Err(Error::invalid(format!(
+            "malloc_arena_max {arenas}: the process's allocator is not glibc's"
+        )))
     }
 
     /// The directory of the shape cache, None when it is off.
