@@ -369,7 +369,8 @@ typedef struct cuzk_timings {
   uint32_t spmv_on_device;
   uint32_t reserved;
   // A synthesized partition waiting for the proving stage (the device busy with the
-  // partition before it or with another call's); summed over the sector's partitions.
+  // partition before it or with another call's), and, between its MSMs, making way for
+  // calls of higher classes; summed over the sector's partitions.
   uint64_t proving_wait_ns;
   // Which sector of the call these timings are of (its index in a batch; 0 for a single
   // sector).

@@ -109,7 +109,8 @@ pub struct Timings {
     pub reserved: u32,
     // Version 4:
     /// A synthesized partition waiting for the proving stage (the device busy with the
-    /// partition before it or with another call's); summed over the sector's partitions.
+    /// partition before it or with another call's), and, between its MSMs, making way for
+    /// calls of higher classes; summed over the sector's partitions.
     pub proving_wait_ns: u64,
     /// Which sector of the call these timings are of (its index in a batch; 0 for a single
     /// sector).

@@ -6,6 +6,11 @@
 //! once per partition, a PoSt overtakes a running batch of C2s at its next partition boundary
 //! instead of waiting for the whole batch, and for the calls of lower classes queued before it.
 //!
+//! A holder whose device state between two phases is its own (a GPU partition between its
+//! MSMs) can make way (`TurnGuard::make_way`): the waiting calls of higher classes have the
+//! turn, then the holder takes it back before any call of its class or below. So a WinningPoSt
+//! arriving during a 32GiB batch waits for one MSM, not for the partition's every phase.
+//!
 //! Never wait for a turn on a worker of a pool whose jobs a holder may wait for (the engine's):
 //! a worker parked in `take` inside a job it stole would stall the holder's parallel work.
 //! Backends wait on the calling thread and run their parallel parts with `pool.install`.
@@ -49,6 +54,9 @@ struct TurnState {
     busy: bool,
     /// One queue per class, lowest first (`Priority as usize`).
     queues: [Tickets; 3],
+    /// Holders that made way for higher classes, per class: each takes the turn back before
+    /// any waiting call of its class or below.
+    paused: [u64; 3],
 }
 
 impl TurnState {
@@ -59,6 +67,11 @@ impl TurnState {
     /// Whether a call of a class above `priority` waits.
     fn higher_waiting(&self, priority: Priority) -> bool {
         self.queues[priority as usize + 1..].iter().any(|q| q.waiting() > 0)
+    }
+
+    /// Whether a holder of class `priority` or above made way and waits to take the turn back.
+    fn paused_from(&self, priority: Priority) -> bool {
+        self.paused[priority as usize..].iter().any(|&n| n > 0)
     }
 }
 
@@ -75,22 +88,32 @@ impl Tickets {
     }
 }
 
-/// Holding the turn (since the instant); dropping it passes the turn on.
-pub struct TurnGuard<'a>(&'a Turn, Instant);
+/// Holding the turn; dropping it passes the turn on.
+pub struct TurnGuard<'a> {
+    turn: &'a Turn,
+    priority: Priority,
+    /// Since when it has held the turn (taken, or taken back after making way).
+    since: Instant,
+}
 
 impl Turn {
     /// Waits for the turn: until it is free, every call of this class that arrived earlier has
-    /// had it and no call of a higher class is waiting.
+    /// had it, no call of a higher class is waiting and no holder of this class or above made
+    /// way and waits to take it back.
     pub fn take(&self, priority: Priority) -> TurnGuard<'_> {
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
         let ticket = state.queue(priority).issued;
         state.queue(priority).issued += 1;
-        while state.busy || state.queue(priority).served != ticket || state.higher_waiting(priority) {
+        while state.busy || state.queue(priority).served != ticket || state.higher_waiting(priority) || state.paused_from(priority) {
             state = self.released.wait(state).unwrap_or_else(|p| p.into_inner());
         }
         state.queue(priority).served += 1;
         state.busy = true;
-        TurnGuard(self, Instant::now())
+        TurnGuard {
+            turn: self,
+            priority,
+            since: Instant::now(),
+        }
     }
 
     /// Total time the turn has been held.
@@ -99,11 +122,36 @@ impl Turn {
     }
 }
 
+impl TurnGuard<'_> {
+    /// When calls of higher classes wait, lets them have the turn and waits to take it back
+    /// (before any call of this class or below); returns how long it made way, None when
+    /// nobody above was waiting. Only between phases whose device state is the holder's own.
+    pub fn make_way(&mut self) -> Option<std::time::Duration> {
+        let mut state = self.turn.state.lock().unwrap_or_else(|p| p.into_inner());
+        let class = self.priority as usize;
+        if !state.higher_waiting(self.priority) {
+            return None;
+        }
+        let paused = Instant::now();
+        self.turn.held_ns.fetch_add(nanos(paused.duration_since(self.since)), Ordering::Relaxed);
+        state.busy = false;
+        state.paused[class] += 1;
+        self.turn.released.notify_all();
+        while state.busy || state.higher_waiting(self.priority) || state.paused[class + 1..].iter().any(|&n| n > 0) {
+            state = self.turn.released.wait(state).unwrap_or_else(|p| p.into_inner());
+        }
+        state.paused[class] -= 1;
+        state.busy = true;
+        self.since = Instant::now();
+        Some(self.since.duration_since(paused))
+    }
+}
+
 impl Drop for TurnGuard<'_> {
     fn drop(&mut self) {
-        self.0.held_ns.fetch_add(nanos(self.1.elapsed()), Ordering::Relaxed);
-        self.0.state.lock().unwrap_or_else(|p| p.into_inner()).busy = false;
-        self.0.released.notify_all();
+        self.turn.held_ns.fetch_add(nanos(self.since.elapsed()), Ordering::Relaxed);
+        self.turn.state.lock().unwrap_or_else(|p| p.into_inner()).busy = false;
+        self.turn.released.notify_all();
     }
 }
 
@@ -164,23 +212,93 @@ mod tests {
     }
 
     #[test]
+    fn a_holder_makes_way_for_higher_classes_only_and_takes_the_turn_back_first() {
+        let turn = Turn::default();
+        let (order_tx, order) = mpsc::channel();
+        std::thread::scope(|scope| {
+            let mut holder = turn.take(Priority::Sealing);
+            assert_eq!(holder.make_way(), None, "nobody above waits");
+            let waiter = |class: Priority, name: &'static str| {
+                let (turn, order_tx) = (&turn, order_tx.clone());
+                scope.spawn(move || {
+                    let _g = turn.take(class);
+                    order_tx.send(name).unwrap();
+                });
+            };
+            waiter(Priority::Sealing, "sealing waiter");
+            wait_for_waiters(&turn, |s| s.queues[Priority::Sealing as usize].waiting() == 1);
+            assert_eq!(holder.make_way(), None, "a waiter of its own class does not count");
+            waiter(Priority::WinningPost, "WinningPoSt");
+            waiter(Priority::WindowPost, "WindowPoSt");
+            wait_for_waiters(&turn, |s| {
+                s.queues[Priority::WinningPost as usize].waiting() + s.queues[Priority::WindowPost as usize].waiting() == 2
+            });
+            assert!(holder.make_way().is_some());
+            order_tx.send("holder back").unwrap();
+            drop(holder);
+        });
+        let got: Vec<&str> = order.try_iter().collect();
+        assert_eq!(got, ["WinningPoSt", "WindowPoSt", "holder back", "sealing waiter"]);
+        let state = turn.state.lock().unwrap();
+        assert!(!state.busy && state.paused == [0; 3]);
+    }
+
+    #[test]
+    fn holders_that_made_way_take_the_turn_back_highest_class_first() {
+        let turn = Turn::default();
+        let (order_tx, order) = mpsc::channel();
+        std::thread::scope(|scope| {
+            let mut sealing = turn.take(Priority::Sealing);
+            {
+                let (turn, order_tx) = (&turn, order_tx.clone());
+                scope.spawn(move || {
+                    let mut window = turn.take(Priority::WindowPost);
+                    wait_for_waiters(turn, |s| s.queues[Priority::WinningPost as usize].waiting() == 1);
+                    assert!(window.make_way().is_some());
+                    order_tx.send("WindowPoSt back").unwrap();
+                });
+            }
+            wait_for_waiters(&turn, |s| s.queues[Priority::WindowPost as usize].waiting() == 1);
+            {
+                let (turn, order_tx) = (&turn, order_tx.clone());
+                scope.spawn(move || {
+                    // Asks once the WindowPoSt holds the turn the sealing holder made way for.
+                    wait_for_waiters(turn, |s| s.paused[Priority::Sealing as usize] == 1 && s.busy);
+                    let _g = turn.take(Priority::WinningPost);
+                    order_tx.send("WinningPoSt").unwrap();
+                });
+            }
+            assert!(sealing.make_way().is_some());
+            order_tx.send("sealing back").unwrap();
+        });
+        let got: Vec<&str> = order.try_iter().collect();
+        assert_eq!(got, ["WinningPoSt", "WindowPoSt back", "sealing back"]);
+    }
+
+    #[test]
     fn turn_is_exclusive_and_passed_on() {
         let turn = Turn::default();
         let inside = std::sync::atomic::AtomicUsize::new(0);
+        let enter = |inside: &std::sync::atomic::AtomicUsize| {
+            assert_eq!(inside.fetch_add(1, std::sync::atomic::Ordering::SeqCst), 0, "two calls hold the turn");
+            inside.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+        };
         std::thread::scope(|scope| {
             for i in 0..8 {
                 let (turn, inside) = (&turn, &inside);
                 scope.spawn(move || {
                     for _ in 0..50 {
-                        let _g = turn.take(Priority::ALL[i % 3]);
-                        assert_eq!(inside.fetch_add(1, std::sync::atomic::Ordering::SeqCst), 0, "two calls hold the turn");
-                        inside.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+                        // Phases with a chance to make way between them, as a GPU partition's.
+                        let mut g = turn.take(Priority::ALL[i % 3]);
+                        enter(inside);
+                        g.make_way();
+                        enter(inside);
                     }
                 });
             }
         });
         let state = turn.state.lock().unwrap();
-        assert!(!state.busy && state.queues.iter().all(|q| q.waiting() == 0));
+        assert!(!state.busy && state.paused == [0; 3] && state.queues.iter().all(|q| q.waiting() == 0));
     }
 
     #[test]

@@ -12,15 +12,15 @@ use super::context::Context;
 use super::device_key::DeviceKey;
 use super::fault::{DeviceUse, FaultRecord};
 use super::spmv::DeviceShape;
-use super::staging::{CudaPinned, DEFAULT_PINNED_POOL_BYTES, STAGING_BUFFER_BYTES};
+use super::staging::{staging, CudaPinned, DEFAULT_PINNED_POOL_BYTES, STAGING_BUFFER_BYTES};
 use super::sys::{self, call};
 use super::GpuConfig;
 use crate::backend::pinned::BufferPool;
 use crate::backend::resident::{KeyRef, Residency, ResidentCache};
-use crate::backend::turn::Turn;
+use crate::backend::turn::{Turn, TurnGuard};
 use crate::backend::Priority;
 use crate::backend::{BackendRelease, DeviceHealth, DeviceStatus, ResidentShape};
-use crate::error::{Result, Status};
+use crate::error::{Error, Result, Status};
 use crate::groth16::ProvingKey;
 use crate::synthesis::r1cs::CircuitShape;
 use crate::timings::{nanos, KeyResidency, Timings};
@@ -177,6 +177,30 @@ impl Drop for InFlight<'_> {
 const CALL_HEADROOM_BYTES: u64 = 4 << 30;
 
 impl Device {
+    /// Runs one device phase with a staging buffer of the pool, given back when it ends.
+    pub(super) fn with_staging<R>(&self, t: &mut Timings, phase: impl FnOnce(&sys::Staging, &mut Timings) -> Result<R>) -> Result<R> {
+        let buffer = self.staging.acquire(&mut t.pin_ns)?;
+        phase(&staging(&buffer), t)
+    }
+
+    /// Between two phases of a partition holding `turn`: lets the waiting calls of higher
+    /// classes prove first (`TurnGuard::make_way`), the time counted as proving wait. A fault
+    /// met meanwhile (the context reset: this partition's device state gone) fails it.
+    pub(super) fn make_way(&self, turn: &mut TurnGuard<'_>, t: &mut Timings) -> Result<()> {
+        let faults = self.fault_count();
+        if let Some(waited) = turn.make_way() {
+            t.proving_wait_ns += nanos(waited);
+            self.check_usable()?;
+            if self.fault_count() != faults {
+                return Err(Error::new(
+                    Status::GpuError,
+                    format!("device {} met a fault while this partition made way for another call", self.ordinal),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// The key's copy in this device's memory, uploaded now if it is not there (timed into
     /// `srs_upload_ns`) for a call of `class`; `None` when it is larger than the budget or its
     /// room is held by keys of higher classes (see `resident`). Call inside the turn.

@@ -62,6 +62,11 @@ pub(super) struct FaultRecord {
 }
 
 impl Device {
+    /// Faults met so far (each reset or quarantine counts one).
+    pub(super) fn fault_count(&self) -> u64 {
+        self.faults.lock().unwrap_or_else(|p| p.into_inner()).count
+    }
+
     pub(super) fn is_quarantined(&self) -> bool {
         self.quarantined.load(Ordering::Acquire)
     }

@@ -284,7 +284,7 @@ impl GpuBackend {
             inputs: &input_assignment,
             aux: &aux_assignment,
         };
-        let mut h_input = match products {
+        let h_input = match products {
             Products::Deferred(shape) => {
                 // L's classes are every aux value's kind, unless they are dense.
                 let witness = timed(&mut t.witness_upload_ns, || {
@@ -301,39 +301,51 @@ impl GpuBackend {
         drop((input_assignment, aux_assignment));
         cancel.check()?;
 
-        let device_turn = timed(&mut t.proving_wait_ns, || device.turn.take(priority));
+        let mut device_turn = timed(&mut t.proving_wait_ns, || device.turn.take(priority));
         cancel.check()?;
-        // The device's part, whose key copy and staging buffer are released when it returns, so
+        // The device's part, whose key copy and staging buffers are released when it returns, so
         // that a failure is looked at (a fault recovered from) inside the turn holding nothing.
+        // After H the partition's device state is its own (the context's NTT and witness
+        // buffers serve H only): between its MSMs it makes way for calls of higher classes,
+        // and each phase takes its own staging buffer, so that those calls find one free.
         let on_device = || -> Result<MsmResults> {
             device.check_usable()?;
-            let buffer = device.staging.acquire(&mut t.pin_ns)?;
-            let staging = staging(&buffer);
-            let copy = device.resident_key(key, priority, &staging, t)?;
-            if let HInput::Witness { shape, witness } = &h_input {
-                if !device.make_shape_resident(shape, domain.log_size, &staging, t)? {
-                    log::warn!(
-                        "the R1CS matrices of a {}-constraint circuit do not fit in device {}'s memory beside the key: a, b, c computed on the host",
-                        shape.num_constraints(),
-                        device.ordinal
-                    );
-                    let (a, b, c) = timed(&mut t.spmv_ns, || {
-                        pool.install(|| {
-                            let z = witness.decode();
-                            let (inputs, aux) = z.split_at(shape.num_inputs());
-                            shape.evaluate(inputs, aux)
-                        })
-                    });
-                    h_input = HInput::Products(a, b, c);
+            let (copy, h) = device.with_staging(t, |staging, t| {
+                let copy = device.resident_key(key, priority, staging, t)?;
+                let mut input = h_input;
+                if let HInput::Witness { shape, witness } = &input {
+                    if !device.make_shape_resident(shape, domain.log_size, staging, t)? {
+                        log::warn!(
+                            "the R1CS matrices of a {}-constraint circuit do not fit in device {}'s memory beside the key: a, b, c computed on the host",
+                            shape.num_constraints(),
+                            device.ordinal
+                        );
+                        let (a, b, c) = timed(&mut t.spmv_ns, || {
+                            pool.install(|| {
+                                let z = witness.decode();
+                                let (inputs, aux) = z.split_at(shape.num_inputs());
+                                shape.evaluate(inputs, aux)
+                            })
+                        });
+                        input = HInput::Products(a, b, c);
+                    }
                 }
-            }
-            let src = PointSource { resident: copy.as_deref() };
-            let h = Self::quotient_msm(device, &src, key, h_input, domain.log_size, &staging, t)?;
+                let src = PointSource { resident: copy.as_deref() };
+                let h = Self::quotient_msm(device, &src, key, input, domain.log_size, staging, t)?;
+                Ok((copy, h))
+            })?;
             fault::injection::fire_if_armed(device)?;
             cancel.check()?;
-            let l = l.run(device, &src, &staging, pool, &mut t.batch_add_ns, &mut t.msm_l_ns)?;
-            let a = a_q.run(device, &src, &staging, pool, &mut t.batch_add_ns, &mut t.msm_a_ns)?;
-            let b_g1 = b_q.run(device, &src, &staging, pool, &mut t.batch_add_ns, &mut t.msm_b_g1_ns)?;
+            let src = PointSource { resident: copy.as_deref() };
+            device.make_way(&mut device_turn, t)?;
+            let l = device.with_staging(t, |staging, t| l.run(device, &src, staging, pool, &mut t.batch_add_ns, &mut t.msm_l_ns))?;
+            device.make_way(&mut device_turn, t)?;
+            let a = device.with_staging(t, |staging, t| a_q.run(device, &src, staging, pool, &mut t.batch_add_ns, &mut t.msm_a_ns))?;
+            device.make_way(&mut device_turn, t)?;
+            let b_g1 = device.with_staging(t, |staging, t| {
+                b_q.run(device, &src, staging, pool, &mut t.batch_add_ns, &mut t.msm_b_g1_ns)
+            })?;
+            device.make_way(&mut device_turn, t)?;
             // On the device, not on the CPU cores beside it: measured faster at every size
             // (docs/PERFORMANCE.md). Always split: the cost model was fitted to G1 only.
             // A dense B_G1 tail serves B_G2 too (same scalars, as many points).
@@ -343,7 +355,9 @@ impl GpuBackend {
                 &p.b
             };
             let b_g2_bitmap = if b_g2_bitmap.is_empty() { &b_q.ones_bitmap } else { &b_g2_bitmap };
-            let b_g2 = Self::b_g2_msm(device, &src, &key.b_g2, b_g2_classes, b_g2_bitmap, &staging, pool, t)?;
+            let b_g2 = device.with_staging(t, |staging, t| {
+                Self::b_g2_msm(device, &src, &key.b_g2, b_g2_classes, b_g2_bitmap, staging, pool, t)
+            })?;
             Ok(MsmResults { h, l, a, b_g1, b_g2 })
         };
         let proved = on_device().map_err(|e| device.after_failure(e));
