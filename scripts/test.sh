@@ -47,6 +47,6 @@ CUZK_TARBALL="$tarball" "$root/scripts/install-libcuzk.sh"
 (cd "$root/cuzkffi" && PKG_CONFIG_PATH="$root/cuzkffi/libcuzk/lib/pkgconfig" go test -tags cuzk -count=1 -run 'TestVersion|TestDefaultConfig' .)
 
 step "fuzzing: a short AFL++ run of every target (input checks and C ABI; fails on any crash or hang)"
-CUZK_FUZZ_SECONDS=60 "$root/scripts/fuzz.sh"
+CUZK_FUZZ_SECONDS=30 "$root/scripts/fuzz.sh"
 
 step "all tests passed"
