@@ -18,6 +18,12 @@
 #   CUZK_UPDATE_FIXTURE_DIR directory with update.json (cuzk-fixtures update makes one); when
 #                          unset but CUZK_TEST_PARAMS is set, one is made here.
 # Without them the proving tests skip (and say so); the other tests still run.
+#
+# Then cuzk-daemon's end-to-end test (daemon/e2e: the daemon binary driven by a gRPC client
+# generated from Curio's proving.proto, its proofs verified through cuzkffi):
+#   CUZK_DAEMON_BIN        the cuzk-daemon binary; default target/release/cuzk-daemon (cargo
+#                          test --release --workspace builds it). When it is set it must exist;
+#                          when unset and the default is missing, the daemon test is skipped.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -81,3 +87,21 @@ echo "test-go.sh: library mode (-tags cuzk)"
 go vet -tags cuzk ./...
 # -p 1: one package at a time, so -v streams each test as it runs.
 go test -tags cuzk -p 1 -count=1 -timeout 30m -v ./...
+
+daemon_bin="${CUZK_DAEMON_BIN:-$root/target/release/cuzk-daemon}"
+if [[ -x "$daemon_bin" ]]; then
+    echo "test-go.sh: cuzk-daemon end-to-end (daemon/e2e) with $daemon_bin"
+    cd "$root/daemon/e2e"
+    unformatted="$(gofmt -l .)"
+    if [[ -n "$unformatted" ]]; then
+        echo "test-go.sh: not gofmt-formatted: $unformatted" >&2
+        exit 1
+    fi
+    go vet -tags cuzk ./...
+    CUZK_DAEMON_BIN="$daemon_bin" go test -tags cuzk -p 1 -count=1 -timeout 10m -v ./...
+elif [[ -n "${CUZK_DAEMON_BIN:-}" ]]; then
+    echo "test-go.sh: CUZK_DAEMON_BIN=$CUZK_DAEMON_BIN is not an executable" >&2
+    exit 1
+else
+    echo "test-go.sh: $daemon_bin is not built: the cuzk-daemon end-to-end test is skipped" >&2
+fi
