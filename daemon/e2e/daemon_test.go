@@ -10,6 +10,7 @@
 //	CUZK_DAEMON_BIN   the cuzk-daemon binary
 //	CUZK_TEST_PARAMS  the parameter directory (random-setup 2KiB parameters)
 //	CUZK_FIXTURE_DIR  a 2KiB sealed sector: c1.json and sector.json (cuzk-fixtures seal)
+//	CUZK_POST_FIXTURE_DIR  2KiB PoSt vanilla proofs: post.json (cuzk-fixtures post)
 package e2e
 
 import (
@@ -52,8 +53,8 @@ type sector struct {
 func loadSector(t *testing.T) *sector {
 	t.Helper()
 	dir := os.Getenv("CUZK_FIXTURE_DIR")
-	if dir == "" || os.Getenv("CUZK_DAEMON_BIN") == "" || os.Getenv("CUZK_TEST_PARAMS") == "" {
-		t.Skip("CUZK_DAEMON_BIN, CUZK_TEST_PARAMS and CUZK_FIXTURE_DIR are needed (scripts/test-go.sh sets them)")
+	if dir == "" || os.Getenv("CUZK_DAEMON_BIN") == "" || os.Getenv("CUZK_TEST_PARAMS") == "" || os.Getenv("CUZK_POST_FIXTURE_DIR") == "" {
+		t.Skip("CUZK_DAEMON_BIN, CUZK_TEST_PARAMS, CUZK_FIXTURE_DIR and CUZK_POST_FIXTURE_DIR are needed (scripts/test-go.sh sets them)")
 	}
 	c1, err := os.ReadFile(filepath.Join(dir, "c1.json"))
 	if err != nil {
@@ -135,6 +136,81 @@ func (f *sector) verify(t *testing.T, proofBytes []byte) {
 	})
 	if err != nil || !ok {
 		t.Fatalf("VerifySeal of the daemon's proof (%d bytes) = %v, %v", len(proofBytes), ok, err)
+	}
+}
+
+// winningPoSt is the WinningPoSt of the PoSt fixture: the request Curio's WinningPoStCuzk
+// sends, and the check of its proof.
+type winningPoSt struct {
+	request *pb.SubmitProofRequest
+	verify  func(t *testing.T, proofBytes []byte)
+}
+
+func loadWinningPoSt(t *testing.T) *winningPoSt {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(os.Getenv("CUZK_POST_FIXTURE_DIR"), "post.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var j struct {
+		MinerID    uint64 `json:"miner_id"`
+		Randomness string `json:"randomness"`
+		Winning    struct {
+			ABIProof      int64    `json:"abi_proof"`
+			VanillaProofs []string `json:"vanilla_proofs"`
+			Sectors       []struct {
+				SectorID uint64 `json:"sector_id"`
+				CommR    string `json:"comm_r"`
+			} `json:"sectors"`
+		} `json:"winning"`
+	}
+	if err := json.Unmarshal(raw, &j); err != nil {
+		t.Fatalf("post.json: %v", err)
+	}
+	unhex := func(s string) []byte {
+		b, err := hex.DecodeString(s)
+		if err != nil {
+			t.Fatalf("post.json: %q is not hex", s)
+		}
+		return b
+	}
+	randomness := unhex(j.Randomness)
+	var vanilla [][]byte
+	for _, v := range j.Winning.VanillaProofs {
+		vanilla = append(vanilla, unhex(v))
+	}
+	var sectors []proofs.SectorInfo
+	for _, s := range j.Winning.Sectors {
+		sealed, err := commcid.ReplicaCommitmentV1ToCID(unhex(s.CommR))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sectors = append(sectors, proofs.SectorInfo{SealProof: abi.RegisteredSealProof_StackedDrg2KiBV1_1, SectorNumber: abi.SectorNumber(s.SectorID), SealedCID: sealed})
+	}
+	registered := abi.RegisteredPoStProof(j.Winning.ABIProof)
+	return &winningPoSt{
+		request: &pb.SubmitProofRequest{
+			RequestId:       fmt.Sprintf("winpost-%d-%x", j.MinerID, randomness[:8]),
+			ProofKind:       pb.ProofKind_WINNING_POST,
+			SectorSize:      2048,
+			RegisteredProof: uint64(registered),
+			Priority:        pb.Priority_CRITICAL,
+			VanillaProofs:   vanilla,
+			MinerId:         j.MinerID,
+			Randomness:      randomness,
+		},
+		verify: func(t *testing.T, proofBytes []byte) {
+			t.Helper()
+			ok, err := cuzkffi.VerifyWinningPoSt(proofs.WinningPoStVerifyInfo{
+				Randomness:        randomness,
+				Proofs:            []proofs.PoStProof{{PoStProof: registered, ProofBytes: proofBytes}},
+				ChallengedSectors: sectors,
+				Prover:            abi.ActorID(j.MinerID),
+			})
+			if err != nil || !ok {
+				t.Fatalf("VerifyWinningPoSt of the daemon's proof (%d bytes) = %v, %v", len(proofBytes), ok, err)
+			}
+		},
 	}
 }
 
@@ -237,8 +313,8 @@ func (d *daemon) await(t *testing.T, jobID string, timeout time.Duration) *pb.Aw
 	return resp
 }
 
-// waitRunning waits until GetStatus shows a running C2.
-func (d *daemon) waitRunning(t *testing.T) {
+// waitRunning waits until GetStatus shows a running job of kind.
+func (d *daemon) waitRunning(t *testing.T, kind pb.ProofKind) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
@@ -247,13 +323,13 @@ func (d *daemon) waitRunning(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, q := range st.Queues {
-			if q.ProofKind == "POREP_SEAL_COMMIT" && q.InProgress > 0 {
+			if q.ProofKind == kind.String() && q.InProgress > 0 {
 				return
 			}
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
-	t.Fatal("no C2 started running within 30 s")
+	t.Fatalf("no %v job started running within 30 s", kind)
 }
 
 func wantStatus(t *testing.T, what string, got *pb.AwaitProofResponse, want pb.AwaitProofResponse_Status) {
@@ -288,8 +364,8 @@ func metrics(t *testing.T, d *daemon) map[string]float64 {
 }
 
 // The whole protocol on one daemon, in the order a Curio node would meet it. A 2KiB C2 takes
-// tens of seconds on a CPU, so the test proves two sectors in all: the other calls fail, are
-// cancelled or answer from a job that is already there.
+// tens of seconds on a CPU, so the test proves one sector and one WinningPoSt in all: the
+// other calls fail, are cancelled or answer from a job that is already there.
 func TestDaemon(t *testing.T) {
 	f := loadSector(t)
 	dir := t.TempDir()
@@ -370,7 +446,7 @@ func TestDaemon(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(st.Queues) != 4 || st.TotalProofsCompleted != 1 || st.TotalProofsFailed != 7 || len(st.Gpus) != 0 {
+		if len(st.Queues) != 4 || st.TotalProofsCompleted < 1 || st.TotalProofsFailed != 7 || len(st.Gpus) != 0 {
 			t.Fatalf("GetStatus: %v", st)
 		}
 		var porep *pb.SRSStatus
@@ -414,7 +490,7 @@ func TestDaemon(t *testing.T) {
 	t.Run("CancelRunningAndPending", func(t *testing.T) {
 		running := d.submit(t, f.request(t, "porep-e2e-cancel-running"))
 		pending := d.submit(t, f.request(t, "porep-e2e-cancel-pending"))
-		d.waitRunning(t)
+		d.waitRunning(t, pb.ProofKind_POREP_SEAL_COMMIT)
 		if res := d.await(t, pending, 10*time.Millisecond); res.Status != pb.AwaitProofResponse_TIMEOUT {
 			t.Fatalf("AwaitProof with a 10 ms timeout on a pending job: %v", res.Status)
 		}
@@ -463,7 +539,7 @@ func TestDaemon(t *testing.T) {
 			_, err := d.client.Prove(context.Background(), &pb.ProveRequest{Submit: f.request(t, "porep-e2e-killed")})
 			proveErr <- err
 		}()
-		d.waitRunning(t)
+		d.waitRunning(t, pb.ProofKind_POREP_SEAL_COMMIT)
 		if err := d.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
@@ -474,19 +550,21 @@ func TestDaemon(t *testing.T) {
 		t.Logf("Prove while the daemon was killed: %v", err)
 	})
 
-	// A new daemon on the same socket proves the request the killed one lost; SIGTERM during
-	// that proof lets it finish (on_shutdown = "finish"), then the daemon exits 0.
-	t.Run("RestartedProvesThenSigterm", func(t *testing.T) {
+	// A new daemon on the same socket serves the next call: a WinningPoSt (CRITICAL, as Curio
+	// sends it), during which SIGTERM lets the job finish (on_shutdown = "finish") and the
+	// daemon then exits 0.
+	t.Run("RestartedProvesWinningPoStThenSigterm", func(t *testing.T) {
+		w := loadWinningPoSt(t)
 		restarted := startDaemon(t, dir)
 		result := make(chan *pb.AwaitProofResponse, 1)
 		go func() {
-			resp, err := restarted.client.Prove(context.Background(), &pb.ProveRequest{Submit: f.request(t, "porep-e2e-killed")})
+			resp, err := restarted.client.Prove(context.Background(), &pb.ProveRequest{Submit: w.request})
 			if err != nil {
 				t.Errorf("Prove on the restarted daemon: %v", err)
 			}
 			result <- resp.GetResult()
 		}()
-		restarted.waitRunning(t)
+		restarted.waitRunning(t, pb.ProofKind_WINNING_POST)
 		if err := restarted.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 			t.Fatal(err)
 		}
@@ -494,8 +572,9 @@ func TestDaemon(t *testing.T) {
 		if res == nil {
 			t.FailNow()
 		}
-		wantStatus(t, "Prove across SIGTERM", res, pb.AwaitProofResponse_COMPLETED)
-		f.verify(t, res.Proof)
+		wantStatus(t, "WinningPoSt across SIGTERM", res, pb.AwaitProofResponse_COMPLETED)
+		t.Logf("WinningPoSt: %d bytes, daemon total %d ms", len(res.Proof), res.TotalMs)
+		w.verify(t, res.Proof)
 		select {
 		case err := <-restarted.exited:
 			restarted.exited <- err

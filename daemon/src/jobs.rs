@@ -445,3 +445,71 @@ pub struct Snapshot {
     pub queues: HashMap<ProofKind, QueueCounts>,
     pub running: Vec<Arc<Job>>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cuzk::engine::EngineConfig;
+
+    /// Jobs on a CPU engine, keeping at most `kept` ended jobs. The requests of these tests
+    /// are refused before they reach the engine (no parameters needed).
+    fn jobs(kept: usize) -> Arc<Jobs> {
+        let engine = Engine::acquire(EngineConfig {
+            cpu_only: true,
+            num_threads: 1,
+            ..EngineConfig::default()
+        })
+        .expect("a CPU engine");
+        Jobs::new(
+            engine,
+            JobSettings {
+                max_concurrent_sealing: 1,
+                retain_finished: Duration::from_secs(3600),
+                retain_finished_jobs: kept,
+            },
+        )
+    }
+
+    /// A request the daemon refuses (no proof kind): a job that fails at once.
+    fn refused(request_id: &str, sector_number: u64) -> SubmitProofRequest {
+        SubmitProofRequest {
+            request_id: request_id.into(),
+            sector_number,
+            ..SubmitProofRequest::default()
+        }
+    }
+
+    fn submit(jobs: &Arc<Jobs>, request: SubmitProofRequest) -> Arc<Job> {
+        match jobs.submit(request) {
+            Ok(submitted) => submitted.job,
+            Err(_) => panic!("the submission was refused outright"),
+        }
+    }
+
+    #[tokio::test]
+    async fn failed_jobs_are_retried_and_old_ones_forgotten() {
+        let jobs = jobs(2);
+        let first = submit(&jobs, refused("porep-1-1", 1));
+        let outcome = first.wait(None).await.expect("no timeout");
+        assert_eq!(outcome.end, End::Failed);
+        assert!(outcome.message.contains("PROOF_KIND_UNSPECIFIED"), "{}", outcome.message);
+        // After FAILED, the same request_id starts a new job, with the same content or not.
+        let retry = submit(&jobs, refused("porep-1-1", 1));
+        assert_ne!(retry.id, first.id);
+        let other = submit(&jobs, refused("porep-1-1", 2));
+        assert_ne!(other.id, retry.id);
+        // Three ended jobs, two kept: the oldest is forgotten at the next submission.
+        submit(&jobs, refused("", 0));
+        assert!(jobs.get(&first.id).is_none());
+        assert!(jobs.get(&other.id).is_some());
+        assert_eq!(jobs.metrics.total(End::Failed), 4);
+    }
+
+    #[tokio::test]
+    async fn a_closed_table_refuses_submissions() {
+        let jobs = jobs(10);
+        jobs.close(true);
+        assert!(matches!(jobs.submit(refused("x", 1)), Err(Refused::ShuttingDown)));
+        jobs.all_ended().await;
+    }
+}
