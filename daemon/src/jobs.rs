@@ -16,7 +16,7 @@ use tokio::sync::{watch, Notify, Semaphore};
 
 use crate::metrics::Metrics;
 use crate::proto::{ProofKind, SubmitProofRequest};
-use crate::request::{self, CheckedRequest};
+use crate::request::{self, CheckedRequest, ProofInput};
 
 /// How ended jobs are kept, and how many sealing-class jobs run at once.
 #[derive(Clone, Debug)]
@@ -86,7 +86,7 @@ pub struct Job {
     pub circuit_id: Option<String>,
     /// Submission order (queue positions count pending gated jobs submitted before).
     seq: u64,
-    /// Whether it waits at the sealing gate (its class is the sealing class).
+    /// Whether it waits at the sealing gate: a C2 or an update in the sealing class.
     gated: bool,
     fingerprint: [u8; 32],
     submitted: Instant,
@@ -251,7 +251,8 @@ impl Jobs {
             kind,
             circuit_id: checked.as_ref().ok().and_then(|c| c.circuit_id.clone()),
             seq,
-            gated: matches!(&checked, Ok(c) if c.class == Priority::Sealing),
+            // PoSt jobs never wait at the gate, whatever class their priority asks for.
+            gated: matches!(&checked, Ok(c) if c.class == Priority::Sealing && !matches!(c.input, ProofInput::Post { .. })),
             fingerprint,
             submitted: Instant::now(),
             cancel: CancelToken::new(),

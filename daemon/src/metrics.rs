@@ -136,29 +136,31 @@ impl Metrics {
             let _ = writeln!(out, "{name} {value}");
         }
 
-        type DeviceValue = fn(&cuzk::engine::DeviceStatus) -> u64;
+        type DeviceValue = fn(&cuzk::engine::DeviceStatus) -> f64;
         let per_device: [(&str, &str, &str, DeviceValue); 6] = [
             (
                 "cuzk_gpu_busy_seconds_total",
                 "counter",
                 "Time calls have held the GPU (its turn).",
-                |d| d.busy_ns / 1_000_000_000,
+                |d| d.busy_ns as f64 / 1e9,
             ),
-            ("cuzk_gpu_memory_total_bytes", "gauge", "The GPU's memory.", |d| d.memory_total),
-            ("cuzk_gpu_memory_free_bytes", "gauge", "The GPU's free memory.", |d| d.memory_free),
+            ("cuzk_gpu_memory_total_bytes", "gauge", "The GPU's memory.", |d| d.memory_total as f64),
+            ("cuzk_gpu_memory_free_bytes", "gauge", "The GPU's free memory.", |d| d.memory_free as f64),
             (
                 "cuzk_gpu_memory_cuzk_bytes",
                 "gauge",
                 "GPU memory of resident keys, matrices and buffers.",
-                |d| d.memory_used_by_cuzk,
+                |d| d.memory_used_by_cuzk as f64,
             ),
             (
                 "cuzk_gpu_pinned_bytes",
                 "gauge",
                 "Pinned host staging memory allocated for the GPU.",
-                |d| d.pinned_pool.allocated_bytes,
+                |d| d.pinned_pool.allocated_bytes as f64,
             ),
-            ("cuzk_gpu_faults_total", "counter", "Sticky CUDA faults seen on the GPU.", |d| d.faults),
+            ("cuzk_gpu_faults_total", "counter", "Sticky CUDA faults seen on the GPU.", |d| {
+                d.faults as f64
+            }),
         ];
         for (name, kind, help, value) in per_device {
             let name = header(&mut out, name, kind, help);
