@@ -11,6 +11,7 @@
 //	CUZK_TEST_PARAMS  the parameter directory (random-setup 2KiB parameters)
 //	CUZK_FIXTURE_DIR  a 2KiB sealed sector: c1.json and sector.json (cuzk-fixtures seal)
 //	CUZK_POST_FIXTURE_DIR  2KiB PoSt vanilla proofs: post.json (cuzk-fixtures post)
+//	CUZK_UPDATE_FIXTURE_DIR  a 2KiB SnapDeals update: update.json (cuzk-fixtures update)
 package e2e
 
 import (
@@ -31,6 +32,7 @@ import (
 	commcid "github.com/filecoin-project/go-fil-commcid"
 	"github.com/filecoin-project/go-state-types/abi"
 	proofs "github.com/filecoin-project/go-state-types/proof"
+	"github.com/ipfs/go-cid"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -53,8 +55,8 @@ type sector struct {
 func loadSector(t *testing.T) *sector {
 	t.Helper()
 	dir := os.Getenv("CUZK_FIXTURE_DIR")
-	if dir == "" || os.Getenv("CUZK_DAEMON_BIN") == "" || os.Getenv("CUZK_TEST_PARAMS") == "" || os.Getenv("CUZK_POST_FIXTURE_DIR") == "" {
-		t.Skip("CUZK_DAEMON_BIN, CUZK_TEST_PARAMS, CUZK_FIXTURE_DIR and CUZK_POST_FIXTURE_DIR are needed (scripts/test-go.sh sets them)")
+	if dir == "" || os.Getenv("CUZK_DAEMON_BIN") == "" || os.Getenv("CUZK_TEST_PARAMS") == "" || os.Getenv("CUZK_POST_FIXTURE_DIR") == "" || os.Getenv("CUZK_UPDATE_FIXTURE_DIR") == "" {
+		t.Skip("CUZK_DAEMON_BIN, CUZK_TEST_PARAMS and the fixture directories CUZK_FIXTURE_DIR, CUZK_POST_FIXTURE_DIR, CUZK_UPDATE_FIXTURE_DIR are needed (scripts/test-go.sh sets them)")
 	}
 	c1, err := os.ReadFile(filepath.Join(dir, "c1.json"))
 	if err != nil {
@@ -214,6 +216,81 @@ func loadWinningPoSt(t *testing.T) *winningPoSt {
 	}
 }
 
+// snapUpdate is the fixture's SnapDeals update: the request Curio's ProveUpdateCuzk sends, and
+// the check of its proof.
+type snapUpdate struct {
+	request *pb.SubmitProofRequest
+	verify  func(t *testing.T, proofBytes []byte)
+}
+
+func loadSnapUpdate(t *testing.T) *snapUpdate {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(os.Getenv("CUZK_UPDATE_FIXTURE_DIR"), "update.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var j struct {
+		ABIProof      int64    `json:"abi_proof"`
+		CommROld      string   `json:"comm_r_old"`
+		CommRNew      string   `json:"comm_r_new"`
+		CommDNew      string   `json:"comm_d_new"`
+		VanillaProofs []string `json:"vanilla_proofs"`
+	}
+	if err := json.Unmarshal(raw, &j); err != nil {
+		t.Fatalf("update.json: %v", err)
+	}
+	unhex := func(s string) []byte {
+		b, err := hex.DecodeString(s)
+		if err != nil {
+			t.Fatalf("update.json: %q is not hex", s)
+		}
+		return b
+	}
+	var vanilla [][]byte
+	for _, v := range j.VanillaProofs {
+		vanilla = append(vanilla, unhex(v))
+	}
+	commROld, commRNew, commDNew := unhex(j.CommROld), unhex(j.CommRNew), unhex(j.CommDNew)
+	registered := abi.RegisteredUpdateProof(j.ABIProof)
+	return &snapUpdate{
+		request: &pb.SubmitProofRequest{
+			RequestId:       "snap-e2e-1",
+			ProofKind:       pb.ProofKind_SNAP_DEALS_UPDATE,
+			SectorSize:      2048,
+			RegisteredProof: uint64(registered),
+			Priority:        pb.Priority_NORMAL,
+			VanillaProofs:   vanilla,
+			SectorNumber:    1,
+			MinerId:         1000,
+			CommROld:        commROld,
+			CommRNew:        commRNew,
+			CommDNew:        commDNew,
+		},
+		verify: func(t *testing.T, proofBytes []byte) {
+			t.Helper()
+			cids := make([]cid.Cid, 3)
+			for i, c := range []struct {
+				comm  []byte
+				toCID func([]byte) (cid.Cid, error)
+			}{{commROld, commcid.ReplicaCommitmentV1ToCID}, {commRNew, commcid.ReplicaCommitmentV1ToCID}, {commDNew, commcid.DataCommitmentV1ToCID}} {
+				if cids[i], err = c.toCID(c.comm); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ok, err := cuzkffi.VerifyUpdateProof(proofs.ReplicaUpdateInfo{
+				UpdateProofType:      registered,
+				OldSealedSectorCID:   cids[0],
+				NewSealedSectorCID:   cids[1],
+				NewUnsealedSectorCID: cids[2],
+				Proof:                proofBytes,
+			})
+			if err != nil || !ok {
+				t.Fatalf("VerifyUpdateProof of the daemon's proof (%d bytes) = %v, %v", len(proofBytes), ok, err)
+			}
+		},
+	}
+}
+
 // daemon is a running cuzk-daemon process.
 type daemon struct {
 	cmd    *exec.Cmd
@@ -364,8 +441,9 @@ func metrics(t *testing.T, d *daemon) map[string]float64 {
 }
 
 // The whole protocol on one daemon, in the order a Curio node would meet it. A 2KiB C2 takes
-// tens of seconds on a CPU, so the test proves one sector and one WinningPoSt in all: the
-// other calls fail, are cancelled or answer from a job that is already there.
+// tens of seconds on a CPU, so the test proves one of each kind Curio sends but WindowPoSt
+// (whose request differs from WinningPoSt's only by its partition index): the other calls
+// fail, are cancelled or answer from a job that is already there.
 func TestDaemon(t *testing.T) {
 	f := loadSector(t)
 	dir := t.TempDir()
@@ -400,6 +478,14 @@ func TestDaemon(t *testing.T) {
 		if _, err := d.client.AwaitProof(context.Background(), &pb.AwaitProofRequest{JobId: "no-such-job"}); status.Code(err) != codes.NotFound {
 			t.Fatalf("AwaitProof of an unknown job: %v, want NotFound", err)
 		}
+	})
+
+	t.Run("SnapDealsUpdate", func(t *testing.T) {
+		u := loadSnapUpdate(t)
+		res := d.prove(t, context.Background(), u.request)
+		wantStatus(t, "SnapDeals update", res, pb.AwaitProofResponse_COMPLETED)
+		t.Logf("update proof: %d bytes, daemon total %d ms", len(res.Proof), res.TotalMs)
+		u.verify(t, res.Proof)
 	})
 
 	t.Run("BadRequestsFail", func(t *testing.T) {
@@ -446,7 +532,7 @@ func TestDaemon(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(st.Queues) != 4 || st.TotalProofsCompleted < 1 || st.TotalProofsFailed != 7 || len(st.Gpus) != 0 {
+		if len(st.Queues) != 4 || st.TotalProofsCompleted != 2 || st.TotalProofsFailed != 7 || len(st.Gpus) != 0 {
 			t.Fatalf("GetStatus: %v", st)
 		}
 		var porep *pb.SRSStatus

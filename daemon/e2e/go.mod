@@ -6,6 +6,7 @@ require (
 	github.com/cuzk-dev/cuzk/cuzkffi v0.0.0
 	github.com/filecoin-project/go-fil-commcid v0.2.0
 	github.com/filecoin-project/go-state-types v0.19.0
+	github.com/ipfs/go-cid v0.6.2
 	google.golang.org/grpc v1.85.0
 	google.golang.org/protobuf v1.36.12
 )
@@ -14,7 +15,6 @@ require (
 	github.com/filecoin-project/go-address v1.2.0 // indirect
 	github.com/ipfs/boxo v0.41.0 // indirect
 	github.com/ipfs/go-block-format v0.2.4 // indirect
-	github.com/ipfs/go-cid v0.6.2 // indirect
 	github.com/ipfs/go-ipld-cbor v0.3.0 // indirect
 	github.com/ipfs/go-ipld-format v0.6.3 // indirect
 	github.com/klauspost/cpuid/v2 v2.3.0 // indirect
