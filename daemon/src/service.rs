@@ -35,7 +35,7 @@ pub struct Service {
     engine: Arc<Engine>,
     jobs: Arc<Jobs>,
     started: Instant,
-    /// Proving key files (the engine status' key labels) by Curio circuit id's.
+    /// Curio circuit ids by proving key file (the label engine status gives a key).
     circuit_of_key: HashMap<String, String>,
 }
 
