@@ -18,6 +18,14 @@
 #   CUZK_UPDATE_FIXTURE_DIR directory with update.json (cuzk-fixtures update makes one); when
 #                          unset but CUZK_TEST_PARAMS is set, one is made here.
 # Without them the proving tests skip (and say so); the other tests still run.
+#
+# Then cuzk-daemon's end-to-end test (daemon/e2e: the daemon binary driven by a gRPC client
+# generated from Curio's proving.proto, its proofs verified through cuzkffi):
+#   CUZK_DAEMON_BIN        the cuzk-daemon binary; default target/release/cuzk-daemon (cargo
+#                          test --release --workspace builds it). It needs CUZK_TEST_PARAMS and
+#                          the three fixtures above. When CUZK_DAEMON_BIN is set they must be
+#                          there; when it is unset and the default binary or the parameters are
+#                          missing, the daemon test is skipped (and says so).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -81,3 +89,21 @@ echo "test-go.sh: library mode (-tags cuzk)"
 go vet -tags cuzk ./...
 # -p 1: one package at a time, so -v streams each test as it runs.
 go test -tags cuzk -p 1 -count=1 -timeout 30m -v ./...
+
+daemon_bin="${CUZK_DAEMON_BIN:-$root/target/release/cuzk-daemon}"
+if [[ -x "$daemon_bin" && -n "${CUZK_TEST_PARAMS:-}" ]]; then
+    echo "test-go.sh: cuzk-daemon end-to-end (daemon/e2e) with $daemon_bin"
+    cd "$root/daemon/e2e"
+    unformatted="$(gofmt -l .)"
+    if [[ -n "$unformatted" ]]; then
+        echo "test-go.sh: not gofmt-formatted: $unformatted" >&2
+        exit 1
+    fi
+    go vet -tags cuzk ./...
+    CUZK_DAEMON_BIN="$daemon_bin" go test -tags cuzk -p 1 -count=1 -timeout 10m -v ./...
+elif [[ -n "${CUZK_DAEMON_BIN:-}" ]]; then
+    echo "test-go.sh: CUZK_DAEMON_BIN is set, but $CUZK_DAEMON_BIN is not an executable or CUZK_TEST_PARAMS is not set" >&2
+    exit 1
+else
+    echo "test-go.sh: $daemon_bin is not built or CUZK_TEST_PARAMS is not set: the cuzk-daemon end-to-end test is skipped" >&2
+fi

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # All tests: Rust unit and integration tests (C ABI, filecoin-proofs verification, bit-for-bit
-# comparison with bellperson, bad input), the C example, the Go package, and a short fuzzing run.
+# comparison with bellperson, bad input; cuzk-daemon's proto contract), the C example, the Go
+# package, cuzk-daemon end to end (a Go client of Curio's proto), and a short fuzzing run.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -37,8 +38,8 @@ update_fixture 2KiB "$update"
 step "C update example: prove + verify"
 run_update_example "$update"
 
-step "Go package"
-CUZK_FIXTURE_DIR="$fixture" "$root/scripts/test-go.sh"
+step "Go package, and cuzk-daemon end to end (daemon/e2e, the binary cargo test built)"
+CUZK_FIXTURE_DIR="$fixture" CUZK_DAEMON_BIN="$root/target/release/cuzk-daemon" "$root/scripts/test-go.sh"
 
 step "packaging: libcuzk.a exports only cuzk_*, links next to another Rust static library; the prefix moves; the prebuilt tarball builds the Go package"
 "$root/scripts/check-static-lib.sh" "$root/target/cuzk-prefix"

@@ -57,6 +57,22 @@ pub use verifier::Verifier;
 /// Bytes of one Groth16 proof (compressed A, B, C): one per partition.
 pub const GROTH_PROOF_BYTES: usize = 192;
 
+/// The prover id Filecoin derives from a miner actor id: the payload of its ID address (the
+/// unsigned LEB128 varint of the id), zero-padded to 32 bytes. Same as filecoin-ffi's Go side.
+pub fn prover_id_from_miner(miner_id: u64) -> [u8; 32] {
+    let mut out = [0u8; 32];
+    let (mut v, mut i) = (miner_id, 0);
+    loop {
+        let byte = (v & 0x7f) as u8;
+        v >>= 7;
+        out[i] = if v == 0 { byte } else { byte | 0x80 };
+        i += 1;
+        if v == 0 {
+            return out;
+        }
+    }
+}
+
 /// Per-call options besides the C2 input.
 #[derive(Clone, Debug, Default)]
 pub struct ProveOptions {
@@ -399,6 +415,13 @@ impl Engine {
             pipeline: self.occupancy.status(),
             devices: self.prover.backend.devices(),
         }
+    }
+
+    /// The proving key file of `proof`'s circuit in the parameter directory: the label the
+    /// engine's status gives the key (`HostKeyStatus::label`, `ResidentKey::label`).
+    pub fn proving_key_file(&self, proof: impl Into<RegisteredProof>) -> Result<PathBuf> {
+        let (id, _) = proof.into().circuit()?;
+        Ok(self.proving_key_path(&id))
     }
 
     /// The proving key file of circuit `id` in the parameter directory, in filecoin-proofs'

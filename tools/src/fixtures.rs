@@ -69,21 +69,8 @@ impl SealedSector {
     }
 }
 
-/// The prover id Filecoin derives from a miner actor id: the payload of its ID address (the
-/// unsigned LEB128 varint of the id), zero-padded to 32 bytes. Same as filecoin-ffi's Go side.
-pub fn prover_id_from_miner(miner_id: u64) -> [u8; 32] {
-    let mut out = [0u8; 32];
-    let (mut v, mut i) = (miner_id, 0);
-    loop {
-        let byte = (v & 0x7f) as u8;
-        v >>= 7;
-        out[i] = if v == 0 { byte } else { byte | 0x80 };
-        i += 1;
-        if v == 0 {
-            return out;
-        }
-    }
-}
+/// The prover id of a miner actor id (the engine's, shared with the daemon).
+pub use cuzk::engine::prover_id_from_miner;
 
 /// Makes sure filecoin-proofs (whose cache location is read once from
 /// FIL_PROOFS_PARAMETER_CACHE) writes into `dir`.
