@@ -1,5 +1,6 @@
 // The per-device context: made once per process (cuzk_gpu_context_new) and reused by every
-// call. It keeps the NTT buffers of H and the device copy of the witness, each grown to the
+// call. It keeps the NTT buffers of H and the device copy of the witness (a set for the
+// WinningPoSt class, a set for the others), each grown to the
 // largest circuit seen and not freed between calls (3 × 2^27 scalars = 12.9 GB for a 32GiB
 // partition: allocating that per proof would be a page-table storm on the device) until the
 // engine releases memory, and the host threads that fill the pinned staging buffers.
@@ -43,6 +44,7 @@ public:
     }
 
     size_t bytes() const { return capacity * sizeof(fr_t); }
+    fr_t* data() const { return d; }
 };
 
 struct cuzk_gpu_context {
@@ -56,17 +58,42 @@ struct cuzk_gpu_context {
     cuzk_gpu_context& operator=(const cuzk_gpu_context&) = delete;
     ~cuzk_gpu_context() { gpu.select(); }
 
-    fr_t* ntt_buffers(size_t scalars) { gpu.select(); return ntt.at_least(scalars); }
-    fr_t* witness_buffer(size_t scalars) { gpu.select(); return witness.at_least(scalars); }
+    fr_t* ntt_buffers(size_t scalars, uint32_t set) { gpu.select(); return ntt[checked(set)].at_least(scalars); }
+    fr_t* witness_buffer(size_t scalars, uint32_t set) { gpu.select(); return witness[checked(set)].at_least(scalars); }
+
+    // The NTT buffers of `set` as the last call left them (at least `scalars`), for a stage
+    // that reads what the previous one computed there.
+    fr_t* ntt_results(size_t scalars, uint32_t set) const
+    {
+        const scalar_buffer& b = ntt[checked(set)];
+        if (b.bytes() < scalars * sizeof(fr_t))
+            throw std::invalid_argument("the NTT buffers hold fewer scalars than asked for");
+        return b.data();
+    }
 
     // Gives the buffers back to the device (an idle engine, or the caller asking).
-    void release_buffers() { gpu.select(); ntt.release(); witness.release(); }
+    void release_buffers()
+    {
+        gpu.select();
+        for (uint32_t set = 0; set < CUZK_GPU_BUFFER_SETS; set++) {
+            ntt[set].release();
+            witness[set].release();
+        }
+    }
 
-    size_t ntt_buffer_bytes() const { return ntt.bytes(); }
-    size_t witness_buffer_bytes() const { return witness.bytes(); }
+    size_t ntt_buffer_bytes() const { return ntt[0].bytes() + ntt[1].bytes(); }
+    size_t witness_buffer_bytes() const { return witness[0].bytes() + witness[1].bytes(); }
 
 private:
-    // Destroyed after ~cuzk_gpu_context's body has selected the device.
-    scalar_buffer ntt;
-    scalar_buffer witness;
+    static uint32_t checked(uint32_t set)
+    {
+        if (set >= CUZK_GPU_BUFFER_SETS)
+            throw std::invalid_argument("no such buffer set");
+        return set;
+    }
+
+    // Destroyed after ~cuzk_gpu_context's body has selected the device. One set per
+    // CUZK_GPU_BUFFER_SETS (cuzk_gpu.h): the top class's calls use a set of their own.
+    scalar_buffer ntt[CUZK_GPU_BUFFER_SETS];
+    scalar_buffer witness[CUZK_GPU_BUFFER_SETS];
 };

@@ -7,7 +7,6 @@
 // for the device only where host code using them is visible there.
 
 #include <algorithm>
-#include <chrono>
 #include <cstddef>
 #include <cstring>
 #include <memory>
@@ -24,7 +23,8 @@ static_assert(sizeof(cuzk_gpu_g1) == 104 && alignof(cuzk_gpu_g1) == 8, "cuzk_gpu
 static_assert(offsetof(cuzk_gpu_g1, infinity) == 96, "cuzk_gpu_g1");
 static_assert(sizeof(cuzk_gpu_g2) == 200 && alignof(cuzk_gpu_g2) == 8, "cuzk_gpu_g2");
 static_assert(offsetof(cuzk_gpu_g2, infinity) == 192, "cuzk_gpu_g2");
-static_assert(sizeof(cuzk_gpu_h_times) == 32, "cuzk_gpu_h_times");
+static_assert(sizeof(cuzk_gpu_h_times) == 24, "cuzk_gpu_h_times");
+static_assert(CUZK_GPU_BUFFER_SETS == 2, "cuzk_gpu.h: sys.rs names sets 0 and 1");
 static_assert(sizeof(cuzk_gpu_message) == 512, "cuzk_gpu_message");
 static_assert(sizeof(cuzk_gpu_staging) == 24, "cuzk_gpu_staging");
 static_assert(offsetof(cuzk_gpu_staging, bytes) == 16, "cuzk_gpu_staging");
@@ -50,11 +50,6 @@ static_assert(sizeof(g2_affine_t::mem_t) == CUZK_GPU_G2_AFFINE_BYTES, "G2 affine
 static_assert(sizeof(scalar_t) == 32, "scalar bytes");
 #endif
 
-static uint64_t elapsed_ns(std::chrono::steady_clock::time_point start)
-{
-    auto d = std::chrono::steady_clock::now() - start;
-    return (uint64_t)std::chrono::duration_cast<std::chrono::nanoseconds>(d).count();
-}
 
 // A sequence of CUDA events recorded on a stream; ns(i, j) is the device time between marks.
 class timed_events {
@@ -268,18 +263,15 @@ extern "C" void cuzk_gpu_key_free(cuzk_gpu_key* key)
     delete key;
 }
 
-extern "C" int cuzk_gpu_quotient_msm(cuzk_gpu_context* ctx, const void* a, const void* b,
-                                     const void* c, size_t n, uint32_t lg_domain,
-                                     const cuzk_gpu_points* h_points,
-                                     const cuzk_gpu_staging* staging, cuzk_gpu_g1* out,
-                                     cuzk_gpu_h_times* times, cuzk_gpu_message* msg)
+extern "C" int cuzk_gpu_quotient(cuzk_gpu_context* ctx, uint32_t set, const void* a,
+                                 const void* b, const void* c, size_t n, uint32_t lg_domain,
+                                 const cuzk_gpu_staging* staging, cuzk_gpu_h_times* times,
+                                 cuzk_gpu_message* msg)
 {
     return guarded(msg, [&] {
         ctx->gpu.select();
-        point_t h;
-        quotient_stage::from_host(*ctx, (const fr_t*)a, (const fr_t*)b, (const fr_t*)c, n,
-                                  lg_domain, *h_points, staging, h, *times);
-        to_g1(h, out);
+        quotient_stage::from_host(*ctx, set, (const fr_t*)a, (const fr_t*)b, (const fr_t*)c, n,
+                                  lg_domain, staging, *times);
     });
 }
 
@@ -301,17 +293,25 @@ extern "C" void cuzk_gpu_shape_free(cuzk_gpu_shape* shape)
     delete shape;
 }
 
-extern "C" int cuzk_gpu_quotient_msm_r1cs(cuzk_gpu_context* ctx, const cuzk_gpu_shape* shape,
-                                          const cuzk_gpu_witness* witness, uint32_t lg_domain,
-                                          const cuzk_gpu_points* h_points,
-                                          const cuzk_gpu_staging* staging, cuzk_gpu_g1* out,
-                                          cuzk_gpu_h_times* times, cuzk_gpu_message* msg)
+extern "C" int cuzk_gpu_quotient_r1cs(cuzk_gpu_context* ctx, uint32_t set,
+                                      const cuzk_gpu_shape* shape, const cuzk_gpu_witness* witness,
+                                      uint32_t lg_domain, const cuzk_gpu_staging* staging,
+                                      cuzk_gpu_h_times* times, cuzk_gpu_message* msg)
+{
+    return guarded(msg, [&] {
+        ctx->gpu.select();
+        quotient_stage::from_shape(*ctx, set, *shape, *witness, lg_domain, staging, *times);
+    });
+}
+
+extern "C" int cuzk_gpu_h_msm(cuzk_gpu_context* ctx, uint32_t set, uint32_t lg_domain,
+                              const cuzk_gpu_points* h_points, size_t first, size_t count,
+                              cuzk_gpu_g1* out, cuzk_gpu_message* msg)
 {
     return guarded(msg, [&] {
         ctx->gpu.select();
         point_t h;
-        quotient_stage::from_shape(*ctx, *shape, *witness, lg_domain, *h_points, staging, h,
-                                   *times);
+        quotient_stage::msm(*ctx, set, lg_domain, *h_points, first, count, h);
         to_g1(h, out);
     });
 }

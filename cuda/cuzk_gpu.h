@@ -36,13 +36,17 @@ typedef struct {
     uint32_t padding;
 } cuzk_gpu_g2;
 
-/* Device-side durations of the H stage, from CUDA events. */
+/* Device-side durations of H's coefficients, from CUDA events. */
 typedef struct {
     uint64_t h2d_ns;  /* a, b, c (or the compact witness) to the device */
     uint64_t spmv_ns; /* witness decoding and A·z, B·z, C·z (0 when a, b, c came from the host) */
     uint64_t ntt_ns;  /* 3 iNTT, 3 coset NTT, a·b − c, ÷Z, coset iNTT */
-    uint64_t msm_ns;  /* MSM over the H points */
 } cuzk_gpu_h_times;
+
+/* The context's sets of NTT and witness buffers: calls of the WinningPoSt class use set 1, the
+ * others set 0, so that a WinningPoSt can prove while a partition that left H's coefficients
+ * in set 0 makes way for it. */
+#define CUZK_GPU_BUFFER_SETS 2
 
 typedef struct {
     char text[512];
@@ -174,13 +178,11 @@ int cuzk_gpu_key_upload(cuzk_gpu_context *ctx, const cuzk_gpu_key_points *points
                         cuzk_gpu_message *msg);
 void cuzk_gpu_key_free(cuzk_gpu_key *key);
 
-/* H = Σ hᵢ·Pᵢ where h are the coefficients of (A·B − C)/Z over the domain of 2^lg_domain,
- * A, B, C given by their n ≤ 2^lg_domain evaluations (Montgomery scalars), and P the
- * 2^lg_domain − 1 points of the H query. */
-int cuzk_gpu_quotient_msm(cuzk_gpu_context *ctx, const void *a, const void *b, const void *c,
-                          size_t n, uint32_t lg_domain, const cuzk_gpu_points *h_points,
-                          const cuzk_gpu_staging *staging, cuzk_gpu_g1 *out,
-                          cuzk_gpu_h_times *times, cuzk_gpu_message *msg);
+/* The coefficients h of (A·B − C)/Z over the domain of 2^lg_domain into the NTT buffers of
+ * `set`, A, B, C given by their n ≤ 2^lg_domain evaluations (Montgomery scalars). */
+int cuzk_gpu_quotient(cuzk_gpu_context *ctx, uint32_t set, const void *a, const void *b,
+                      const void *c, size_t n, uint32_t lg_domain, const cuzk_gpu_staging *staging,
+                      cuzk_gpu_h_times *times, cuzk_gpu_message *msg);
 
 /* Copies a circuit's matrices to the device; *out owns them until cuzk_gpu_shape_free, and
  * *bytes says how much device memory they take. */
@@ -189,12 +191,18 @@ int cuzk_gpu_shape_upload(cuzk_gpu_context *ctx, const cuzk_gpu_shape_host *shap
                           cuzk_gpu_message *msg);
 void cuzk_gpu_shape_free(cuzk_gpu_shape *shape);
 
-/* cuzk_gpu_quotient_msm with A, B, C evaluated on the device: A·z, B·z, C·z from the resident
+/* cuzk_gpu_quotient with A, B, C evaluated on the device: A·z, B·z, C·z from the resident
  * `shape` and the compact witness z. */
-int cuzk_gpu_quotient_msm_r1cs(cuzk_gpu_context *ctx, const cuzk_gpu_shape *shape,
-                               const cuzk_gpu_witness *witness, uint32_t lg_domain,
-                               const cuzk_gpu_points *h_points, const cuzk_gpu_staging *staging,
-                               cuzk_gpu_g1 *out, cuzk_gpu_h_times *times, cuzk_gpu_message *msg);
+int cuzk_gpu_quotient_r1cs(cuzk_gpu_context *ctx, uint32_t set, const cuzk_gpu_shape *shape,
+                           const cuzk_gpu_witness *witness, uint32_t lg_domain,
+                           const cuzk_gpu_staging *staging, cuzk_gpu_h_times *times,
+                           cuzk_gpu_message *msg);
+
+/* Σ hᵢ·Pᵢ over i in [first, first + count): h the coefficients the last quotient call of
+ * `set` left for the domain of 2^lg_domain, P the 2^lg_domain − 1 points of the H query. */
+int cuzk_gpu_h_msm(cuzk_gpu_context *ctx, uint32_t set, uint32_t lg_domain,
+                   const cuzk_gpu_points *h_points, size_t first, size_t count, cuzk_gpu_g1 *out,
+                   cuzk_gpu_message *msg);
 
 /* Σ Pᵢ over the points whose bit is set in bitmap (bit i of word i/32). */
 int cuzk_gpu_batch_add(cuzk_gpu_context *ctx, const cuzk_gpu_points *points,

@@ -1,5 +1,7 @@
-// Stage H: the coefficients of H = (A·B − C)/Z on the device, then their MSM with the H
-// query. A, B, C come from the host or from stage R1CS (spmv.cuh). 3 inverse NTTs, 3 coset NTTs, a pointwise a·b − c scaled by 1/Z (constant on the
+// Stage H: the coefficients of H = (A·B − C)/Z on the device, left in the context's NTT
+// buffers of the call's set, then their MSM with the H query, in chunks (`msm`) that the
+// caller may interleave with calls of the top class, which use the other set. A, B, C come
+// from the host or from stage R1CS (spmv.cuh). 3 inverse NTTs, 3 coset NTTs, a pointwise a·b − c scaled by 1/Z (constant on the
 // coset), 1 inverse coset NTT: 7 NTTs of the domain size.
 #pragma once
 
@@ -33,20 +35,20 @@ class quotient_stage : public NTT {
         size_t domain;
     };
 
-    static buffers ntt_buffers(cuzk_gpu_context& ctx, size_t n, uint32_t lg_domain)
+    static buffers ntt_buffers(cuzk_gpu_context& ctx, uint32_t set, size_t n, uint32_t lg_domain)
     {
         const size_t domain = (size_t)1 << lg_domain;
         if (n > domain)
             throw std::invalid_argument("more evaluations than the domain holds");
-        fr_t* d_abc = ctx.ntt_buffers(3 * domain);
+        fr_t* d_abc = ctx.ntt_buffers(3 * domain, set);
         return {{d_abc, d_abc + domain, d_abc + 2 * domain}, domain};
     }
 
-    // H from the n evaluations of A, B, C at the start of each buffer (the rest is zeroed
-    // here), enqueued after what `ev` marked last: NTT time = from that mark to the next.
+    // H's coefficients from the n evaluations of A, B, C at the start of each buffer (the
+    // rest is zeroed here) into the first buffer, enqueued after what `ev` marked last: NTT
+    // time = from that mark to the next.
     static void finish(cuzk_gpu_context& ctx, stream_t& stream, const buffers& b, size_t n,
-                       uint32_t lg_domain, const cuzk_gpu_points& h_points, point_t& out,
-                       timed_events& ev, cuzk_gpu_h_times& times)
+                       uint32_t lg_domain, timed_events& ev, cuzk_gpu_h_times& times)
     {
         const gpu_t& gpu = ctx.gpu;
         const size_t domain = b.domain;
@@ -65,50 +67,58 @@ class quotient_stage : public NTT {
         ev.mark(stream);
         stream.sync();
         times.ntt_ns = ev.ns(ntt_start, ntt_start + 1);
-
-        auto start = std::chrono::steady_clock::now();
-        const size_t npoints = domain - 1;
-        abandoned_on_fault<g1_msm_t> msm{nullptr, npoints, sizeof(affine_t), gpu.id()};
-        dev_ptr_t<fr_t> coefficients{d[0], domain};
-        if (h_points.key)
-            check(msm->invoke(out, resident_msm_points<affine_t>(h_points, npoints), npoints,
-                             coefficients, true));
-        else
-            check(msm->invoke(out, (const affine_t*)h_points.host, npoints, coefficients, true));
-        times.msm_ns = elapsed_ns(start);
     }
 
 public:
     // A, B, C evaluated on the host: copied in.
-    static void from_host(cuzk_gpu_context& ctx, const fr_t* a, const fr_t* b, const fr_t* c,
-                          size_t n, uint32_t lg_domain, const cuzk_gpu_points& h_points,
-                          const cuzk_gpu_staging* staging, point_t& out, cuzk_gpu_h_times& times)
+    static void from_host(cuzk_gpu_context& ctx, uint32_t set, const fr_t* a, const fr_t* b,
+                          const fr_t* c, size_t n, uint32_t lg_domain,
+                          const cuzk_gpu_staging* staging, cuzk_gpu_h_times& times)
     {
-        const buffers buf = ntt_buffers(ctx, n, lg_domain);
+        const buffers buf = ntt_buffers(ctx, set, n, lg_domain);
         stream_t& stream = ctx.gpu[0];
         const fr_t* host[3] = {a, b, c};
         timed_events ev(stream);
         for (int k = 0; k < 3; k++)
             staged_htod(ctx, stream, buf.d[k], host[k], n * sizeof(fr_t), staging);
         ev.mark(stream);
-        finish(ctx, stream, buf, n, lg_domain, h_points, out, ev, times);
+        finish(ctx, stream, buf, n, lg_domain, ev, times);
         times.h2d_ns = ev.ns(0, 1);
         times.spmv_ns = 0;
     }
 
     // A, B, C evaluated on the device from the resident shape and the compact witness.
-    static void from_shape(cuzk_gpu_context& ctx, const cuzk_gpu_shape& shape,
+    static void from_shape(cuzk_gpu_context& ctx, uint32_t set, const cuzk_gpu_shape& shape,
                            const cuzk_gpu_witness& witness, uint32_t lg_domain,
-                           const cuzk_gpu_points& h_points, const cuzk_gpu_staging* staging,
-                           point_t& out, cuzk_gpu_h_times& times)
+                           const cuzk_gpu_staging* staging, cuzk_gpu_h_times& times)
     {
-        const buffers buf = ntt_buffers(ctx, shape.rows, lg_domain);
+        const buffers buf = ntt_buffers(ctx, set, shape.rows, lg_domain);
         stream_t& stream = ctx.gpu[0];
         timed_events ev(stream);
-        evaluate_shape(ctx, stream, shape, witness, staging, buf.d, ev);
+        evaluate_shape(ctx, set, stream, shape, witness, staging, buf.d, ev);
         ev.mark(stream);
-        finish(ctx, stream, buf, shape.rows, lg_domain, h_points, out, ev, times);
+        finish(ctx, stream, buf, shape.rows, lg_domain, ev, times);
         times.h2d_ns = ev.ns(0, 1);
         times.spmv_ns = ev.ns(1, 2);
+    }
+
+    // Σ coefficient_i · H_i over i in [first, first + count), the coefficients being what the
+    // last from_host / from_shape of `set` left for a domain of 2^lg_domain.
+    static void msm(cuzk_gpu_context& ctx, uint32_t set, uint32_t lg_domain,
+                    const cuzk_gpu_points& h_points, size_t first, size_t count, point_t& out)
+    {
+        const size_t domain = (size_t)1 << lg_domain;
+        const size_t npoints = domain - 1;
+        if (first > npoints || count > npoints - first)
+            throw std::invalid_argument("H's MSM chunk lies past the H query");
+        fr_t* coefficients = ctx.ntt_results(domain, set) + first;
+        abandoned_on_fault<g1_msm_t> msm{nullptr, count, sizeof(affine_t), ctx.gpu.id()};
+        dev_ptr_t<fr_t> scalars{coefficients, count};
+        if (h_points.key)
+            check(msm->invoke(out,
+                              dev_ptr_t<affine_t>{resident_points<affine_t>(h_points, npoints) + first, count},
+                              count, scalars, true));
+        else
+            check(msm->invoke(out, (const affine_t*)h_points.host + first, count, scalars, true));
     }
 };

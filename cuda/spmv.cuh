@@ -114,15 +114,16 @@ void sparse_rows_times_z(fr_t* out, const uint32_t* row_starts, const uint32_t* 
 }
 
 // Fills the first shape.rows scalars of d[0], d[1], d[2] with A·z, B·z, C·z, z sent from
-// `witness`. The device copy of z lives in `z_buffer` (ctx's, reused between calls).
-static void evaluate_shape(cuzk_gpu_context& ctx, stream_t& stream, const cuzk_gpu_shape& shape,
-                           const cuzk_gpu_witness& witness, const cuzk_gpu_staging* staging,
-                           fr_t* const d[3], timed_events& ev)
+// `witness`. The device copy of z lives in the context's witness buffer of `set` (reused
+// between calls).
+static void evaluate_shape(cuzk_gpu_context& ctx, uint32_t set, stream_t& stream,
+                           const cuzk_gpu_shape& shape, const cuzk_gpu_witness& witness,
+                           const cuzk_gpu_staging* staging, fr_t* const d[3], timed_events& ev)
 {
     if (witness.n != shape.variables)
         throw std::invalid_argument("the witness does not have the circuit shape's length");
     const size_t words = (witness.n + 31) / 32;
-    fr_t* z = ctx.witness_buffer(witness.n);
+    fr_t* z = ctx.witness_buffer(witness.n, set);
     // The compact witness is small (PoRep 32GiB: ~170 MB): plain device buffers per call.
     // Freed in stream order, after the kernels below have read them.
     dev_ptr_t<uint64_t> kinds{std::max<size_t>(words, 1), stream};

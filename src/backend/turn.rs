@@ -6,10 +6,12 @@
 //! once per partition, a PoSt overtakes a running batch of C2s at its next partition boundary
 //! instead of waiting for the whole batch, and for the calls of lower classes queued before it.
 //!
-//! A holder whose device state between two phases is its own (a GPU partition between its
-//! MSMs) can make way (`TurnGuard::make_way`): the waiting calls of higher classes have the
-//! turn, then the holder takes it back before any call of its class or below. So a WinningPoSt
-//! arriving during a 32GiB batch waits for one MSM, not for the partition's every phase.
+//! A holder whose device state between two phases no call of some higher classes touches (a
+//! GPU partition between its MSMs, or inside H for the WinningPoSt class, whose buffers are
+//! its own) can make way (`TurnGuard::make_way_for`): the waiting calls of those classes have
+//! the turn, then the holder takes it back before any call below them. So a WinningPoSt
+//! arriving during a 32GiB batch waits for one chunk of a partition's work, not for the
+//! partition's every phase.
 //!
 //! Never wait for a turn on a worker of a pool whose jobs a holder may wait for (the engine's):
 //! a worker parked in `take` inside a job it stole would stall the holder's parallel work.
@@ -38,6 +40,11 @@ pub enum Priority {
 impl Priority {
     /// Every class, lowest first.
     pub const ALL: [Priority; 3] = [Priority::Sealing, Priority::WindowPost, Priority::WinningPost];
+
+    /// The class above this one, None for the top class.
+    pub fn above(self) -> Option<Priority> {
+        Self::ALL.get(self as usize + 1).copied()
+    }
 }
 
 #[derive(Default)]
@@ -54,9 +61,9 @@ struct TurnState {
     busy: bool,
     /// One queue per class, lowest first (`Priority as usize`).
     queues: [Tickets; 3],
-    /// Holders that made way for higher classes, per class: each takes the turn back before
-    /// any waiting call of its class or below.
-    paused: [u64; 3],
+    /// Holders that made way, each with its class and the lowest class it made way for: it
+    /// takes the turn back before any waiting call below that class.
+    paused: Vec<(Priority, Priority)>,
 }
 
 impl TurnState {
@@ -69,9 +76,14 @@ impl TurnState {
         self.queues[priority as usize + 1..].iter().any(|q| q.waiting() > 0)
     }
 
-    /// Whether a holder of class `priority` or above made way and waits to take the turn back.
-    fn paused_from(&self, priority: Priority) -> bool {
-        self.paused[priority as usize..].iter().any(|&n| n > 0)
+    /// Whether a holder that made way waits to take the turn back before a call of `priority`.
+    fn paused_before(&self, priority: Priority) -> bool {
+        self.paused.iter().any(|&(_, from)| from > priority)
+    }
+
+    /// Whether calls of class `from` or above wait.
+    fn waiting_from(&self, from: Priority) -> bool {
+        self.queues[from as usize..].iter().any(|q| q.waiting() > 0)
     }
 }
 
@@ -98,13 +110,13 @@ pub struct TurnGuard<'a> {
 
 impl Turn {
     /// Waits for the turn: until it is free, every call of this class that arrived earlier has
-    /// had it, no call of a higher class is waiting and no holder of this class or above made
-    /// way and waits to take it back.
+    /// had it, no call of a higher class is waiting and no holder that made way for classes
+    /// above this one waits to take it back.
     pub fn take(&self, priority: Priority) -> TurnGuard<'_> {
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
         let ticket = state.queue(priority).issued;
         state.queue(priority).issued += 1;
-        while state.busy || state.queue(priority).served != ticket || state.higher_waiting(priority) || state.paused_from(priority) {
+        while state.busy || state.queue(priority).served != ticket || state.higher_waiting(priority) || state.paused_before(priority) {
             state = self.released.wait(state).unwrap_or_else(|p| p.into_inner());
         }
         state.queue(priority).served += 1;
@@ -123,24 +135,29 @@ impl Turn {
 }
 
 impl TurnGuard<'_> {
-    /// When calls of higher classes wait, lets them have the turn and waits to take it back
-    /// (before any call of this class or below); returns how long it made way, None when
-    /// nobody above was waiting. Only between phases whose device state is the holder's own.
-    pub fn make_way(&mut self) -> Option<std::time::Duration> {
+    /// When calls of class `from` or above wait (`from` above the holder's class), lets them
+    /// have the turn and waits to take it back, before any call below `from`; returns how long
+    /// it made way, None when none of them was waiting. Only between phases whose device
+    /// state no call of those classes touches.
+    pub fn make_way_for(&mut self, from: Priority) -> Option<std::time::Duration> {
+        debug_assert!(from > self.priority, "a holder makes way for classes above its own");
         let mut state = self.turn.state.lock().unwrap_or_else(|p| p.into_inner());
-        let class = self.priority as usize;
-        if !state.higher_waiting(self.priority) {
+        if !state.waiting_from(from) {
             return None;
         }
         let paused = Instant::now();
         self.turn.held_ns.fetch_add(nanos(paused.duration_since(self.since)), Ordering::Relaxed);
         state.busy = false;
-        state.paused[class] += 1;
+        state.paused.push((self.priority, from));
         self.turn.released.notify_all();
-        while state.busy || state.higher_waiting(self.priority) || state.paused[class + 1..].iter().any(|&n| n > 0) {
+        // Back when nobody it made way for waits, and every holder of a higher class that made
+        // way meanwhile has taken the turn back.
+        let me = self.priority;
+        while state.busy || state.waiting_from(from) || state.paused.iter().any(|&(class, _)| class > me) {
             state = self.turn.released.wait(state).unwrap_or_else(|p| p.into_inner());
         }
-        state.paused[class] -= 1;
+        let mine = state.paused.iter().position(|&entry| entry == (me, from)).expect("its own entry");
+        state.paused.swap_remove(mine);
         state.busy = true;
         self.since = Instant::now();
         Some(self.since.duration_since(paused))
@@ -217,7 +234,7 @@ mod tests {
         let (order_tx, order) = mpsc::channel();
         std::thread::scope(|scope| {
             let mut holder = turn.take(Priority::Sealing);
-            assert_eq!(holder.make_way(), None, "nobody above waits");
+            assert_eq!(holder.make_way_for(Priority::WindowPost), None, "nobody above waits");
             let waiter = |class: Priority, name: &'static str| {
                 let (turn, order_tx) = (&turn, order_tx.clone());
                 scope.spawn(move || {
@@ -227,20 +244,53 @@ mod tests {
             };
             waiter(Priority::Sealing, "sealing waiter");
             wait_for_waiters(&turn, |s| s.queues[Priority::Sealing as usize].waiting() == 1);
-            assert_eq!(holder.make_way(), None, "a waiter of its own class does not count");
+            assert_eq!(
+                holder.make_way_for(Priority::WindowPost),
+                None,
+                "a waiter of its own class does not count"
+            );
             waiter(Priority::WinningPost, "WinningPoSt");
             waiter(Priority::WindowPost, "WindowPoSt");
             wait_for_waiters(&turn, |s| {
                 s.queues[Priority::WinningPost as usize].waiting() + s.queues[Priority::WindowPost as usize].waiting() == 2
             });
-            assert!(holder.make_way().is_some());
+            assert!(holder.make_way_for(Priority::WindowPost).is_some());
             order_tx.send("holder back").unwrap();
             drop(holder);
         });
         let got: Vec<&str> = order.try_iter().collect();
         assert_eq!(got, ["WinningPoSt", "WindowPoSt", "holder back", "sealing waiter"]);
         let state = turn.state.lock().unwrap();
-        assert!(!state.busy && state.paused == [0; 3]);
+        assert!(!state.busy && state.paused.is_empty());
+    }
+
+    #[test]
+    fn making_way_for_the_top_class_keeps_the_classes_between_waiting() {
+        let turn = Turn::default();
+        let (order_tx, order) = mpsc::channel();
+        std::thread::scope(|scope| {
+            let mut holder = turn.take(Priority::Sealing);
+            let waiter = |class: Priority, name: &'static str| {
+                let (turn, order_tx) = (&turn, order_tx.clone());
+                scope.spawn(move || {
+                    let _g = turn.take(class);
+                    order_tx.send(name).unwrap();
+                });
+            };
+            waiter(Priority::WindowPost, "WindowPoSt");
+            wait_for_waiters(&turn, |s| s.queues[Priority::WindowPost as usize].waiting() == 1);
+            assert_eq!(holder.make_way_for(Priority::WinningPost), None, "only a WindowPoSt waits");
+            waiter(Priority::WinningPost, "WinningPoSt");
+            wait_for_waiters(&turn, |s| s.queues[Priority::WinningPost as usize].waiting() == 1);
+            // Inside H: only the WinningPoSt may come in (its buffers are its own).
+            assert!(holder.make_way_for(Priority::WinningPost).is_some());
+            order_tx.send("holder back inside H").unwrap();
+            // After H: every class above the holder's.
+            assert!(holder.make_way_for(Priority::WindowPost).is_some());
+            order_tx.send("holder back after H").unwrap();
+        });
+        let got: Vec<&str> = order.try_iter().collect();
+        assert_eq!(got, ["WinningPoSt", "holder back inside H", "WindowPoSt", "holder back after H"]);
     }
 
     #[test]
@@ -254,7 +304,7 @@ mod tests {
                 scope.spawn(move || {
                     let mut window = turn.take(Priority::WindowPost);
                     wait_for_waiters(turn, |s| s.queues[Priority::WinningPost as usize].waiting() == 1);
-                    assert!(window.make_way().is_some());
+                    assert!(window.make_way_for(Priority::WinningPost).is_some());
                     order_tx.send("WindowPoSt back").unwrap();
                 });
             }
@@ -263,12 +313,12 @@ mod tests {
                 let (turn, order_tx) = (&turn, order_tx.clone());
                 scope.spawn(move || {
                     // Asks once the WindowPoSt holds the turn the sealing holder made way for.
-                    wait_for_waiters(turn, |s| s.paused[Priority::Sealing as usize] == 1 && s.busy);
+                    wait_for_waiters(turn, |s| s.paused.len() == 1 && s.busy);
                     let _g = turn.take(Priority::WinningPost);
                     order_tx.send("WinningPoSt").unwrap();
                 });
             }
-            assert!(sealing.make_way().is_some());
+            assert!(sealing.make_way_for(Priority::WindowPost).is_some());
             order_tx.send("sealing back").unwrap();
         });
         let got: Vec<&str> = order.try_iter().collect();
@@ -291,14 +341,16 @@ mod tests {
                         // Phases with a chance to make way between them, as a GPU partition's.
                         let mut g = turn.take(Priority::ALL[i % 3]);
                         enter(inside);
-                        g.make_way();
+                        if let Some(from) = Priority::ALL[i % 3].above() {
+                            g.make_way_for(from);
+                        }
                         enter(inside);
                     }
                 });
             }
         });
         let state = turn.state.lock().unwrap();
-        assert!(!state.busy && state.paused == [0; 3] && state.queues.iter().all(|q| q.waiting() == 0));
+        assert!(!state.busy && state.paused.is_empty() && state.queues.iter().all(|q| q.waiting() == 0));
     }
 
     #[test]

@@ -183,12 +183,13 @@ impl Device {
         phase(&staging(&buffer), t)
     }
 
-    /// Between two phases of a partition holding `turn`: lets the waiting calls of higher
-    /// classes prove first (`TurnGuard::make_way`), the time counted as proving wait. A fault
-    /// met meanwhile (the context reset: this partition's device state gone) fails it.
-    pub(super) fn make_way(&self, turn: &mut TurnGuard<'_>, t: &mut Timings) -> Result<()> {
+    /// Between two phases of a partition holding `turn`: lets the waiting calls of class
+    /// `from` and above prove first (`TurnGuard::make_way_for`), the time counted as proving
+    /// wait. A fault met meanwhile (the context reset: this partition's device state gone)
+    /// fails it.
+    pub(super) fn make_way(&self, turn: &mut TurnGuard<'_>, from: Priority, t: &mut Timings) -> Result<()> {
         let faults = self.fault_count();
-        if let Some(waited) = turn.make_way() {
+        if let Some(waited) = turn.make_way_for(from) {
             t.proving_wait_ns += nanos(waited);
             self.check_usable()?;
             if self.fault_count() != faults {

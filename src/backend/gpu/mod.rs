@@ -305,12 +305,18 @@ impl GpuBackend {
         cancel.check()?;
         // The device's part, whose key copy and staging buffers are released when it returns, so
         // that a failure is looked at (a fault recovered from) inside the turn holding nothing.
-        // After H the partition's device state is its own (the context's NTT and witness
-        // buffers serve H only): between its MSMs it makes way for calls of higher classes,
-        // and each phase takes its own staging buffer, so that those calls find one free.
+        // It makes way for calls of higher classes where its device state is its own: inside
+        // H (before each chunk of H's MSM) for the WinningPoSt class, whose NTT and witness
+        // buffers are a set of their own, and between its MSMs for every class above its own.
+        // Each phase takes its own staging buffer, so that those calls find one free.
+        let buffers = if priority == Priority::WinningPost {
+            sys::TOP_CLASS_BUFFERS
+        } else {
+            sys::SHARED_BUFFERS
+        };
         let on_device = || -> Result<MsmResults> {
             device.check_usable()?;
-            let (copy, h) = device.with_staging(t, |staging, t| {
+            let copy = device.with_staging(t, |staging, t| {
                 let copy = device.resident_key(key, priority, staging, t)?;
                 let mut input = h_input;
                 if let HInput::Witness { shape, witness } = &input {
@@ -330,22 +336,29 @@ impl GpuBackend {
                         input = HInput::Products(a, b, c);
                     }
                 }
-                let src = PointSource { resident: copy.as_deref() };
-                let h = Self::quotient_msm(device, &src, key, input, domain.log_size, staging, t)?;
-                Ok((copy, h))
+                Self::quotient(device, buffers, input, domain.log_size, staging, t)?;
+                Ok(copy)
+            })?;
+            let src = PointSource { resident: copy.as_deref() };
+            let h = Self::h_msm(device, buffers, &src, key, domain.log_size, t, &mut |t| match buffers {
+                sys::SHARED_BUFFERS => device.make_way(&mut device_turn, Priority::WinningPost, t),
+                _ => Ok(()),
             })?;
             fault::injection::fire_if_armed(device)?;
             cancel.check()?;
-            let src = PointSource { resident: copy.as_deref() };
-            device.make_way(&mut device_turn, t)?;
+            let mut make_way = |t: &mut Timings| match priority.above() {
+                Some(above) => device.make_way(&mut device_turn, above, t),
+                None => Ok(()),
+            };
+            make_way(t)?;
             let l = device.with_staging(t, |staging, t| l.run(device, &src, staging, pool, &mut t.batch_add_ns, &mut t.msm_l_ns))?;
-            device.make_way(&mut device_turn, t)?;
+            make_way(t)?;
             let a = device.with_staging(t, |staging, t| a_q.run(device, &src, staging, pool, &mut t.batch_add_ns, &mut t.msm_a_ns))?;
-            device.make_way(&mut device_turn, t)?;
+            make_way(t)?;
             let b_g1 = device.with_staging(t, |staging, t| {
                 b_q.run(device, &src, staging, pool, &mut t.batch_add_ns, &mut t.msm_b_g1_ns)
             })?;
-            device.make_way(&mut device_turn, t)?;
+            make_way(t)?;
             // On the device, not on the CPU cores beside it: measured faster at every size
             // (docs/PERFORMANCE.md). Always split: the cost model was fitted to G1 only.
             // A dense B_G1 tail serves B_G2 too (same scalars, as many points).

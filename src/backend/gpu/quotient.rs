@@ -1,6 +1,6 @@
-//! Stage H on the device (cuda/quotient.cuh): the coefficients of H = (A·B − C)/Z by 7 NTTs
-//! and their MSM with the H query, from a, b, c evaluated on the host or from the compact
-//! witness and the circuit's resident matrices (spmv.rs).
+//! Stage H on the device (cuda/quotient.cuh): the coefficients of H = (A·B − C)/Z by 7 NTTs,
+//! from a, b, c evaluated on the host or from the compact witness and the circuit's resident
+//! matrices (spmv.rs), then their MSM with the H query in chunks.
 
 use std::ffi::c_void;
 use std::sync::Arc;
@@ -15,7 +15,7 @@ use super::GpuBackend;
 use crate::error::{Error, Result};
 use crate::groth16::ProvingKey;
 use crate::synthesis::r1cs::{CircuitShape, CompactWitness};
-use crate::timings::Timings;
+use crate::timings::{nanos, Timings};
 
 /// What H is computed from on the device.
 pub(super) enum HInput {
@@ -25,43 +25,37 @@ pub(super) enum HInput {
     Witness { shape: Arc<CircuitShape>, witness: CompactWitness },
 }
 
+/// H's MSM is split into chunks of this many points (a 32GiB partition's 2^27: four of
+/// 0.28 s instead of one of 1.10 s) so that a WinningPoSt waits for one chunk, not the whole.
+/// Smaller MSMs run whole: a chunk costs a fixed launch overhead.
+const H_MSM_CHUNK: usize = 1 << 25;
+
 impl GpuBackend {
-    /// H on the device from a, b, c (freed as soon as they are on it), or from the compact
-    /// witness and the device's resident copy of the shape's matrices.
-    pub(super) fn quotient_msm(
-        device: &Device,
-        src: &PointSource,
-        key: &ProvingKey,
-        input: HInput,
-        lg_domain: u32,
-        staging: &sys::Staging,
-        t: &mut Timings,
-    ) -> Result<G1Projective> {
+    /// H's coefficients on the device, left in the context's buffers of `set`: from a, b, c
+    /// (freed as soon as they are on it), or from the compact witness and the device's
+    /// resident copy of the shape's matrices.
+    pub(super) fn quotient(device: &Device, set: u32, input: HInput, lg_domain: u32, staging: &sys::Staging, t: &mut Timings) -> Result<()> {
         if lg_domain == 0 {
             // A domain of size 1 (only the constant input's constraint): H has no coefficient
-            // and the H query no point, so H is the identity, as bellperson computes it; no
-            // NTT or MSM is launched with those sizes.
-            return Ok(G1Projective::identity());
+            // and the H query no point (`h_msm` gives the identity, as bellperson computes
+            // it); no NTT is launched with that size.
+            return Ok(());
         }
         let ctx = device.ctx.ptr()?;
-        let h_points = src.points(sys::QUERY_H, &key.h);
-        let mut h = sys::G1::default();
         let mut times = sys::HTimes::default();
         match input {
             HInput::Products(a, b, c) => {
-                // SAFETY: a, b, c hold n scalars each and the H query the domain size - 1
-                // points (checked by check_key_fits); all outlive the synchronous call.
-                call("H (NTT + MSM)", |msg| unsafe {
-                    sys::cuzk_gpu_quotient_msm(
+                // SAFETY: a, b, c hold n scalars each; all outlive the synchronous call.
+                call("H's coefficients (NTT)", |msg| unsafe {
+                    sys::cuzk_gpu_quotient(
                         ctx,
+                        set,
                         a.as_ptr() as *const c_void,
                         b.as_ptr() as *const c_void,
                         c.as_ptr() as *const c_void,
                         a.len(),
                         lg_domain,
-                        &h_points,
                         staging,
-                        &mut h,
                         &mut times,
                         msg,
                     )
@@ -81,8 +75,8 @@ impl GpuBackend {
                 };
                 // SAFETY: the resident shape stays alive while `shapes` is locked; the compact
                 // witness's vectors hold the lengths given and outlive the synchronous call.
-                call("H (A·z, B·z, C·z + NTT + MSM)", |msg| unsafe {
-                    sys::cuzk_gpu_quotient_msm_r1cs(ctx, resident, &z, lg_domain, &h_points, staging, &mut h, &mut times, msg)
+                call("H's coefficients (A·z, B·z, C·z + NTT)", |msg| unsafe {
+                    sys::cuzk_gpu_quotient_r1cs(ctx, set, resident, &z, lg_domain, staging, &mut times, msg)
                 })?;
                 t.witness_upload_ns += times.h2d_ns;
                 t.spmv_ns += times.spmv_ns;
@@ -90,7 +84,42 @@ impl GpuBackend {
             }
         }
         t.ntt_ns += times.ntt_ns;
-        t.msm_h_ns += times.msm_ns;
-        Ok(to_projective(&h))
+        Ok(())
+    }
+
+    /// H = Σ hᵢ·Pᵢ over the coefficients `quotient` left in `set` and the H query, in chunks
+    /// of H_MSM_CHUNK points; `between` runs before each chunk (the caller making way).
+    pub(super) fn h_msm(
+        device: &Device,
+        set: u32,
+        src: &PointSource,
+        key: &ProvingKey,
+        lg_domain: u32,
+        t: &mut Timings,
+        between: &mut dyn FnMut(&mut Timings) -> Result<()>,
+    ) -> Result<G1Projective> {
+        let npoints = (1usize << lg_domain) - 1;
+        let mut h = G1Projective::identity();
+        if lg_domain == 0 {
+            return Ok(h);
+        }
+        let ctx = device.ctx.ptr()?;
+        let h_points = src.points(sys::QUERY_H, &key.h);
+        let mut first = 0;
+        while first < npoints {
+            between(t)?;
+            let count = H_MSM_CHUNK.min(npoints - first);
+            let mut chunk = sys::G1::default();
+            let start = std::time::Instant::now();
+            // SAFETY: the H query holds the domain size - 1 points (checked by check_key_fits)
+            // and outlives the synchronous call; the chunk lies inside it.
+            call("H's MSM", |msg| unsafe {
+                sys::cuzk_gpu_h_msm(ctx, set, lg_domain, &h_points, first, count, &mut chunk, msg)
+            })?;
+            t.msm_h_ns += nanos(start.elapsed());
+            h += to_projective(&chunk);
+            first += count;
+        }
+        Ok(h)
     }
 }

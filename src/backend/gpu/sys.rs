@@ -39,8 +39,12 @@ pub(super) struct HTimes {
     pub(super) h2d_ns: u64,
     pub(super) spmv_ns: u64,
     pub(super) ntt_ns: u64,
-    pub(super) msm_ns: u64,
 }
+
+/// The context's buffer set of the WinningPoSt class (CUZK_GPU_BUFFER_SETS): a call of that
+/// class never touches the set (0) a partition of another class left H's coefficients in.
+pub(super) const TOP_CLASS_BUFFERS: u32 = 1;
+pub(super) const SHARED_BUFFERS: u32 = 0;
 
 #[repr(C)]
 pub(super) struct Message {
@@ -134,16 +138,15 @@ extern "C" {
         msg: *mut Message,
     ) -> c_int;
     pub(super) fn cuzk_gpu_key_free(key: *mut Key);
-    pub(super) fn cuzk_gpu_quotient_msm(
+    pub(super) fn cuzk_gpu_quotient(
         ctx: *mut Context,
+        set: u32,
         a: *const c_void,
         b: *const c_void,
         c: *const c_void,
         n: usize,
         lg_domain: u32,
-        h_points: *const Points,
         staging: *const Staging,
-        out: *mut G1,
         times: *mut HTimes,
         msg: *mut Message,
     ) -> c_int;
@@ -156,15 +159,24 @@ extern "C" {
         msg: *mut Message,
     ) -> c_int;
     pub(super) fn cuzk_gpu_shape_free(shape: *mut Shape);
-    pub(super) fn cuzk_gpu_quotient_msm_r1cs(
+    pub(super) fn cuzk_gpu_quotient_r1cs(
         ctx: *mut Context,
+        set: u32,
         shape: *const Shape,
         witness: *const Witness,
         lg_domain: u32,
-        h_points: *const Points,
         staging: *const Staging,
-        out: *mut G1,
         times: *mut HTimes,
+        msg: *mut Message,
+    ) -> c_int;
+    pub(super) fn cuzk_gpu_h_msm(
+        ctx: *mut Context,
+        set: u32,
+        lg_domain: u32,
+        h_points: *const Points,
+        first: usize,
+        count: usize,
+        out: *mut G1,
         msg: *mut Message,
     ) -> c_int;
     pub(super) fn cuzk_gpu_batch_add(
@@ -206,7 +218,7 @@ extern "C" {
 // The layouts cuda/cuzk_gpu.cu checks too (pointers and size_t are 8 bytes on our targets).
 const _: () = assert!(size_of::<G1>() == 104 && align_of::<G1>() == 8 && offset_of!(G1, infinity) == 96);
 const _: () = assert!(size_of::<G2>() == 200 && align_of::<G2>() == 8 && offset_of!(G2, infinity) == 192);
-const _: () = assert!(size_of::<HTimes>() == 32);
+const _: () = assert!(size_of::<HTimes>() == 24);
 const _: () = assert!(size_of::<Message>() == 512);
 const _: () = assert!(size_of::<Staging>() == 24 && offset_of!(Staging, bytes) == 16);
 const _: () = assert!(size_of::<Points>() == 32 && offset_of!(Points, query) == 8 && offset_of!(Points, host) == 16 && offset_of!(Points, n) == 24);
