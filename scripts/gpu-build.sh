@@ -5,6 +5,8 @@
 # (scripts/build-peers.sh).
 # CUZK_CARRY_GO=1: also the Curio-shaped Go program (cuzkffi/cmd/curio-shaped) linked to
 # libcuzk.a, in place of the supraseal-c2 peer (both would pass the 64 MiB carry limit).
+# CUZK_CARRY_DAEMON=1: instead, carry-daemon/ for `gpu-run.sh daemon`: cuzk-daemon,
+# cuzk-fixtures and the daemon's Go end-to-end test (daemon/e2e) linked to libcuzk.a.
 # CUZK_CUDA_ARCHS narrows the GPU architectures (default: all of build.rs's list).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -12,6 +14,22 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$root/scripts/nvcc-env.sh"
 cd "$root"
 export CUZK_GPU_TESTS=1
+if [ "${CUZK_CARRY_DAEMON:-0}" = 1 ]; then
+    cargo build --release --locked -p cuzk-daemon -p cuzk-tools --bin cuzk-daemon --bin cuzk-fixtures
+    rm -rf carry-daemon && mkdir -p carry-daemon
+    cp "${CARGO_TARGET_DIR:-target}/release/cuzk-daemon" "${CARGO_TARGET_DIR:-target}/release/cuzk-fixtures" carry-daemon/
+    prefix="$root/target/cuzk-prefix"
+    "$root/scripts/install.sh" "$prefix" >/dev/null
+    pc_dir=$(mktemp -d)
+    sed -e 's/^Name: cuzk-static$/Name: cuzk/' -e "s#\${pcfiledir}/../..#$prefix#" \
+        "$prefix/lib/pkgconfig/cuzk-static.pc" >"$pc_dir/cuzk.pc"
+    (cd "$root/daemon/e2e" && PKG_CONFIG_PATH="$pc_dir" go test -c -tags cuzk -ldflags "-s -w" -o "$root/carry-daemon/daemon-e2e" .)
+    rm -r "$pc_dir"
+    strip carry-daemon/cuzk-daemon carry-daemon/cuzk-fixtures
+    git rev-parse HEAD >carry-daemon/COMMIT
+    du -sh carry-daemon
+    exit 0
+fi
 cargo build --release --locked -p cuzk-tools --bins
 tests_bin=$(cargo test --release --locked -p cuzk --features fault-injection --test gpu --no-run --message-format=json 2>/dev/null |
     python3 -c 'import json,sys

@@ -51,6 +51,11 @@
 #                                 CUZK_CARRY_GO=1): C2 tasks on two workers, a 2KiB WindowPoSt
 #                                 deadline and a WinningPoSt arriving during them; every proof
 #                                 verified; per-call timings, GPU busy (~4 min with params)
+#   scripts/gpu-run.sh daemon     from carry-daemon/ (gpu-build.sh with CUZK_CARRY_DAEMON=1; device
+#                                 tool: carry ["carry-daemon"]): 2KiB params and fixtures, then
+#                                 the daemon's Go end-to-end test TestDaemonOverhead:
+#                                 CUZK_DAEMON_CALLS (default 20) warm C2s in process (cuzkffi),
+#                                 then as many through cuzk-daemon's Prove; all verified
 #   scripts/gpu-run.sh fuzz       no GPU: the fuzz targets on all cores from fuzz-carry/
 #                                 (`scripts/fuzz.sh --carry fuzz-carry`; device tool: carry
 #                                 ["fuzz-carry"]) for CUZK_FUZZ_SECONDS (default 480), instances
@@ -65,14 +70,17 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 out="${OUT:-/tmp/cuzk-out}"
 mkdir -p "$out"
 export CUZK_TEST_PARAMS=/tmp/cuzk-params FIL_PROOFS_PARAMETER_CACHE=/tmp/cuzk-params RUST_LOG=cuzk=info
+# The daemon mode runs from carry-daemon/, the others from carry/.
+carried=carry
+[ "${1:-tests}" = daemon ] && carried=carry-daemon
 {
     nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
     echo "cores: $(nproc)"
-    echo "commit: $(cat carry/COMMIT)"
+    echo "commit: $(cat $carried/COMMIT)"
 } >"$out/machine.txt" 2>&1
 
 # Every JSON record names the commit and the CUDA driver it was measured with.
-export CUZK_BENCH_COMMIT="$(cat carry/COMMIT)"
+export CUZK_BENCH_COMMIT="$(cat $carried/COMMIT)"
 export CUZK_BENCH_CUDA="$(nvidia-smi 2>/dev/null | sed -n 's/.*Driver Version: *\([0-9.]*\).*CUDA Version: *\([0-9.]*\).*/driver \1, CUDA \2/p' | head -1)"
 bench() { carry/cuzk-bench "$@" >>"$out/bench.jsonl" 2>>"$out/bench.log"; }
 
@@ -83,7 +91,7 @@ sampler=$!
 
 params() {
     local start=$SECONDS size="${1:-2KiB}" kinds="${2:-porep,post,update}"
-    carry/cuzk-fixtures params --sector-size "$size" --kinds "$kinds" --dir /tmp/cuzk-params >>"$out/params.log" 2>&1 || { tail "$out/params.log"; exit 1; }
+    $carried/cuzk-fixtures params --sector-size "$size" --kinds "$kinds" --dir /tmp/cuzk-params >>"$out/params.log" 2>&1 || { tail "$out/params.log"; exit 1; }
     echo "params $size: $((SECONDS - start)) s"
 }
 
@@ -129,6 +137,19 @@ soak)
     echo "pressure: exit $status in $((SECONDS - start)) s"
     tail -1 "$out/bench.jsonl"
     tail -5 "$out/bench.log"
+    ;;
+daemon)
+    params 2KiB
+    fx=carry-daemon/cuzk-fixtures
+    $fx seal --sector-size 2KiB --out /tmp/fx --miner 1000 --sector 7 >/dev/null 2>&1 || status=1
+    $fx post --sector-size 2KiB --out /tmp/pf --miner 1000 --sectors 3 >/dev/null 2>&1 || status=1
+    $fx update --sector-size 2KiB --out /tmp/uf --miner 1000 >/dev/null 2>&1 || status=1
+    start=$SECONDS
+    CUZK_DAEMON_BIN=carry-daemon/cuzk-daemon CUZK_TEST_PARAMS=/tmp/cuzk-params CUZK_FIXTURE_DIR=/tmp/fx \
+        CUZK_POST_FIXTURE_DIR=/tmp/pf CUZK_UPDATE_FIXTURE_DIR=/tmp/uf CUZK_DAEMON_OVERHEAD_CALLS="${CUZK_DAEMON_CALLS:-20}" \
+        carry-daemon/daemon-e2e -test.run 'TestDaemonOverhead' -test.v >"$out/daemon-e2e.txt" 2>&1 || status=1
+    echo "daemon: exit $status in $((SECONDS - start)) s"
+    grep -E "^(=== RUN|--- |PASS|FAIL|ok)|overhead|median" "$out/daemon-e2e.txt"
     ;;
 curio)
     params 2KiB porep,post

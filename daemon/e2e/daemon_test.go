@@ -310,10 +310,16 @@ type daemon struct {
 // backend, one sealing job at a time, the test parameters, shapes kept in dir.
 func startDaemon(t *testing.T, dir string) *daemon {
 	t.Helper()
+	return startDaemonOn(t, dir, true)
+}
+
+// startDaemonOn is startDaemon with the CPU backend forced (cpuOnly) or a GPU when present.
+func startDaemonOn(t *testing.T, dir string, cpuOnly bool) *daemon {
+	t.Helper()
 	socket := filepath.Join(dir, "cuzk.sock")
 	config := filepath.Join(dir, "daemon.toml")
-	text := fmt.Sprintf("listen = %q\nmax_concurrent_sealing = 1\non_shutdown = \"finish\"\n[engine]\nparam_dir = %q\ncpu_only = true\nshape_cache_dir = %q\n",
-		"unix://"+socket, os.Getenv("CUZK_TEST_PARAMS"), filepath.Join(dir, "shapes"))
+	text := fmt.Sprintf("listen = %q\nmax_concurrent_sealing = 1\non_shutdown = \"finish\"\n[engine]\nparam_dir = %q\ncpu_only = %t\nshape_cache_dir = %q\n",
+		"unix://"+socket, os.Getenv("CUZK_TEST_PARAMS"), cpuOnly, filepath.Join(dir, "shapes"))
 	if err := os.WriteFile(config, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}

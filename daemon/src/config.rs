@@ -91,6 +91,10 @@ pub struct EngineSection {
     pub idle_release_secs: Option<u64>,
     /// Keep the PoSt circuits' keys through an idle release.
     pub keep_post_keys: bool,
+    /// Partitions one call proves at once; 0: the engine's choice.
+    pub proving_lanes: usize,
+    /// Caps glibc's malloc arenas (EngineConfig::malloc_arena_max); 0: glibc's default.
+    pub malloc_arena_max: u32,
 }
 
 impl Default for EngineSection {
@@ -106,6 +110,8 @@ impl Default for EngineSection {
             shape_cache_dir: None,
             idle_release_secs: None,
             keep_post_keys: true,
+            proving_lanes: 0,
+            malloc_arena_max: 0,
         }
     }
 }
@@ -217,6 +223,8 @@ impl Config {
                 release_after: e.idle_release_secs.map(Duration::from_secs),
                 keep_post_keys: e.keep_post_keys,
             },
+            proving_lanes: e.proving_lanes,
+            malloc_arena_max: e.malloc_arena_max,
             ..EngineConfig::default()
         }
     }
