@@ -23,7 +23,8 @@ if [ "${CUZK_CARRY_DAEMON:-0}" = 1 ]; then
     pc_dir=$(mktemp -d)
     sed -e 's/^Name: cuzk-static$/Name: cuzk/' -e "s#\${pcfiledir}/../..#$prefix#" \
         "$prefix/lib/pkgconfig/cuzk-static.pc" >"$pc_dir/cuzk.pc"
-    (cd "$root/daemon/e2e" && PKG_CONFIG_PATH="$pc_dir" go test -c -tags cuzk -ldflags "-s -w" -o "$root/carry-daemon/daemon-e2e" .)
+    # -a: the build cache may hold cuzkffi linked against the shared library.
+    (cd "$root/daemon/e2e" && PKG_CONFIG_PATH="$pc_dir" go test -c -a -tags cuzk -ldflags "-s -w" -o "$root/carry-daemon/daemon-e2e" .)
     rm -r "$pc_dir"
     strip carry-daemon/cuzk-daemon carry-daemon/cuzk-fixtures
     git rev-parse HEAD >carry-daemon/COMMIT
@@ -50,7 +51,8 @@ if [ "${CUZK_CARRY_GO:-0}" = 1 ]; then
     pc_dir=$(mktemp -d)
     sed -e 's/^Name: cuzk-static$/Name: cuzk/' -e "s#\${pcfiledir}/../..#$prefix#" \
         "$prefix/lib/pkgconfig/cuzk-static.pc" >"$pc_dir/cuzk.pc"
-    (cd "$root/cuzkffi" && PKG_CONFIG_PATH="$pc_dir" go build -tags cuzk -ldflags "-s -w" -o "$root/carry/curio-shaped" ./cmd/curio-shaped)
+    # -a: the build cache may hold cuzkffi linked against the shared library.
+    (cd "$root/cuzkffi" && PKG_CONFIG_PATH="$pc_dir" go build -a -tags cuzk -ldflags "-s -w" -o "$root/carry/curio-shaped" ./cmd/curio-shaped)
     rm -r "$pc_dir"
 else
     "$root/scripts/build-peers.sh" carry/supraseal-bench >/dev/null

@@ -195,6 +195,11 @@ struct DuringBatch {
     during_p50_s: f64,
     during_p99_s: f64,
     during_max_s: f64,
+    /// The batch's partitions: each one's H (NTT and MSM), and its proving wait (for the turn,
+    /// and making way for the WinningPoSts).
+    batch_ntt_s: Vec<f64>,
+    batch_msm_h_s: Vec<f64>,
+    batch_proving_wait_s: Vec<f64>,
 }
 
 /// `sectors` made-up PoRep sectors of `--sector-size` in one call, and meanwhile WinningPoSts
@@ -239,7 +244,7 @@ fn during_batch(bench: &Bench, sectors: usize) -> Result<()> {
         .collect();
     let done = AtomicBool::new(false);
     let start = Instant::now();
-    let (batch_wall, during) = std::thread::scope(|scope| -> Result<(f64, Vec<(f64, Timings)>)> {
+    let (batch_wall, batch_partitions, during) = std::thread::scope(|scope| -> Result<(f64, Vec<Timings>, Vec<(f64, Timings)>)> {
         let batch = scope.spawn(|| {
             let results = engine.prove_sectors(&batch, &ProveOptions::default());
             done.store(true, Ordering::SeqCst);
@@ -257,10 +262,11 @@ fn during_batch(bench: &Bench, sectors: usize) -> Result<()> {
             during.push(prove_winning(seed)?);
         }
         let (results, wall) = batch.join().expect("the batch thread")?;
+        let mut partitions = Vec::new();
         for result in results {
-            result?;
+            partitions.extend(result?.partitions);
         }
-        Ok((wall, during))
+        Ok((wall, partitions, during))
     })?;
     let secs = |ns: u64| ns as f64 / 1e9;
     let gpu = |t: &Timings| {
@@ -295,6 +301,9 @@ fn during_batch(bench: &Bench, sectors: usize) -> Result<()> {
         during_synthesis_s: synthesis,
         during_prep_msm_s: prep,
         during_gpu_s: gpu_s,
+        batch_ntt_s: batch_partitions.iter().map(|t| secs(t.ntt_ns)).collect(),
+        batch_msm_h_s: batch_partitions.iter().map(|t| secs(t.msm_h_ns)).collect(),
+        batch_proving_wait_s: batch_partitions.iter().map(|t| secs(t.proving_wait_ns)).collect(),
     };
     let label = format!("post-winning-{short} during a {sectors}-sector porep-{short} batch (made-up, synthetic keys, performance only)");
     bench.report(&label, 0, batch_wall, &measured, Some(&engine));
