@@ -205,6 +205,9 @@ struct DuringBatch {
 /// `sectors` made-up PoRep sectors of `--sector-size` in one call, and meanwhile WinningPoSts
 /// of the same sector size (made-up, synthetic key) one after another with random pauses
 /// (uniform, 0 to 2 s) until the batch ends: how long block production waits behind sealing.
+/// Each WinningPoSt submitted during the batch: its latency and its timings.
+type WinningRuns = Vec<(f64, Timings)>;
+
 fn during_batch(bench: &Bench, sectors: usize) -> Result<()> {
     use rand::Rng;
     let args = &bench.args;
@@ -244,7 +247,7 @@ fn during_batch(bench: &Bench, sectors: usize) -> Result<()> {
         .collect();
     let done = AtomicBool::new(false);
     let start = Instant::now();
-    let (batch_wall, batch_partitions, during) = std::thread::scope(|scope| -> Result<(f64, Vec<Timings>, Vec<(f64, Timings)>)> {
+    let (batch_wall, batch_partitions, during) = std::thread::scope(|scope| -> Result<(f64, Vec<Timings>, WinningRuns)> {
         let batch = scope.spawn(|| {
             let results = engine.prove_sectors(&batch, &ProveOptions::default());
             done.store(true, Ordering::SeqCst);
