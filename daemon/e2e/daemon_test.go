@@ -154,47 +154,83 @@ type winningPoSt struct {
 	verify  func(t *testing.T, proofBytes []byte)
 }
 
-func loadWinningPoSt(t *testing.T) *winningPoSt {
+// postSector is a sector of the PoSt fixture.
+type postSector struct {
+	SectorID uint64 `json:"sector_id"`
+	CommR    string `json:"comm_r"`
+}
+
+// postJSON is what `cuzk-fixtures post` writes: the vanilla proofs of a WindowPoSt's
+// partitions and of a WinningPoSt, as filecoin-ffi's GenerateSingleVanillaProof returns them.
+type postJSON struct {
+	MinerID    uint64 `json:"miner_id"`
+	Randomness string `json:"randomness"`
+	Window     struct {
+		ABIProof   int64 `json:"abi_proof"`
+		Partitions []struct {
+			Index         uint64       `json:"index"`
+			VanillaProofs []string     `json:"vanilla_proofs"`
+			Sectors       []postSector `json:"sectors"`
+		} `json:"partitions"`
+	} `json:"window"`
+	Winning struct {
+		ABIProof      int64        `json:"abi_proof"`
+		VanillaProofs []string     `json:"vanilla_proofs"`
+		Sectors       []postSector `json:"sectors"`
+	} `json:"winning"`
+}
+
+func readPostJSON(t *testing.T) *postJSON {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join(os.Getenv("CUZK_POST_FIXTURE_DIR"), "post.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var j struct {
-		MinerID    uint64 `json:"miner_id"`
-		Randomness string `json:"randomness"`
-		Winning    struct {
-			ABIProof      int64    `json:"abi_proof"`
-			VanillaProofs []string `json:"vanilla_proofs"`
-			Sectors       []struct {
-				SectorID uint64 `json:"sector_id"`
-				CommR    string `json:"comm_r"`
-			} `json:"sectors"`
-		} `json:"winning"`
-	}
+	var j postJSON
 	if err := json.Unmarshal(raw, &j); err != nil {
 		t.Fatalf("post.json: %v", err)
 	}
-	unhex := func(s string) []byte {
-		b, err := hex.DecodeString(s)
-		if err != nil {
-			t.Fatalf("post.json: %q is not hex", s)
-		}
-		return b
+	return &j
+}
+
+func unhex(t *testing.T, s string) []byte {
+	t.Helper()
+	b, err := hex.DecodeString(s)
+	if err != nil {
+		t.Fatalf("post.json: %q is not hex", s)
 	}
-	randomness := unhex(j.Randomness)
-	var vanilla [][]byte
-	for _, v := range j.Winning.VanillaProofs {
-		vanilla = append(vanilla, unhex(v))
+	return b
+}
+
+func unhexAll(t *testing.T, hexes []string) [][]byte {
+	t.Helper()
+	var out [][]byte
+	for _, h := range hexes {
+		out = append(out, unhex(t, h))
 	}
-	var sectors []proofs.SectorInfo
-	for _, s := range j.Winning.Sectors {
-		sealed, err := commcid.ReplicaCommitmentV1ToCID(unhex(s.CommR))
+	return out
+}
+
+// sectorInfos are the fixture's sectors as the PoSt verifiers take them.
+func sectorInfos(t *testing.T, sectors []postSector) []proofs.SectorInfo {
+	t.Helper()
+	var infos []proofs.SectorInfo
+	for _, s := range sectors {
+		sealed, err := commcid.ReplicaCommitmentV1ToCID(unhex(t, s.CommR))
 		if err != nil {
 			t.Fatal(err)
 		}
-		sectors = append(sectors, proofs.SectorInfo{SealProof: abi.RegisteredSealProof_StackedDrg2KiBV1_1, SectorNumber: abi.SectorNumber(s.SectorID), SealedCID: sealed})
+		infos = append(infos, proofs.SectorInfo{SealProof: abi.RegisteredSealProof_StackedDrg2KiBV1_1, SectorNumber: abi.SectorNumber(s.SectorID), SealedCID: sealed})
 	}
+	return infos
+}
+
+func loadWinningPoSt(t *testing.T) *winningPoSt {
+	t.Helper()
+	j := readPostJSON(t)
+	randomness := unhex(t, j.Randomness)
+	vanilla := unhexAll(t, j.Winning.VanillaProofs)
+	sectors := sectorInfos(t, j.Winning.Sectors)
 	registered := abi.RegisteredPoStProof(j.Winning.ABIProof)
 	return &winningPoSt{
 		request: &pb.SubmitProofRequest{
@@ -220,6 +256,57 @@ func loadWinningPoSt(t *testing.T) *winningPoSt {
 			}
 		},
 	}
+}
+
+// windowPoSt is the WindowPoSt deadline of the PoSt fixture: one request per partition, as
+// Curio's GenerateWindowPoStCuzk sends them, and the check of their merged proofs.
+type windowPoSt struct {
+	requests []*pb.SubmitProofRequest
+	verify   func(t *testing.T, partitionProofs [][]byte)
+}
+
+func loadWindowPoSt(t *testing.T) *windowPoSt {
+	t.Helper()
+	j := readPostJSON(t)
+	randomness := unhex(t, j.Randomness)
+	registered := abi.RegisteredPoStProof(j.Window.ABIProof)
+	w := &windowPoSt{}
+	var sectors []postSector
+	for _, p := range j.Window.Partitions {
+		w.requests = append(w.requests, &pb.SubmitProofRequest{
+			RequestId:       fmt.Sprintf("wdpost-%d-%x-%d", j.MinerID, randomness[:8], p.Index),
+			ProofKind:       pb.ProofKind_WINDOW_POST_PARTITION,
+			SectorSize:      2048,
+			RegisteredProof: uint64(registered),
+			Priority:        pb.Priority_HIGH,
+			VanillaProofs:   unhexAll(t, p.VanillaProofs),
+			MinerId:         j.MinerID,
+			Randomness:      randomness,
+			PartitionIndex:  uint32(p.Index),
+		})
+		sectors = append(sectors, p.Sectors...)
+	}
+	w.verify = func(t *testing.T, partitionProofs [][]byte) {
+		t.Helper()
+		var parts []cuzkffi.PartitionProof
+		for _, b := range partitionProofs {
+			parts = append(parts, cuzkffi.PartitionProof{PoStProof: registered, ProofBytes: b})
+		}
+		merged, err := cuzkffi.MergeWindowPoStPartitionProofs(registered, parts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ok, err := cuzkffi.VerifyWindowPoSt(proofs.WindowPoStVerifyInfo{
+			Randomness:        randomness,
+			Proofs:            []proofs.PoStProof{*merged},
+			ChallengedSectors: sectorInfos(t, sectors),
+			Prover:            abi.ActorID(j.MinerID),
+		})
+		if err != nil || !ok {
+			t.Fatalf("VerifyWindowPoSt of the daemon's %d partition proofs = %v, %v", len(partitionProofs), ok, err)
+		}
+	}
+	return w
 }
 
 // snapUpdate is the fixture's SnapDeals update: the request Curio's ProveUpdateCuzk sends, and
@@ -453,9 +540,9 @@ func metrics(t *testing.T, d *daemon) map[string]float64 {
 }
 
 // The whole protocol on one daemon, in the order a Curio node would meet it. A 2KiB C2 takes
-// tens of seconds on a CPU, so the test proves one of each kind Curio sends but WindowPoSt
-// (whose request differs from WinningPoSt's only by its partition index): the other calls
-// fail, are cancelled or answer from a job that is already there.
+// tens of seconds on a CPU, so the test proves one of each kind Curio sends (a WindowPoSt
+// deadline's two partitions, merged and verified as one proof): the other calls fail, are
+// cancelled or answer from a job that is already there.
 func TestDaemon(t *testing.T) {
 	f := loadSector(t)
 	dir := t.TempDir()
@@ -498,6 +585,23 @@ func TestDaemon(t *testing.T) {
 		wantStatus(t, "SnapDeals update", res, pb.AwaitProofResponse_COMPLETED)
 		t.Logf("update proof: %d bytes, daemon total %d ms", len(res.Proof), res.TotalMs)
 		u.verify(t, res.Proof)
+	})
+
+	t.Run("WindowPoStPartitions", func(t *testing.T) {
+		w := loadWindowPoSt(t)
+		// Curio submits a deadline's partitions together: PoSt jobs never wait at the sealing
+		// gate, so they prove at once.
+		var jobs []string
+		for _, req := range w.requests {
+			jobs = append(jobs, d.submit(t, req))
+		}
+		var partitionProofs [][]byte
+		for i, job := range jobs {
+			res := d.await(t, job, 5*time.Minute)
+			wantStatus(t, fmt.Sprintf("WindowPoSt partition %d", i), res, pb.AwaitProofResponse_COMPLETED)
+			partitionProofs = append(partitionProofs, res.Proof)
+		}
+		w.verify(t, partitionProofs)
 	})
 
 	t.Run("BadRequestsFail", func(t *testing.T) {
@@ -544,7 +648,7 @@ func TestDaemon(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(st.Queues) != 4 || st.TotalProofsCompleted != 2 || st.TotalProofsFailed != 7 || len(st.Gpus) != 0 {
+		if len(st.Queues) != 4 || st.TotalProofsCompleted != 4 || st.TotalProofsFailed != 7 || len(st.Gpus) != 0 {
 			t.Fatalf("GetStatus: %v", st)
 		}
 		var porep *pb.SRSStatus
@@ -563,6 +667,7 @@ func TestDaemon(t *testing.T) {
 			`cuzk_phase_seconds_count{kind="POREP_SEAL_COMMIT",phase="synthesis"}`:        1,
 			`cuzk_phase_seconds_bucket{kind="POREP_SEAL_COMMIT",phase="total",le="+Inf"}`: 1,
 			`cuzk_jobs_pending{kind="POREP_SEAL_COMMIT"}`:                                 0,
+			`cuzk_proofs_total{kind="WINDOW_POST_PARTITION",status="completed"}`:          2,
 		} {
 			if got, ok := m[sample]; !ok || got != want {
 				t.Errorf("GetMetrics: %s = %v (present: %v), want %v", sample, got, ok, want)
