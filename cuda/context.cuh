@@ -59,7 +59,24 @@ struct cuzk_gpu_context {
     ~cuzk_gpu_context() { gpu.select(); }
 
     fr_t* ntt_buffers(size_t scalars, uint32_t set) { gpu.select(); return ntt[checked(set)].at_least(scalars); }
-    fr_t* witness_buffer(size_t scalars, uint32_t set) { gpu.select(); return witness[checked(set)].at_least(scalars); }
+    // The witness buffer of `set` for a witness z of `scalars` values about to be copied in.
+    fr_t* witness_buffer(size_t scalars, uint32_t set)
+    {
+        gpu.select();
+        witness_len[checked(set)] = 0;
+        fr_t* z = witness[set].at_least(scalars);
+        witness_len[set] = scalars;
+        return z;
+    }
+
+    // The witness of `scalars` values the last call of `set` copied in, for the stages that
+    // read their scalars there (cuda/witness_msm.cuh).
+    const fr_t* uploaded_witness(size_t scalars, uint32_t set) const
+    {
+        if (witness_len[checked(set)] != scalars || scalars == 0)
+            throw std::invalid_argument("the device holds no witness of that length in the buffer set");
+        return witness[set].data();
+    }
 
     // The NTT buffers of `set` as the last call left them (at least `scalars`), for a stage
     // that reads what the previous one computed there.
@@ -78,6 +95,7 @@ struct cuzk_gpu_context {
         for (uint32_t set = 0; set < CUZK_GPU_BUFFER_SETS; set++) {
             ntt[set].release();
             witness[set].release();
+            witness_len[set] = 0;
         }
     }
 
@@ -96,4 +114,6 @@ private:
     // CUZK_GPU_BUFFER_SETS (cuzk_gpu.h): the top class's calls use a set of their own.
     scalar_buffer ntt[CUZK_GPU_BUFFER_SETS];
     scalar_buffer witness[CUZK_GPU_BUFFER_SETS];
+    // The length of the witness last copied into each set's buffer (0: none).
+    size_t witness_len[CUZK_GPU_BUFFER_SETS] = {};
 };

@@ -41,8 +41,12 @@ static_assert(offsetof(cuzk_gpu_csr_host, nonzeros) == 24, "cuzk_gpu_csr_host");
 static_assert(sizeof(cuzk_gpu_shape_host) == 128, "cuzk_gpu_shape_host");
 static_assert(offsetof(cuzk_gpu_shape_host, coefficients) == 96 &&
               offsetof(cuzk_gpu_shape_host, variables) == 120, "cuzk_gpu_shape_host");
-static_assert(sizeof(cuzk_gpu_witness) == 40, "cuzk_gpu_witness");
-static_assert(offsetof(cuzk_gpu_witness, n) == 32, "cuzk_gpu_witness");
+static_assert(sizeof(cuzk_gpu_witness) == 48, "cuzk_gpu_witness");
+static_assert(offsetof(cuzk_gpu_witness, aux) == 32 && offsetof(cuzk_gpu_witness, n) == 40,
+              "cuzk_gpu_witness");
+static_assert(sizeof(cuzk_gpu_witness_scalars) == 32, "cuzk_gpu_witness_scalars");
+static_assert(offsetof(cuzk_gpu_witness_scalars, selected_offsets) == 24,
+              "cuzk_gpu_witness_scalars");
 #ifndef __CUDA_ARCH__ // on the device an Fp2 element is spread over two threads
 // The host points and scalars the entry points read: blst's affine points, 32-byte scalars.
 static_assert(sizeof(affine_t::mem_t) == CUZK_GPU_G1_AFFINE_BYTES, "G1 affine point bytes");
@@ -101,6 +105,7 @@ static const gpu_t& selected_device(int index)
 #include "quotient.cuh"
 #include "batch_add.cuh"
 #include "tail_msm.cuh"
+#include "witness_msm.cuh"
 
 static void set_message(cuzk_gpu_message* msg, const char* text)
 {
@@ -304,6 +309,22 @@ extern "C" int cuzk_gpu_quotient_r1cs(cuzk_gpu_context* ctx, uint32_t set,
     });
 }
 
+extern "C" int cuzk_gpu_witness_upload(cuzk_gpu_context* ctx, uint32_t set,
+                                       const cuzk_gpu_witness* witness,
+                                       const cuzk_gpu_staging* staging, uint64_t* h2d_ns,
+                                       cuzk_gpu_message* msg)
+{
+    return guarded(msg, [&] {
+        ctx->gpu.select();
+        stream_t& stream = ctx->gpu[0];
+        timed_events ev(stream);
+        upload_witness(*ctx, set, stream, *witness, staging);
+        ev.mark(stream);
+        stream.sync();
+        *h2d_ns = ev.ns(0, 1);
+    });
+}
+
 extern "C" int cuzk_gpu_h_msm(cuzk_gpu_context* ctx, uint32_t set, uint32_t lg_domain,
                               const cuzk_gpu_points* h_points, size_t first, size_t count,
                               cuzk_gpu_g1* out, cuzk_gpu_message* msg)
@@ -358,6 +379,34 @@ extern "C" int cuzk_gpu_msm_g2(cuzk_gpu_context* ctx, const cuzk_gpu_points* poi
         ctx->gpu.select();
         to_g2(tail_msm_on_device<g2_msm_t, g2_point_t, g2_affine_t>(*ctx, *points, indices,
                                                                     (const scalar_t*)scalars, n),
+              out);
+    });
+}
+
+extern "C" int cuzk_gpu_witness_msm(cuzk_gpu_context* ctx, uint32_t set,
+                                    const cuzk_gpu_points* points,
+                                    const cuzk_gpu_witness_scalars* scalars,
+                                    const cuzk_gpu_staging* staging, cuzk_gpu_g1* out,
+                                    cuzk_gpu_message* msg)
+{
+    return guarded(msg, [&] {
+        ctx->gpu.select();
+        to_g1(witness_msm_on_device<g1_msm_t, point_t, affine_t>(*ctx, set, *points, *scalars,
+                                                                 staging),
+              out);
+    });
+}
+
+extern "C" int cuzk_gpu_witness_msm_g2(cuzk_gpu_context* ctx, uint32_t set,
+                                       const cuzk_gpu_points* points,
+                                       const cuzk_gpu_witness_scalars* scalars,
+                                       const cuzk_gpu_staging* staging, cuzk_gpu_g2* out,
+                                       cuzk_gpu_message* msg)
+{
+    return guarded(msg, [&] {
+        ctx->gpu.select();
+        to_g2(witness_msm_on_device<g2_msm_t, g2_point_t, g2_affine_t>(*ctx, set, *points,
+                                                                       *scalars, staging),
               out);
     });
 }

@@ -38,8 +38,8 @@ typedef struct {
 
 /* Device-side durations of H's coefficients, from CUDA events. */
 typedef struct {
-    uint64_t h2d_ns;  /* a, b, c (or the compact witness) to the device */
-    uint64_t spmv_ns; /* witness decoding and A·z, B·z, C·z (0 when a, b, c came from the host) */
+    uint64_t h2d_ns;  /* a, b, c (or the witness, decoded when compact) to the device */
+    uint64_t spmv_ns; /* A·z, B·z, C·z (0 when a, b, c came from the host) */
     uint64_t ntt_ns;  /* 3 iNTT, 3 coset NTT, a·b − c, ÷Z, coset iNTT */
 } cuzk_gpu_h_times;
 
@@ -132,15 +132,32 @@ enum {
     CUZK_GPU_WITNESS_FULL = 2,
 };
 
-/* z = (inputs..., aux...) of n values, compactly: value i has kind (kinds[i/32] >> 2(i%32)) & 3;
- * the full-width values are full[] in order, full_offsets[w] of them before word w. */
+/* z = (inputs..., aux...) of n values as it crosses to the device (Montgomery scalars).
+ * Compactly (kinds non-NULL): value i has kind (kinds[i/32] >> 2(i%32)) & 3; the full-width
+ * values are full[] in order, full_offsets[w] of them before word w. Whole (kinds NULL: a
+ * witness of mostly full-width values, a PoSt's): full[] holds the num_full inputs and aux[]
+ * the n − num_full aux values, sent as they are. */
 typedef struct {
     const uint64_t *kinds;
     const uint32_t *full_offsets;
-    const void *full; /* Montgomery scalars */
+    const void *full;
     size_t num_full;
+    const void *aux;
     size_t n;
 } cuzk_gpu_witness;
+
+/* Which values of the witness z an MSM takes as its scalars, in order, from the device copy
+ * that the last cuzk_gpu_quotient_r1cs or cuzk_gpu_witness_upload of the buffer set left
+ * (z_len values, checked). Without a selection (selected NULL) scalar i is z[first + i] (L: the
+ * aux values); with one, scalar i is the i-th value v of z whose bit (bit v of word v/32) is
+ * set (A and B: the variables with a point in the query), selected_offsets[w] being the set
+ * bits before word w. */
+typedef struct {
+    size_t z_len;
+    size_t first;
+    const uint32_t *selected;
+    const uint32_t *selected_offsets;
+} cuzk_gpu_witness_scalars;
 
 /* Number of CUDA devices this process can use (CUDA_VISIBLE_DEVICES applies). */
 int cuzk_gpu_device_count(int *count, cuzk_gpu_message *msg);
@@ -198,6 +215,12 @@ int cuzk_gpu_quotient_r1cs(cuzk_gpu_context *ctx, uint32_t set, const cuzk_gpu_s
                            const cuzk_gpu_staging *staging, cuzk_gpu_h_times *times,
                            cuzk_gpu_message *msg);
 
+/* The witness z into the device copy of `set` without evaluating the matrices (a circuit whose
+ * matrices do not fit on the device: a, b, c come from the host), for cuzk_gpu_witness_msm. */
+int cuzk_gpu_witness_upload(cuzk_gpu_context *ctx, uint32_t set, const cuzk_gpu_witness *witness,
+                            const cuzk_gpu_staging *staging, uint64_t *h2d_ns,
+                            cuzk_gpu_message *msg);
+
 /* Σ hᵢ·Pᵢ over i in [first, first + count): h the coefficients the last quotient call of
  * `set` left for the domain of 2^lg_domain, P the 2^lg_domain − 1 points of the H query. */
 int cuzk_gpu_h_msm(cuzk_gpu_context *ctx, uint32_t set, uint32_t lg_domain,
@@ -223,6 +246,17 @@ int cuzk_gpu_batch_add_g2(cuzk_gpu_context *ctx, const cuzk_gpu_points *points,
 int cuzk_gpu_msm_g2(cuzk_gpu_context *ctx, const cuzk_gpu_points *points,
                     const uint32_t *indices, const void *scalars, size_t n, cuzk_gpu_g2 *out,
                     cuzk_gpu_message *msg);
+
+/* Σ sᵢ·Pᵢ over the first points->n points of a query (resident, read in place, or sent from the
+ * host), sᵢ the witness values `scalars` names in the device copy of `set`: no scalar crosses
+ * PCIe. G1 and G2 (B_G2). */
+int cuzk_gpu_witness_msm(cuzk_gpu_context *ctx, uint32_t set, const cuzk_gpu_points *points,
+                         const cuzk_gpu_witness_scalars *scalars, const cuzk_gpu_staging *staging,
+                         cuzk_gpu_g1 *out, cuzk_gpu_message *msg);
+int cuzk_gpu_witness_msm_g2(cuzk_gpu_context *ctx, uint32_t set, const cuzk_gpu_points *points,
+                            const cuzk_gpu_witness_scalars *scalars,
+                            const cuzk_gpu_staging *staging, cuzk_gpu_g2 *out,
+                            cuzk_gpu_message *msg);
 
 #ifdef __cplusplus
 }

@@ -113,17 +113,21 @@ void sparse_rows_times_z(fr_t* out, const uint32_t* row_starts, const uint32_t* 
     }
 }
 
-// Fills the first shape.rows scalars of d[0], d[1], d[2] with A·z, B·z, C·z, z sent from
-// `witness`. The device copy of z lives in the context's witness buffer of `set` (reused
-// between calls).
-static void evaluate_shape(cuzk_gpu_context& ctx, uint32_t set, stream_t& stream,
-                           const cuzk_gpu_shape& shape, const cuzk_gpu_witness& witness,
-                           const cuzk_gpu_staging* staging, fr_t* const d[3], timed_events& ev)
+// z from `witness` into the context's witness buffer of `set` (reused between calls), in
+// stream order: sent whole, or compactly and decoded there.
+static fr_t* upload_witness(cuzk_gpu_context& ctx, uint32_t set, stream_t& stream,
+                            const cuzk_gpu_witness& witness, const cuzk_gpu_staging* staging)
 {
-    if (witness.n != shape.variables)
-        throw std::invalid_argument("the witness does not have the circuit shape's length");
-    const size_t words = (witness.n + 31) / 32;
     fr_t* z = ctx.witness_buffer(witness.n, set);
+    if (witness.kinds == nullptr) {
+        if (witness.num_full > witness.n)
+            throw std::invalid_argument("the witness has more inputs than values");
+        staged_htod(ctx, stream, z, witness.full, witness.num_full * sizeof(fr_t), staging);
+        staged_htod(ctx, stream, z + witness.num_full, witness.aux,
+                    (witness.n - witness.num_full) * sizeof(fr_t), staging);
+        return z;
+    }
+    const size_t words = (witness.n + 31) / 32;
     // The compact witness is small (PoRep 32GiB: ~170 MB): plain device buffers per call.
     // Freed in stream order, after the kernels below have read them.
     dev_ptr_t<uint64_t> kinds{std::max<size_t>(words, 1), stream};
@@ -133,12 +137,24 @@ static void evaluate_shape(cuzk_gpu_context& ctx, uint32_t set, stream_t& stream
     staged_htod(ctx, stream, offsets.data(), witness.full_offsets, words * sizeof(uint32_t),
                 staging);
     staged_htod(ctx, stream, full.data(), witness.full, witness.num_full * sizeof(fr_t), staging);
+    decode_witness<<<4 * ctx.gpu.sm_count(), 1024, 0, stream>>>(z, kinds.data(), offsets.data(),
+                                                                full.data(), witness.n);
+    CUDA_OK(cudaGetLastError());
+    return z;
+}
+
+// Fills the first shape.rows scalars of d[0], d[1], d[2] with A·z, B·z, C·z, z sent from
+// `witness` (upload_witness).
+static void evaluate_shape(cuzk_gpu_context& ctx, uint32_t set, stream_t& stream,
+                           const cuzk_gpu_shape& shape, const cuzk_gpu_witness& witness,
+                           const cuzk_gpu_staging* staging, fr_t* const d[3], timed_events& ev)
+{
+    if (witness.n != shape.variables)
+        throw std::invalid_argument("the witness does not have the circuit shape's length");
+    const fr_t* z = upload_witness(ctx, set, stream, witness, staging);
     ev.mark(stream);
 
     const int sms = ctx.gpu.sm_count();
-    decode_witness<<<4 * sms, 1024, 0, stream>>>(z, kinds.data(), offsets.data(), full.data(),
-                                                 witness.n);
-    CUDA_OK(cudaGetLastError());
     for (int k = 0; k < 3; k++) {
         const device_csr& m = shape.matrices[k];
         sparse_rows_times_z<<<16 * sms, 256, 0, stream>>>(d[k], m.row_starts, m.columns,

@@ -163,8 +163,9 @@ impl PreparedMsms {
         }
     }
 
-    /// Every query's scalars sorted into their classes.
-    fn classified(
+    /// Every query's scalars sorted into their classes (for a witness known not to be mostly
+    /// full-width: [`mostly_full_width`]).
+    pub fn classified(
         layout: &QueryLayout,
         inputs: &[Scalar],
         aux: &[Scalar],
@@ -270,7 +271,7 @@ impl PreparedMsms {
 }
 
 /// Whether more than half of `aux` is full-width (neither 0 nor 1), counted on all cores.
-fn mostly_full_width(aux: &[Scalar]) -> bool {
+pub fn mostly_full_width(aux: &[Scalar]) -> bool {
     let full: usize = aux
         .par_chunks(CHUNK)
         .map(|chunk| chunk.iter().filter(|s| !s.is_zero_vartime() && **s != Scalar::ONE).count())

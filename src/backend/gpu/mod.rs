@@ -29,15 +29,17 @@ mod spmv;
 mod staging;
 mod sys;
 mod tail_msm;
+mod witness_msm;
 
-use std::borrow::Cow;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use blstrs::G1Projective;
+use group::Group;
 use rayon::ThreadPool;
 
 use super::cpu::{CpuBackend, Domain};
-use super::prep::PreparedMsms;
+use super::prep::{mostly_full_width, PreparedMsms};
 use super::turn::Priority;
 use super::SplitPolicy;
 use super::{check_not_a_worker, Backend, BackendKind, BackendRelease, CallMemory, DeviceStatus};
@@ -53,8 +55,10 @@ use device_key::PointSource;
 #[cfg(feature = "fault-injection")]
 pub use fault::injection;
 use quotient::HInput;
-use split::G1Msm;
+use split::QueryMsms;
+use spmv::DeviceWitness;
 use staging::staging;
+use witness_msm::WitnessMsms;
 
 /// The GPU backend's settings.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -248,57 +252,63 @@ impl GpuBackend {
         // Whether the key will be resident decides where the tails are gathered; a key that
         // fits the budget is (or is about to be) resident.
         let resident = key.points_bytes() <= device.keys.budget();
-        let policy = self.split;
 
-        let p = timed(&mut t.prep_msm_ns, || {
-            pool.install(|| {
-                PreparedMsms::new(
-                    &layout,
-                    &input_assignment,
-                    &aux_assignment,
-                    &a_aux_density,
-                    &b_input_density,
-                    &b_aux_density,
-                )
-            })
-        });
-        let ([l, a_q, b_q], b_g2_bitmap) = timed(&mut t.prep_msm_ns, || {
-            pool.install(|| {
-                let g1 = [
-                    G1Msm::plan("L", sys::QUERY_L, &key.l, &p.l, policy, resident),
-                    G1Msm::plan("A", sys::QUERY_A, &key.a, &p.a, policy, resident),
-                    G1Msm::plan("B_G1", sys::QUERY_B_G1, &key.b_g1, &p.b, policy, resident),
-                ];
-                // B_G2 always splits (below): B_G1's bitmap unless its ones went to the tail.
-                // A dense B_G1 tail serves B_G2 (below), ones included: no bitmap then.
-                let same_as_b_g1 = !matches!(g1[2].classes, Cow::Owned(ref c) if !c.dense) && key.b_g1.len() == key.b_g2.len();
-                let b_g2_bitmap = if same_as_b_g1 || p.b.ones.is_empty() {
-                    Vec::new()
-                } else {
-                    p.b.ones_bitmap(key.b_g2.len())
-                };
-                (g1, b_g2_bitmap)
-            })
-        });
-        let z = Assignment {
-            inputs: &input_assignment,
-            aux: &aux_assignment,
+        // A mostly full-width witness (a PoSt's) crosses whole and its MSMs read their scalars
+        // on the device (witness_msm.rs); any other is classified here, sent compactly, and
+        // its MSMs split into batch additions and tails (split.rs).
+        let full_width = timed(&mut t.prep_msm_ns, || pool.install(|| mostly_full_width(&aux_assignment)));
+        let mut classes = None;
+        let (queries, h_input) = if full_width {
+            let msms = timed(&mut t.prep_msm_ns, || {
+                pool.install(|| WitnessMsms::new(&layout, &a_aux_density, &b_input_density, &b_aux_density))
+            });
+            let witness = DeviceWitness::Whole {
+                inputs: input_assignment,
+                aux: aux_assignment,
+            };
+            let h_input = match products {
+                Products::Deferred(shape) => HInput::Witness { witness, shape },
+                Products::Evaluated { a, b, c } => HInput::Products {
+                    abc: (a, b, c),
+                    witness: Some(witness),
+                },
+            };
+            (QueryMsms::OnDevice(msms), h_input)
+        } else {
+            let p: &PreparedMsms = classes.insert(timed(&mut t.prep_msm_ns, || {
+                pool.install(|| {
+                    PreparedMsms::classified(
+                        &layout,
+                        &input_assignment,
+                        &aux_assignment,
+                        &a_aux_density,
+                        &b_input_density,
+                        &b_aux_density,
+                    )
+                })
+            }));
+            let queries = timed(&mut t.prep_msm_ns, || pool.install(|| QueryMsms::split(p, key, self.split, resident)));
+            let h_input = match products {
+                Products::Deferred(shape) => {
+                    let z = Assignment {
+                        inputs: &input_assignment,
+                        aux: &aux_assignment,
+                    };
+                    // L's classes are every aux value's kind.
+                    let witness = timed(&mut t.witness_upload_ns, || {
+                        pool.install(|| CompactWitness::encode(z, &p.l.ones, &p.l.tail_indices))
+                    })?;
+                    HInput::Witness {
+                        witness: DeviceWitness::Compact(witness),
+                        shape,
+                    }
+                }
+                Products::Evaluated { a, b, c } => HInput::Products { abc: (a, b, c), witness: None },
+            };
+            // Freed before the device turn, not inside it (86 MB at 2KiB, 4.2 GB at 32GiB).
+            drop((input_assignment, aux_assignment));
+            (queries, h_input)
         };
-        let h_input = match products {
-            Products::Deferred(shape) => {
-                // L's classes are every aux value's kind, unless they are dense.
-                let witness = timed(&mut t.witness_upload_ns, || {
-                    pool.install(|| match p.l.dense {
-                        true => CompactWitness::classify(z),
-                        false => CompactWitness::encode(z, &p.l.ones, &p.l.tail_indices),
-                    })
-                })?;
-                HInput::Witness { witness, shape }
-            }
-            Products::Evaluated { a, b, c } => HInput::Products(a, b, c),
-        };
-        // Freed before the device turn, not inside it (86 MB at 2KiB, 4.2 GB at 32GiB).
-        drop((input_assignment, aux_assignment));
         cancel.check()?;
 
         let mut device_turn = timed(&mut t.proving_wait_ns, || device.turn.take(priority));
@@ -319,22 +329,21 @@ impl GpuBackend {
             let copy = device.with_staging(t, |staging, t| {
                 let copy = device.resident_key(key, priority, staging, t)?;
                 let mut input = h_input;
-                if let HInput::Witness { shape, witness } = &input {
-                    if !device.make_shape_resident(shape, domain.log_size, staging, t)? {
-                        log::warn!(
-                            "the R1CS matrices of a {}-constraint circuit do not fit in device {}'s memory beside the key: a, b, c computed on the host",
-                            shape.num_constraints(),
-                            device.ordinal
-                        );
-                        let (a, b, c) = timed(&mut t.spmv_ns, || {
-                            pool.install(|| {
-                                let z = witness.decode();
-                                let (inputs, aux) = z.split_at(shape.num_inputs());
-                                shape.evaluate(inputs, aux)
-                            })
-                        });
-                        input = HInput::Products(a, b, c);
-                    }
+                if let HInput::Witness { shape, witness } = input {
+                    input = match device.make_shape_resident(&shape, domain.log_size, staging, t)? {
+                        true => HInput::Witness { shape, witness },
+                        false => {
+                            log::warn!(
+                                "the R1CS matrices of a {}-constraint circuit do not fit in device {}'s memory beside the key: a, b, c computed on the host",
+                                shape.num_constraints(),
+                                device.ordinal
+                            );
+                            let abc = timed(&mut t.spmv_ns, || pool.install(|| witness.evaluate(&shape)));
+                            // The MSMs may still read the witness on the device.
+                            let witness = matches!(witness, DeviceWitness::Whole { .. }).then_some(witness);
+                            HInput::Products { abc, witness }
+                        }
+                    };
                 }
                 Self::quotient(device, buffers, input, domain.log_size, staging, t)?;
                 Ok(copy)
@@ -346,31 +355,31 @@ impl GpuBackend {
             })?;
             fault::injection::fire_if_armed(device)?;
             cancel.check()?;
-            let mut make_way = |t: &mut Timings| match priority.above() {
-                Some(above) => device.make_way(&mut device_turn, above, t),
+            // Between the MSMs: every class above this call's, but while they read the witness
+            // in this call's buffer set only the class whose calls use the other set.
+            let let_in = match priority.above() {
+                Some(_) if queries.read_device_witness() => Some(Priority::WinningPost),
+                above => above,
+            };
+            let mut make_way = |t: &mut Timings| match let_in {
+                Some(from) => device.make_way(&mut device_turn, from, t),
                 None => Ok(()),
             };
+            let mut g1 = [G1Projective::identity(); 3];
+            for (q, sum) in g1.iter_mut().enumerate() {
+                make_way(t)?;
+                *sum = device.with_staging(t, |staging, t| {
+                    let msm_ns = match q {
+                        0 => &mut t.msm_l_ns,
+                        1 => &mut t.msm_a_ns,
+                        _ => &mut t.msm_b_g1_ns,
+                    };
+                    queries.g1(q, device, buffers, &src, key, staging, pool, &mut t.batch_add_ns, msm_ns)
+                })?;
+            }
             make_way(t)?;
-            let l = device.with_staging(t, |staging, t| l.run(device, &src, staging, pool, &mut t.batch_add_ns, &mut t.msm_l_ns))?;
-            make_way(t)?;
-            let a = device.with_staging(t, |staging, t| a_q.run(device, &src, staging, pool, &mut t.batch_add_ns, &mut t.msm_a_ns))?;
-            make_way(t)?;
-            let b_g1 = device.with_staging(t, |staging, t| {
-                b_q.run(device, &src, staging, pool, &mut t.batch_add_ns, &mut t.msm_b_g1_ns)
-            })?;
-            make_way(t)?;
-            // On the device, not on the CPU cores beside it: measured faster at every size
-            // (docs/PERFORMANCE.md). Always split: the cost model was fitted to G1 only.
-            // A dense B_G1 tail serves B_G2 too (same scalars, as many points).
-            let b_g2_classes = if b_q.classes.dense && key.b_g1.len() == key.b_g2.len() {
-                &*b_q.classes
-            } else {
-                &p.b
-            };
-            let b_g2_bitmap = if b_g2_bitmap.is_empty() { &b_q.ones_bitmap } else { &b_g2_bitmap };
-            let b_g2 = device.with_staging(t, |staging, t| {
-                Self::b_g2_msm(device, &src, &key.b_g2, b_g2_classes, b_g2_bitmap, staging, pool, t)
-            })?;
+            let b_g2 = device.with_staging(t, |staging, t| queries.b_g2(device, buffers, &src, key, staging, pool, t))?;
+            let [l, a, b_g1] = g1;
             Ok(MsmResults { h, l, a, b_g1, b_g2 })
         };
         let proved = on_device().map_err(|e| device.after_failure(e));
@@ -485,10 +494,11 @@ impl Backend for GpuBackend {
         let largest_g1 = [sizes.h, sizes.l, sizes.a, sizes.b_g1].into_iter().max().unwrap_or(0);
         let msm = tail_msm::scratch_bytes(largest_g1, g1, G1_BUCKET, streamed).max(tail_msm::scratch_bytes(sizes.b_g2, g2, G2_BUCKET, streamed));
         let variables = sizes.variables();
-        let (matrices, witness) = match self.products_on_device {
-            true => (shape_bytes, SCALAR * variables),
-            false => (0, 0),
-        };
+        let matrices = if self.products_on_device { shape_bytes } else { 0 };
+        // The device copy of z: for the R1CS stage, and read by the MSMs of a mostly
+        // full-width witness (whose selected scalars, 32 bytes a point, fit in the MSM
+        // scratch counted for a gathered tail: its points and scalars).
+        let witness = SCALAR * variables;
         let gathered_on_host = if streamed { largest_g1 * g1 + sizes.b_g2 * g2 } else { 0 };
         CallMemory {
             host_lane_bytes: PreparedMsms::max_bytes(variables) + CompactWitness::max_bytes(variables) + variables.div_ceil(8) + gathered_on_host,

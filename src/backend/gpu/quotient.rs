@@ -1,6 +1,6 @@
 //! Stage H on the device (cuda/quotient.cuh): the coefficients of H = (A·B − C)/Z by 7 NTTs,
-//! from a, b, c evaluated on the host or from the compact witness and the circuit's resident
-//! matrices (spmv.rs), then their MSM with the H query in chunks.
+//! from a, b, c evaluated on the host or from the witness and the circuit's resident matrices
+//! (spmv.rs), then their MSM with the H query in chunks.
 
 use std::ffi::c_void;
 use std::sync::Arc;
@@ -10,19 +10,24 @@ use group::Group;
 
 use super::device::Device;
 use super::device_key::PointSource;
+use super::spmv::DeviceWitness;
 use super::sys::{self, call, to_projective};
 use super::GpuBackend;
 use crate::error::{Error, Result};
 use crate::groth16::ProvingKey;
-use crate::synthesis::r1cs::{CircuitShape, CompactWitness};
+use crate::synthesis::r1cs::CircuitShape;
 use crate::timings::{nanos, Timings};
 
 /// What H is computed from on the device.
 pub(super) enum HInput {
-    /// a, b, c evaluated on the host.
-    Products(Vec<Scalar>, Vec<Scalar>, Vec<Scalar>),
+    /// a, b, c evaluated on the host; with the witness when the MSMs read it on the device
+    /// (sent after them).
+    Products {
+        abc: (Vec<Scalar>, Vec<Scalar>, Vec<Scalar>),
+        witness: Option<DeviceWitness>,
+    },
     /// The witness; the device evaluates a, b, c with its resident copy of `shape`.
-    Witness { shape: Arc<CircuitShape>, witness: CompactWitness },
+    Witness { shape: Arc<CircuitShape>, witness: DeviceWitness },
 }
 
 /// H's MSM is split into chunks of this many points (a 32GiB partition's 2^27: four of
@@ -32,19 +37,24 @@ const H_MSM_CHUNK: usize = 1 << 25;
 
 impl GpuBackend {
     /// H's coefficients on the device, left in the context's buffers of `set`: from a, b, c
-    /// (freed as soon as they are on it), or from the compact witness and the device's
-    /// resident copy of the shape's matrices.
+    /// (freed as soon as they are on it), or from the witness and the device's resident copy
+    /// of the shape's matrices. Either way a witness given is left in the set's witness buffer.
     pub(super) fn quotient(device: &Device, set: u32, input: HInput, lg_domain: u32, staging: &sys::Staging, t: &mut Timings) -> Result<()> {
+        let ctx = device.ctx.ptr()?;
         if lg_domain == 0 {
             // A domain of size 1 (only the constant input's constraint): H has no coefficient
             // and the H query no point (`h_msm` gives the identity, as bellperson computes
             // it); no NTT is launched with that size.
-            return Ok(());
+            return match input {
+                HInput::Products { witness: Some(witness), .. } | HInput::Witness { witness: witness @ DeviceWitness::Whole { .. }, .. } => {
+                    send_witness(ctx, set, &witness, staging, t)
+                }
+                _ => Ok(()),
+            };
         }
-        let ctx = device.ctx.ptr()?;
         let mut times = sys::HTimes::default();
         match input {
-            HInput::Products(a, b, c) => {
+            HInput::Products { abc: (a, b, c), witness } => {
                 // SAFETY: a, b, c hold n scalars each; all outlive the synchronous call.
                 call("H's coefficients (NTT)", |msg| unsafe {
                     sys::cuzk_gpu_quotient(
@@ -61,19 +71,17 @@ impl GpuBackend {
                     )
                 })?;
                 t.pin_h2d_ns += times.h2d_ns;
+                drop((a, b, c));
+                if let Some(witness) = witness {
+                    send_witness(ctx, set, &witness, staging, t)?;
+                }
             }
             HInput::Witness { shape, witness } => {
                 let shapes = device.shapes.lock().unwrap_or_else(|p| p.into_inner());
                 let resident = shapes.iter().find(|(s, _)| Arc::ptr_eq(s, &shape)).map(|(_, d)| d.ptr.as_ptr());
                 let resident = resident.ok_or_else(|| Error::internal("the circuit's matrices left the device during the call"))?;
-                let z = sys::Witness {
-                    kinds: witness.kinds.as_ptr(),
-                    full_offsets: witness.full_offsets.as_ptr(),
-                    full: witness.full.as_ptr().cast(),
-                    num_full: witness.full.len(),
-                    n: witness.len,
-                };
-                // SAFETY: the resident shape stays alive while `shapes` is locked; the compact
+                let z = witness.raw();
+                // SAFETY: the resident shape stays alive while `shapes` is locked; the
                 // witness's vectors hold the lengths given and outlive the synchronous call.
                 call("H's coefficients (A·z, B·z, C·z + NTT)", |msg| unsafe {
                     sys::cuzk_gpu_quotient_r1cs(ctx, set, resident, &z, lg_domain, staging, &mut times, msg)
@@ -122,4 +130,16 @@ impl GpuBackend {
         }
         Ok(h)
     }
+}
+
+/// The witness into the witness buffer of `set` alone (no matrices evaluated with it).
+fn send_witness(ctx: *mut sys::Context, set: u32, witness: &DeviceWitness, staging: &sys::Staging, t: &mut Timings) -> Result<()> {
+    let z = witness.raw();
+    let mut h2d_ns = 0;
+    // SAFETY: the witness's vectors hold the lengths given and outlive the synchronous call.
+    call("sending the witness", |msg| unsafe {
+        sys::cuzk_gpu_witness_upload(ctx, set, &z, staging, &mut h2d_ns, msg)
+    })?;
+    t.witness_upload_ns += h2d_ns;
+    Ok(())
 }

@@ -1,7 +1,9 @@
-//! The 0/1 split of each query's MSM on the device: the sum of the bases whose scalar is 1 by
-//! batch addition (batch_add.rs), the rest by the tail MSM (tail_msm.rs). A cost model decides
-//! per G1 query whether the batch addition pays; B_G2 always splits. No cuda/ file of its own:
-//! it drives cuda/batch_add.cuh and cuda/tail_msm.cuh.
+//! Each query's MSM plan on the device. The 0/1 split: the sum of the bases whose scalar is 1
+//! by batch addition (batch_add.rs), the rest by the tail MSM (tail_msm.rs); a cost model
+//! decides per G1 query whether the batch addition pays; B_G2 always splits. Or, for a mostly
+//! full-width witness, the scalars read from the witness on the device (witness_msm.rs). No
+//! cuda/ file of its own: it drives cuda/batch_add.cuh, cuda/tail_msm.cuh and
+//! cuda/witness_msm.cuh.
 
 use std::borrow::Cow;
 use std::time::Instant;
@@ -14,10 +16,12 @@ use super::device::Device;
 use super::device_key::PointSource;
 use super::sys;
 use super::tail_msm::gather_tail;
+use super::witness_msm::WitnessMsms;
 use super::GpuBackend;
-use crate::backend::prep::ClassifiedScalars;
+use crate::backend::prep::{ClassifiedScalars, PreparedMsms};
 use crate::backend::SplitPolicy;
 use crate::error::Result;
+use crate::groth16::ProvingKey;
 use crate::timings::{nanos, timed, Timings};
 
 /// The device's cost model of the 0/1 split, in ns per point, for each place the points can
@@ -87,14 +91,14 @@ impl SplitPolicy {
 pub(super) struct G1Msm<'a> {
     query: u32,
     points: &'a [G1Affine],
-    pub(super) classes: Cow<'a, ClassifiedScalars>,
+    classes: Cow<'a, ClassifiedScalars>,
     /// The 1-scalars as the device's batch addition reads them; empty when there are none.
-    pub(super) ones_bitmap: Vec<u32>,
+    ones_bitmap: Vec<u32>,
 }
 
 impl<'a> G1Msm<'a> {
     /// Decides the split and makes the bitmap (before the device turn, on all cores).
-    pub(super) fn plan(name: &str, query: u32, points: &'a [G1Affine], classes: &'a ClassifiedScalars, policy: SplitPolicy, resident: bool) -> Self {
+    fn plan(name: &str, query: u32, points: &'a [G1Affine], classes: &'a ClassifiedScalars, policy: SplitPolicy, resident: bool) -> Self {
         let classes = policy.apply(name, points.len(), classes, resident);
         let ones_bitmap = if classes.ones.is_empty() {
             Vec::new()
@@ -135,6 +139,110 @@ impl<'a> G1Msm<'a> {
             GpuBackend::tail_msm(device, &tail_points, &self.classes)
         })?;
         Ok(ones + tail)
+    }
+}
+
+/// The witness MSMs of one circuit (L, A, B_G1, B_G2) as the device computes them: split into
+/// batch addition and tails from the host's classes (a witness of mostly 0s and 1s), or with
+/// their scalars read from the witness on the device (a mostly full-width one: witness_msm.rs).
+pub(super) enum QueryMsms<'a> {
+    Split {
+        g1: Box<[G1Msm<'a>; 3]>,
+        /// B_G2's classes when B_G1's planned ones do not serve it, and its 1-scalars' bitmap
+        /// when B_G1's does not either.
+        b: &'a ClassifiedScalars,
+        b_g2_bitmap: Vec<u32>,
+    },
+    OnDevice(WitnessMsms),
+}
+
+/// The G1 queries of [`QueryMsms`], in order.
+pub(super) const G1_QUERIES: [(&str, u32); 3] = [("L", sys::QUERY_L), ("A", sys::QUERY_A), ("B_G1", sys::QUERY_B_G1)];
+
+impl<'a> QueryMsms<'a> {
+    /// Plans the split of every query from the host's classes `p` (before the device turn, on
+    /// all cores).
+    pub(super) fn split(p: &'a PreparedMsms, key: &'a ProvingKey, policy: SplitPolicy, resident: bool) -> Self {
+        let points = [&key.l[..], &key.a[..], &key.b_g1[..]];
+        let classes = [&p.l, &p.a, &p.b];
+        let g1 = [0, 1, 2].map(|q| G1Msm::plan(G1_QUERIES[q].0, G1_QUERIES[q].1, points[q], classes[q], policy, resident));
+        // B_G2 always splits (below): B_G1's bitmap unless its ones went to the tail.
+        // A dense B_G1 tail serves B_G2 (below), ones included: no bitmap then.
+        let same_as_b_g1 = !matches!(g1[2].classes, Cow::Owned(ref c) if !c.dense) && key.b_g1.len() == key.b_g2.len();
+        let b_g2_bitmap = if same_as_b_g1 || p.b.ones.is_empty() {
+            Vec::new()
+        } else {
+            p.b.ones_bitmap(key.b_g2.len())
+        };
+        QueryMsms::Split {
+            g1: Box::new(g1),
+            b: &p.b,
+            b_g2_bitmap,
+        }
+    }
+
+    /// Whether the MSMs read the witness in the device's buffer set, which must then hold it
+    /// until the last of them.
+    pub(super) fn read_device_witness(&self) -> bool {
+        matches!(self, QueryMsms::OnDevice(_))
+    }
+
+    /// G1 query `q` (an index into [`G1_QUERIES`]): batch addition timed into `batch_ns`, the
+    /// rest into `msm_ns`.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn g1(
+        &self,
+        q: usize,
+        device: &Device,
+        set: u32,
+        src: &PointSource,
+        key: &ProvingKey,
+        staging: &sys::Staging,
+        pool: &ThreadPool,
+        batch_ns: &mut u64,
+        msm_ns: &mut u64,
+    ) -> Result<G1Projective> {
+        match self {
+            QueryMsms::Split { g1, .. } => g1[q].run(device, src, staging, pool, batch_ns, msm_ns),
+            QueryMsms::OnDevice(msms) => {
+                let points = [&key.l[..], &key.a[..], &key.b_g1[..]][q];
+                let query = [&msms.l, &msms.a, &msms.b][q];
+                let points = src.points(G1_QUERIES[q].1, points);
+                timed(msm_ns, || GpuBackend::witness_msm(device, set, &points, msms, query, staging))
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn b_g2(
+        &self,
+        device: &Device,
+        set: u32,
+        src: &PointSource,
+        key: &ProvingKey,
+        staging: &sys::Staging,
+        pool: &ThreadPool,
+        t: &mut Timings,
+    ) -> Result<G2Projective> {
+        match self {
+            QueryMsms::Split { g1, b, b_g2_bitmap } => {
+                // On the device, not on the CPU cores beside it: measured faster at every
+                // size (docs/PERFORMANCE.md). Always split: the cost model was fitted to G1
+                // only. A dense B_G1 tail serves B_G2 too (same scalars, as many points).
+                let b_g1 = &g1[2];
+                let classes = if b_g1.classes.dense && key.b_g1.len() == key.b_g2.len() {
+                    &*b_g1.classes
+                } else {
+                    b
+                };
+                let bitmap = if b_g2_bitmap.is_empty() { &b_g1.ones_bitmap } else { b_g2_bitmap };
+                GpuBackend::b_g2_msm(device, src, &key.b_g2, classes, bitmap, staging, pool, t)
+            }
+            QueryMsms::OnDevice(msms) => {
+                let points = src.points(sys::QUERY_B_G2, &key.b_g2);
+                timed(&mut t.msm_b_g2_ns, || GpuBackend::witness_msm_g2(device, set, &points, msms, &msms.b, staging))
+            }
+        }
     }
 }
 

@@ -1,13 +1,16 @@
 //! A circuit's R1CS matrices resident in device memory (cuda/spmv.cuh), from which the device
 //! evaluates a = A·z, b = B·z, c = C·z for stage H: their upload and free, and the device's
-//! cache of them, most recently used first, evicted when a new shape needs the room.
+//! cache of them, most recently used first, evicted when a new shape needs the room; and the
+//! witness z as it crosses to the device.
 
 use std::ptr::NonNull;
+
+use blstrs::Scalar;
 
 use super::context::Context;
 use super::sys::{self, call};
 use crate::error::{Error, Result};
-use crate::synthesis::r1cs::{CircuitShape, SparseMatrix};
+use crate::synthesis::r1cs::{CircuitShape, CompactWitness, SparseMatrix};
 
 /// A circuit's R1CS matrices in device memory (cuda/spmv.cuh).
 pub(super) struct DeviceShape {
@@ -49,5 +52,51 @@ impl Drop for DeviceShape {
     fn drop(&mut self) {
         // SAFETY: made by cuzk_gpu_shape_upload, freed once.
         unsafe { sys::cuzk_gpu_shape_free(self.ptr.as_ptr()) }
+    }
+}
+
+/// The witness z = (inputs..., aux...) as it crosses to the device (`cuzk_gpu_witness`).
+pub(super) enum DeviceWitness {
+    /// A 2-bit kind per value and the full-width values: for a witness of mostly 0s and 1s
+    /// (PoRep: ~1/20 of its bytes).
+    Compact(CompactWitness),
+    /// Every value as it is: for a mostly full-width witness (a PoSt's), whose MSMs then read
+    /// their scalars on the device (witness_msm.rs).
+    Whole { inputs: Vec<Scalar>, aux: Vec<Scalar> },
+}
+
+impl DeviceWitness {
+    /// The C view; valid while `self` lives.
+    pub(super) fn raw(&self) -> sys::Witness {
+        match self {
+            DeviceWitness::Compact(w) => sys::Witness {
+                kinds: w.kinds.as_ptr(),
+                full_offsets: w.full_offsets.as_ptr(),
+                full: w.full.as_ptr().cast(),
+                num_full: w.full.len(),
+                aux: std::ptr::null(),
+                n: w.len,
+            },
+            DeviceWitness::Whole { inputs, aux } => sys::Witness {
+                kinds: std::ptr::null(),
+                full_offsets: std::ptr::null(),
+                full: inputs.as_ptr().cast(),
+                num_full: inputs.len(),
+                aux: aux.as_ptr().cast(),
+                n: inputs.len() + aux.len(),
+            },
+        }
+    }
+
+    /// A, B, C times z on the host (the matrices did not fit on the device).
+    pub(super) fn evaluate(&self, shape: &CircuitShape) -> (Vec<Scalar>, Vec<Scalar>, Vec<Scalar>) {
+        match self {
+            DeviceWitness::Compact(w) => {
+                let z = w.decode();
+                let (inputs, aux) = z.split_at(shape.num_inputs());
+                shape.evaluate(inputs, aux)
+            }
+            DeviceWitness::Whole { inputs, aux } => shape.evaluate(inputs, aux),
+        }
     }
 }

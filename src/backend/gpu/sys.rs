@@ -114,7 +114,16 @@ pub(super) struct Witness {
     pub(super) full_offsets: *const u32,
     pub(super) full: *const c_void,
     pub(super) num_full: usize,
+    pub(super) aux: *const c_void,
     pub(super) n: usize,
+}
+
+#[repr(C)]
+pub(super) struct WitnessScalars {
+    pub(super) z_len: usize,
+    pub(super) first: usize,
+    pub(super) selected: *const u32,
+    pub(super) selected_offsets: *const u32,
 }
 
 extern "C" {
@@ -169,6 +178,14 @@ extern "C" {
         times: *mut HTimes,
         msg: *mut Message,
     ) -> c_int;
+    pub(super) fn cuzk_gpu_witness_upload(
+        ctx: *mut Context,
+        set: u32,
+        witness: *const Witness,
+        staging: *const Staging,
+        h2d_ns: *mut u64,
+        msg: *mut Message,
+    ) -> c_int;
     pub(super) fn cuzk_gpu_h_msm(
         ctx: *mut Context,
         set: u32,
@@ -213,6 +230,24 @@ extern "C" {
         out: *mut G2,
         msg: *mut Message,
     ) -> c_int;
+    pub(super) fn cuzk_gpu_witness_msm(
+        ctx: *mut Context,
+        set: u32,
+        points: *const Points,
+        scalars: *const WitnessScalars,
+        staging: *const Staging,
+        out: *mut G1,
+        msg: *mut Message,
+    ) -> c_int;
+    pub(super) fn cuzk_gpu_witness_msm_g2(
+        ctx: *mut Context,
+        set: u32,
+        points: *const Points,
+        scalars: *const WitnessScalars,
+        staging: *const Staging,
+        out: *mut G2,
+        msg: *mut Message,
+    ) -> c_int;
 }
 
 // The layouts cuda/cuzk_gpu.cu checks too (pointers and size_t are 8 bytes on our targets).
@@ -228,7 +263,8 @@ const _: () = assert!(size_of::<KeyPoints>() == 80 && offset_of!(KeyPoints, n) =
 const _: () = assert!(size_of::<Memory>() == 32);
 const _: () = assert!(size_of::<CsrHost>() == 32 && offset_of!(CsrHost, nonzeros) == 24);
 const _: () = assert!(size_of::<ShapeHost>() == 128 && offset_of!(ShapeHost, coefficients) == 96 && offset_of!(ShapeHost, variables) == 120);
-const _: () = assert!(size_of::<Witness>() == 40 && offset_of!(Witness, n) == 32);
+const _: () = assert!(size_of::<Witness>() == 48 && offset_of!(Witness, aux) == 32 && offset_of!(Witness, n) == 40);
+const _: () = assert!(size_of::<WitnessScalars>() == 32 && offset_of!(WitnessScalars, selected_offsets) == 24);
 // The points and scalars the entry points read from host memory: blst's affine points
 // (CUZK_GPU_G1_AFFINE_BYTES, CUZK_GPU_G2_AFFINE_BYTES) and 32-byte scalars.
 const _: () = assert!(size_of::<G1Affine>() == 96 && size_of::<G2Affine>() == 192 && size_of::<Scalar>() == 32);

@@ -9,7 +9,6 @@ use rayon::prelude::*;
 
 use super::matrix::Assignment;
 use crate::error::{Error, Result};
-use crate::parallel::extend_selected;
 
 /// Values per kinds word.
 const PER_WORD: usize = 32;
@@ -91,27 +90,6 @@ impl CompactWitness {
         Ok(Self::with_kinds(kinds, full, len))
     }
 
-    /// Encodes z from its values, each classified here, on all cores: for a witness whose
-    /// prep_msm kept no index lists (a dense one, mostly full-width: a PoSt's).
-    pub fn classify(z: Assignment<'_>) -> Result<Self> {
-        let len = checked_len(&z)?;
-        let inputs = z.inputs.len();
-        let value = |v: usize| if v < inputs { &z.inputs[v] } else { &z.aux[v - inputs] };
-        let mut kinds = vec![0u64; len.div_ceil(PER_WORD)];
-        kinds.par_chunks_mut(WORDS_PER_TASK).enumerate().for_each(|(task, words)| {
-            for (w, word) in words.iter_mut().enumerate() {
-                let first = (task * WORDS_PER_TASK + w) * PER_WORD;
-                for v in first..len.min(first + PER_WORD) {
-                    *word |= (kind(value(v)) as u64) << (2 * (v % PER_WORD));
-                }
-            }
-        });
-        let mut full = Vec::new();
-        extend_selected(&mut full, z.inputs, |_, v| kind(v) == Kind::Full);
-        extend_selected(&mut full, z.aux, |_, v| kind(v) == Kind::Full);
-        Ok(Self::with_kinds(kinds, full, len))
-    }
-
     fn with_kinds(kinds: Vec<u64>, full: Vec<Scalar>, len: usize) -> Self {
         let full_offsets = kinds
             .iter()
@@ -188,12 +166,6 @@ mod tests {
             )
             .unwrap();
             assert_eq!(compact.decode(), z, "{inputs} inputs, {aux} aux");
-            let classified = CompactWitness::classify(Assignment {
-                inputs: input_part,
-                aux: aux_part,
-            })
-            .unwrap();
-            assert_eq!(classified, compact, "{inputs} inputs, {aux} aux: classified here");
             let full = z.iter().filter(|v| kind(v) == Kind::Full).count();
             assert_eq!(compact.full.len(), full);
             assert_eq!(compact.size_bytes(), 12 * z.len().div_ceil(32) + 32 * full);
