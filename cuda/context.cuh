@@ -88,6 +88,14 @@ struct cuzk_gpu_context {
         return b.data();
     }
 
+    // The NTT buffers of `set` as scratch for a later stage of the call that left its
+    // coefficients there, once they are consumed; nullptr when they hold fewer scalars.
+    fr_t* ntt_scratch(size_t scalars, uint32_t set) const
+    {
+        const scalar_buffer& b = ntt[checked(set)];
+        return b.bytes() >= scalars * sizeof(fr_t) ? b.data() : nullptr;
+    }
+
     // Gives the buffers back to the device (an idle engine, or the caller asking).
     void release_buffers()
     {

@@ -55,8 +55,12 @@ static point_t witness_msm_on_device(cuzk_gpu_context& ctx, uint32_t set,
     const fr_t* z = ctx.uploaded_witness(s.z_len, set);
     const gpu_t& gpu = ctx.gpu;
     stream_t& stream = gpu[0];
-    // The selected values, when the query takes a selection of z (freed after the MSM).
-    dev_ptr_t<fr_t> selected{s.selected ? n : 0};
+    // The selected values, when the query takes a selection of z: in the set's NTT buffers,
+    // free once H's MSM has read them (3 × the domain: room for every value of z in any
+    // circuit of ours), else in memory of their own, freed after the MSM.
+    fr_t* spare = s.selected ? ctx.ntt_scratch(n, set) : nullptr;
+    dev_ptr_t<fr_t> own{s.selected && !spare ? n : 0};
+    fr_t* selected = spare ? spare : own.data();
     const fr_t* scalars;
     if (s.selected == nullptr) {
         if (s.first > s.z_len || n > s.z_len - s.first)
@@ -70,11 +74,11 @@ static point_t witness_msm_on_device(cuzk_gpu_context& ctx, uint32_t set,
         staged_htod(ctx, stream, bitmap.data(), s.selected, words * sizeof(uint32_t), staging);
         staged_htod(ctx, stream, offsets.data(), s.selected_offsets, words * sizeof(uint32_t),
                     staging);
-        select_values<<<4 * gpu.sm_count(), 1024, 0, stream>>>(selected.data(), z, bitmap.data(),
+        select_values<<<4 * gpu.sm_count(), 1024, 0, stream>>>(selected, z, bitmap.data(),
                                                               offsets.data(), s.z_len);
         CUDA_OK(cudaGetLastError());
         stream.sync();
-        scalars = selected.data();
+        scalars = selected;
     }
     abandoned_on_fault<msm_type> msm{nullptr, n, sizeof(affine_t), gpu.id()};
     const dev_ptr_t<scalar_t> device_scalars{const_cast<fr_t*>(scalars), n};
