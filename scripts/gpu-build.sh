@@ -6,7 +6,8 @@
 # CUZK_CARRY_GO=1: also the Curio-shaped Go program (cuzkffi/cmd/curio-shaped) linked to
 # libcuzk.a, in place of the supraseal-c2 peer (both would pass the 64 MiB carry limit).
 # CUZK_CARRY_DAEMON=1: instead, carry-daemon/ for `gpu-run.sh daemon`: cuzk-daemon,
-# cuzk-fixtures and the daemon's Go end-to-end test (daemon/e2e) linked to libcuzk.a.
+# cuzk-daemon-fault (the same with the test-only `fault-injection` feature), cuzk-fixtures and
+# the daemon's Go end-to-end test (daemon/e2e) linked to libcuzk.a.
 # CUZK_CUDA_ARCHS narrows the GPU architectures (default: all of build.rs's list).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -15,8 +16,13 @@ source "$root/scripts/nvcc-env.sh"
 cd "$root"
 export CUZK_GPU_TESTS=1
 if [ "${CUZK_CARRY_DAEMON:-0}" = 1 ]; then
-    cargo build --release --locked -p cuzk-daemon -p cuzk-tools --bin cuzk-daemon --bin cuzk-fixtures
     rm -rf carry-daemon && mkdir -p carry-daemon
+    # The daemon with the test fault hook (CUZK_DAEMON_TEST_FAULT) for TestDaemonExitsOnQuarantine:
+    # cuzk is compiled again with its fault-injection feature. First, so that the shipped build
+    # below is the one left in target/release.
+    cargo build --release --locked -p cuzk-daemon --features fault-injection --bin cuzk-daemon
+    cp "${CARGO_TARGET_DIR:-target}/release/cuzk-daemon" carry-daemon/cuzk-daemon-fault
+    cargo build --release --locked -p cuzk-daemon -p cuzk-tools --bin cuzk-daemon --bin cuzk-fixtures
     cp "${CARGO_TARGET_DIR:-target}/release/cuzk-daemon" "${CARGO_TARGET_DIR:-target}/release/cuzk-fixtures" carry-daemon/
     prefix="$root/target/cuzk-prefix"
     "$root/scripts/install.sh" "$prefix" >/dev/null
@@ -26,9 +32,14 @@ if [ "${CUZK_CARRY_DAEMON:-0}" = 1 ]; then
     # -a: the build cache may hold cuzkffi linked against the shared library.
     (cd "$root/daemon/e2e" && PKG_CONFIG_PATH="$pc_dir" go test -c -a -tags cuzk -ldflags "-s -w" -o "$root/carry-daemon/daemon-e2e" .)
     rm -r "$pc_dir"
-    strip carry-daemon/cuzk-daemon carry-daemon/cuzk-fixtures
+    strip carry-daemon/cuzk-daemon carry-daemon/cuzk-daemon-fault carry-daemon/cuzk-fixtures
     git rev-parse HEAD >carry-daemon/COMMIT
     du -sh carry-daemon
+    bytes=$(du -sb carry-daemon | cut -f1)
+    if [ "$bytes" -gt $((64 << 20)) ]; then
+        echo "carry-daemon/ is $bytes bytes: over the 64 MiB a device command carries" >&2
+        exit 1
+    fi
     exit 0
 fi
 cargo build --release --locked -p cuzk-tools --bins

@@ -52,10 +52,15 @@
 #                                 deadline and a WinningPoSt arriving during them; every proof
 #                                 verified; per-call timings, GPU busy (~4 min with params)
 #   scripts/gpu-run.sh daemon     from carry-daemon/ (gpu-build.sh with CUZK_CARRY_DAEMON=1; device
-#                                 tool: carry ["carry-daemon"]): 2KiB params and fixtures, then
-#                                 the daemon's Go end-to-end test TestDaemonOverhead:
-#                                 CUZK_DAEMON_CALLS (default 20) warm C2s in process (cuzkffi),
-#                                 then as many through cuzk-daemon's Prove; all verified
+#                                 tool: carry ["carry-daemon"]): 2KiB params of every kind and
+#                                 fixtures, then the daemon's Go end-to-end tests on the GPU:
+#                                 TestDaemon (C2, SnapDeals, WindowPoSt partitions, WinningPoSt,
+#                                 bad requests, cancellation, kill -9 and restart, SIGTERM; all
+#                                 verified), TestDaemonOverhead (CUZK_DAEMON_CALLS, default 20,
+#                                 warm C2s in process through cuzkffi, then as many through the
+#                                 daemon's Prove) and TestDaemonExitsOnQuarantine (cuzk-daemon-fault
+#                                 with an injected unrecoverable fault: the call fails, the
+#                                 daemon exits 3, a restarted daemon proves the retry)
 #   scripts/gpu-run.sh fuzz       no GPU: the fuzz targets on all cores from fuzz-carry/
 #                                 (`scripts/fuzz.sh --carry fuzz-carry`; device tool: carry
 #                                 ["fuzz-carry"]) for CUZK_FUZZ_SECONDS (default 480), instances
@@ -139,18 +144,21 @@ soak)
     tail -5 "$out/bench.log"
     ;;
 daemon)
-    # TestDaemonOverhead proves C2s only; the PoSt and update fixtures need no parameters.
-    params 2KiB porep
+    # Every kind is proved through the daemon (TestDaemon), so every kind's parameters.
+    params 2KiB porep,post,update
     fx=carry-daemon/cuzk-fixtures
     $fx seal --sector-size 2KiB --out /tmp/fx --miner 1000 --sector 7 >/dev/null 2>&1 || status=1
     $fx post --sector-size 2KiB --out /tmp/pf --miner 1000 --sectors 3 >/dev/null 2>&1 || status=1
     $fx update --sector-size 2KiB --out /tmp/uf --miner 1000 >/dev/null 2>&1 || status=1
     start=$SECONDS
-    CUZK_DAEMON_BIN=carry-daemon/cuzk-daemon CUZK_TEST_PARAMS=/tmp/cuzk-params CUZK_FIXTURE_DIR=/tmp/fx \
-        CUZK_POST_FIXTURE_DIR=/tmp/pf CUZK_UPDATE_FIXTURE_DIR=/tmp/uf CUZK_DAEMON_OVERHEAD_CALLS="${CUZK_DAEMON_CALLS:-20}" \
-        carry-daemon/daemon-e2e -test.run 'TestDaemonOverhead' -test.v >"$out/daemon-e2e.txt" 2>&1 || status=1
+    # The tests' daemons log into their temporary directories; a failed test prints the log.
+    CUZK_DAEMON_BIN=carry-daemon/cuzk-daemon CUZK_DAEMON_FAULT_BIN=carry-daemon/cuzk-daemon-fault \
+        CUZK_TEST_PARAMS=/tmp/cuzk-params CUZK_FIXTURE_DIR=/tmp/fx CUZK_POST_FIXTURE_DIR=/tmp/pf CUZK_UPDATE_FIXTURE_DIR=/tmp/uf \
+        CUZK_DAEMON_OVERHEAD_CALLS="${CUZK_DAEMON_CALLS:-20}" \
+        carry-daemon/daemon-e2e -test.run '^(TestDaemon|TestDaemonOverhead|TestDaemonExitsOnQuarantine)$' -test.v -test.timeout 6m \
+        >"$out/daemon-e2e.txt" 2>&1 || status=1
     echo "daemon: exit $status in $((SECONDS - start)) s"
-    grep -E "^(=== RUN|--- |PASS|FAIL|ok)|overhead|median" "$out/daemon-e2e.txt"
+    grep -E "^ *(=== RUN|--- |PASS|FAIL|ok)|overhead|median|GPU\(s\)|quarantine|exited with status|retry|panic" "$out/daemon-e2e.txt"
     ;;
 curio)
     params 2KiB porep,post

@@ -1,9 +1,10 @@
 //go:build cuzk
 
-// The end-to-end test of cuzk-daemon: it starts the daemon binary on a Unix socket (CPU
-// backend, 2KiB test parameters) and drives it with the Go client generated from Curio's
-// proving.proto, filling requests as Curio's lib/ffi/cuzk_funcs.go does. Proofs are checked
-// with filecoin-proofs' verifier through the cuzkffi package (build tag cuzk).
+// The end-to-end test of cuzk-daemon: it starts the daemon binary on a Unix socket (a GPU when
+// the machine has one, else the CPU backend; 2KiB test parameters) and drives it with the Go
+// client generated from Curio's proving.proto, filling requests as Curio's
+// lib/ffi/cuzk_funcs.go does. Proofs are checked with filecoin-proofs' verifier through the
+// cuzkffi package (build tag cuzk).
 //
 // Environment (scripts/test-go.sh sets it; without it the tests skip):
 //
@@ -12,6 +13,8 @@
 //	CUZK_FIXTURE_DIR  a 2KiB sealed sector: c1.json and sector.json (cuzk-fixtures seal)
 //	CUZK_POST_FIXTURE_DIR  2KiB PoSt vanilla proofs: post.json (cuzk-fixtures post)
 //	CUZK_UPDATE_FIXTURE_DIR  a 2KiB SnapDeals update: update.json (cuzk-fixtures update)
+//	CUZK_DAEMON_FAULT_BIN  a cuzk-daemon built with --features fault-injection, for the GPU
+//	                       test TestDaemonExitsOnQuarantine (unset: it skips)
 package e2e
 
 import (
@@ -388,30 +391,35 @@ func loadSnapUpdate(t *testing.T) *snapUpdate {
 type daemon struct {
 	cmd    *exec.Cmd
 	socket string
-	exited chan error
-	conn   *grpc.ClientConn
-	client pb.ProvingEngineClient
+	// Its stdout and stderr, appended to (the daemons started in one directory share it).
+	logPath string
+	exited  chan error
+	conn    *grpc.ClientConn
+	client  pb.ProvingEngineClient
 }
 
-// startDaemon starts cuzk-daemon on a socket in dir with a configuration of its own: CPU
-// backend, one sealing job at a time, the test parameters, shapes kept in dir.
+// startDaemon starts cuzk-daemon (CUZK_DAEMON_BIN) on a socket in dir with a configuration of
+// its own: one sealing job at a time, the test parameters, shapes kept in dir, a GPU when the
+// machine has one (else the CPU backend).
 func startDaemon(t *testing.T, dir string) *daemon {
 	t.Helper()
-	return startDaemonOn(t, dir, true)
+	return startDaemonBinary(t, dir, os.Getenv("CUZK_DAEMON_BIN"))
 }
 
-// startDaemonOn is startDaemon with the CPU backend forced (cpuOnly) or a GPU when present.
-func startDaemonOn(t *testing.T, dir string, cpuOnly bool) *daemon {
+// startDaemonBinary is startDaemon with the binary bin, env added to the test's environment.
+func startDaemonBinary(t *testing.T, dir, bin string, env ...string) *daemon {
 	t.Helper()
 	socket := filepath.Join(dir, "cuzk.sock")
 	config := filepath.Join(dir, "daemon.toml")
-	text := fmt.Sprintf("listen = %q\nmax_concurrent_sealing = 1\non_shutdown = \"finish\"\n[engine]\nparam_dir = %q\ncpu_only = %t\nshape_cache_dir = %q\n",
-		"unix://"+socket, os.Getenv("CUZK_TEST_PARAMS"), cpuOnly, filepath.Join(dir, "shapes"))
+	text := fmt.Sprintf("listen = %q\nmax_concurrent_sealing = 1\non_shutdown = \"finish\"\n[engine]\nparam_dir = %q\nshape_cache_dir = %q\n",
+		"unix://"+socket, os.Getenv("CUZK_TEST_PARAMS"), filepath.Join(dir, "shapes"))
 	if err := os.WriteFile(config, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(os.Getenv("CUZK_DAEMON_BIN"), "--config", config)
-	logs, err := os.OpenFile(filepath.Join(dir, "daemon.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	cmd := exec.Command(bin, "--config", config)
+	cmd.Env = append(os.Environ(), env...)
+	logPath := filepath.Join(dir, "daemon.log")
+	logs, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -419,7 +427,7 @@ func startDaemonOn(t *testing.T, dir string, cpuOnly bool) *daemon {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	d := &daemon{cmd: cmd, socket: socket, exited: make(chan error, 1)}
+	d := &daemon{cmd: cmd, socket: socket, logPath: logPath, exited: make(chan error, 1)}
 	go func() { d.exited <- cmd.Wait(); logs.Close() }()
 	t.Cleanup(func() {
 		if d.conn != nil {
@@ -428,9 +436,7 @@ func startDaemonOn(t *testing.T, dir string, cpuOnly bool) *daemon {
 		_ = cmd.Process.Kill()
 		<-d.exited
 		if t.Failed() {
-			if text, err := os.ReadFile(filepath.Join(dir, "daemon.log")); err == nil {
-				t.Logf("daemon log:\n%s", text)
-			}
+			t.Logf("daemon log:\n%s", d.log(t))
 		}
 	})
 	// Curio's client: a Unix target, 256 MiB messages both ways.
@@ -459,6 +465,30 @@ func startDaemonOn(t *testing.T, dir string, cpuOnly bool) *daemon {
 			t.Fatalf("cuzk-daemon did not answer within 60 s: %v", err)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// log is what the daemons started in d's directory have written so far.
+func (d *daemon) log(t *testing.T) string {
+	t.Helper()
+	text, err := os.ReadFile(d.logPath)
+	if err != nil {
+		t.Errorf("reading the daemon log: %v", err)
+	}
+	return string(text)
+}
+
+// waitExit waits up to timeout for the daemon process to exit: what its Wait returned (nil
+// for status 0).
+func (d *daemon) waitExit(t *testing.T, timeout time.Duration) error {
+	t.Helper()
+	select {
+	case err := <-d.exited:
+		d.exited <- err // for the cleanup
+		return err
+	case <-time.After(timeout):
+		t.Fatalf("the daemon did not exit within %v", timeout)
+		return nil
 	}
 }
 
@@ -648,8 +678,20 @@ func TestDaemon(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(st.Queues) != 4 || st.TotalProofsCompleted != 4 || st.TotalProofsFailed != 7 || len(st.Gpus) != 0 {
+		if len(st.Queues) != 4 || st.TotalProofsCompleted != 4 || st.TotalProofsFailed != 7 {
 			t.Fatalf("GetStatus: %v", st)
+		}
+		// The backend the daemon proves on: its GPUs, or none (the CPU backend). A GPU's key
+		// is resident on it (HOT); the CPU backend's is in host memory (WARM).
+		t.Logf("the daemon proves on %d GPU(s)", len(st.Gpus))
+		wantTier := pb.SRSStatus_WARM
+		if len(st.Gpus) > 0 {
+			wantTier = pb.SRSStatus_HOT
+		}
+		for _, g := range st.Gpus {
+			if g.Name == "" || g.VramTotalBytes == 0 || g.CurrentJobId != "" {
+				t.Fatalf("GetStatus: GPU %v (no job runs)", g)
+			}
 		}
 		var porep *pb.SRSStatus
 		for _, s := range st.LoadedSrs {
@@ -657,18 +699,23 @@ func TestDaemon(t *testing.T) {
 				porep = s
 			}
 		}
-		if porep == nil || porep.Tier != pb.SRSStatus_WARM || porep.SizeBytes == 0 {
-			t.Fatalf("GetStatus: porep-2k is not a WARM key (CPU backend): %v", st.LoadedSrs)
+		if porep == nil || porep.Tier != wantTier || porep.SizeBytes == 0 {
+			t.Fatalf("GetStatus: porep-2k is not a %v key (%d GPUs): %v", wantTier, len(st.Gpus), st.LoadedSrs)
 		}
 		m := metrics(t, d)
-		for sample, want := range map[string]float64{
+		samples := map[string]float64{
 			`cuzk_proofs_total{kind="POREP_SEAL_COMMIT",status="completed"}`:              1,
 			`cuzk_proofs_total{kind="POREP_SEAL_COMMIT",status="failed"}`:                 3,
 			`cuzk_phase_seconds_count{kind="POREP_SEAL_COMMIT",phase="synthesis"}`:        1,
 			`cuzk_phase_seconds_bucket{kind="POREP_SEAL_COMMIT",phase="total",le="+Inf"}`: 1,
 			`cuzk_jobs_pending{kind="POREP_SEAL_COMMIT"}`:                                 0,
 			`cuzk_proofs_total{kind="WINDOW_POST_PARTITION",status="completed"}`:          2,
-		} {
+		}
+		for _, g := range st.Gpus {
+			samples[fmt.Sprintf(`cuzk_gpu_healthy{gpu="%d"}`, g.Ordinal)] = 1
+			samples[fmt.Sprintf(`cuzk_gpu_faults_total{gpu="%d"}`, g.Ordinal)] = 0
+		}
+		for sample, want := range samples {
 			if got, ok := m[sample]; !ok || got != want {
 				t.Errorf("GetMetrics: %s = %v (present: %v), want %v", sample, got, ok, want)
 			}
@@ -722,10 +769,19 @@ func TestDaemon(t *testing.T) {
 	t.Run("ProveCallerGoesAway", func(t *testing.T) {
 		const cancelled = `cuzk_proofs_total{kind="POREP_SEAL_COMMIT",status="cancelled"}`
 		before := metrics(t, d)[cancelled]
-		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		// The caller leaves once its job runs: not after a fixed time, which a GPU's C2 may
+		// take less than.
+		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		if _, err := d.client.Prove(ctx, &pb.ProveRequest{Submit: f.request(t, "porep-e2e-gone")}); status.Code(err) != codes.DeadlineExceeded {
-			t.Fatalf("Prove with a 500 ms deadline: %v", err)
+		proveErr := make(chan error, 1)
+		go func() {
+			_, err := d.client.Prove(ctx, &pb.ProveRequest{Submit: f.request(t, "porep-e2e-gone")})
+			proveErr <- err
+		}()
+		d.waitRunning(t, pb.ProofKind_POREP_SEAL_COMMIT)
+		cancel()
+		if err := <-proveErr; status.Code(err) != codes.Canceled {
+			t.Fatalf("Prove whose caller left: %v", err)
 		}
 		deadline := time.Now().Add(60 * time.Second)
 		for metrics(t, d)[cancelled] != before+1 {
@@ -778,14 +834,8 @@ func TestDaemon(t *testing.T) {
 		wantStatus(t, "WinningPoSt across SIGTERM", res, pb.AwaitProofResponse_COMPLETED)
 		t.Logf("WinningPoSt: %d bytes, daemon total %d ms", len(res.Proof), res.TotalMs)
 		w.verify(t, res.Proof)
-		select {
-		case err := <-restarted.exited:
-			restarted.exited <- err
-			if err != nil {
-				t.Fatalf("the daemon's exit after SIGTERM: %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Fatal("the daemon did not exit within 30 s of SIGTERM")
+		if err := restarted.waitExit(t, 30*time.Second); err != nil {
+			t.Fatalf("the daemon's exit after SIGTERM: %v", err)
 		}
 	})
 }

@@ -1,3 +1,5 @@
+//go:build cuzk
+
 package e2e
 
 import (
@@ -51,7 +53,7 @@ func TestDaemonOverhead(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	d := startDaemonOn(t, t.TempDir(), false)
+	d := startDaemon(t, t.TempDir())
 	client := make([]time.Duration, 0, calls)
 	jobExtra := make([]time.Duration, 0, calls)
 	for i := 0; i <= calls; i++ {

@@ -67,6 +67,11 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    #[cfg(feature = "fault-injection")]
+    if let Err(e) = arm_test_fault() {
+        log::error!("{e}");
+        return ExitCode::from(2);
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(e) => {
@@ -81,6 +86,31 @@ fn main() -> ExitCode {
             log::error!("{e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// TESTS ONLY: the daemon's side of the device test of its exit on a quarantined GPU
+/// (e2e/quarantine_test.go, `scripts/gpu-run.sh daemon`), in builds with the `fault-injection`
+/// feature, never in a shipped one. CUZK_DAEMON_TEST_FAULT=quarantine makes the first GPU call
+/// fault and the device reset after it fail, so that the engine quarantines the device; unset
+/// or empty, nothing is armed; any other value is an error.
+#[cfg(feature = "fault-injection")]
+fn arm_test_fault() -> Result<(), String> {
+    use cuzk::internals::gpu_fault_injection as injection;
+    const VARIABLE: &str = "CUZK_DAEMON_TEST_FAULT";
+    match std::env::var_os(VARIABLE) {
+        None => Ok(()),
+        Some(value) if value.is_empty() => Ok(()),
+        Some(value) if value == "quarantine" => {
+            injection::fault_next_call();
+            injection::fail_next_reset();
+            log::warn!(
+                "TEST FAULT ARMED ({VARIABLE}=quarantine): the first GPU call will fault and the device reset after it fail, \
+                 so the GPU is quarantined and the daemon exits with status {EXIT_GPU_QUARANTINED}; a test build, not for production"
+            );
+            Ok(())
+        }
+        Some(value) => Err(format!("{VARIABLE}={value:?}: unknown test fault (the only one is \"quarantine\")")),
     }
 }
 

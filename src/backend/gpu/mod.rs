@@ -303,7 +303,10 @@ impl GpuBackend {
                         shape,
                     }
                 }
-                Products::Evaluated { a, b, c } => HInput::Products { abc: (a, b, c), witness: None },
+                Products::Evaluated { a, b, c } => HInput::Products {
+                    abc: (a, b, c),
+                    witness: None,
+                },
             };
             // Freed before the device turn, not inside it (86 MB at 2KiB, 4.2 GB at 32GiB).
             drop((input_assignment, aux_assignment));

@@ -46,9 +46,11 @@ impl GpuBackend {
             // and the H query no point (`h_msm` gives the identity, as bellperson computes
             // it); no NTT is launched with that size.
             return match input {
-                HInput::Products { witness: Some(witness), .. } | HInput::Witness { witness: witness @ DeviceWitness::Whole { .. }, .. } => {
-                    send_witness(ctx, set, &witness, staging, t)
-                }
+                HInput::Products { witness: Some(witness), .. }
+                | HInput::Witness {
+                    witness: witness @ DeviceWitness::Whole { .. },
+                    ..
+                } => send_witness(ctx, set, &witness, staging, t),
                 _ => Ok(()),
             };
         }

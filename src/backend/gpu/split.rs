@@ -240,7 +240,9 @@ impl<'a> QueryMsms<'a> {
             }
             QueryMsms::OnDevice(msms) => {
                 let points = src.points(sys::QUERY_B_G2, &key.b_g2);
-                timed(&mut t.msm_b_g2_ns, || GpuBackend::witness_msm_g2(device, set, &points, msms, &msms.b, staging))
+                timed(&mut t.msm_b_g2_ns, || {
+                    GpuBackend::witness_msm_g2(device, set, &points, msms, &msms.b, staging)
+                })
             }
         }
     }

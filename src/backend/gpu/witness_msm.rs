@@ -152,7 +152,9 @@ mod tests {
         let kept: Vec<usize> = (0..num_inputs + aux_len)
             .filter(|&v| if v < num_inputs { input(v) } else { aux.get(v - num_inputs) })
             .collect();
-        let from_bitmap: Vec<usize> = (0..bitmap.len() * PER_WORD).filter(|&v| bitmap[v / PER_WORD] >> (v % PER_WORD) & 1 == 1).collect();
+        let from_bitmap: Vec<usize> = (0..bitmap.len() * PER_WORD)
+            .filter(|&v| bitmap[v / PER_WORD] >> (v % PER_WORD) & 1 == 1)
+            .collect();
         assert_eq!(from_bitmap, kept);
         for (w, &offset) in offsets.iter().enumerate() {
             assert_eq!(offset as usize, kept.iter().filter(|&&v| v < w * PER_WORD).count(), "word {w}");
