@@ -157,7 +157,7 @@ pub(super) enum QueryMsms<'a> {
 }
 
 /// The G1 queries of [`QueryMsms`], in order.
-pub(super) const G1_QUERIES: [(&str, u32); 3] = [("L", sys::QUERY_L), ("A", sys::QUERY_A), ("B_G1", sys::QUERY_B_G1)];
+const G1_QUERIES: [(&str, u32); 3] = [("L", sys::QUERY_L), ("A", sys::QUERY_A), ("B_G1", sys::QUERY_B_G1)];
 
 impl<'a> QueryMsms<'a> {
     /// Plans the split of every query from the host's classes `p` (before the device turn, on
@@ -208,7 +208,10 @@ impl<'a> QueryMsms<'a> {
                 let points = [&key.l[..], &key.a[..], &key.b_g1[..]][q];
                 let query = [&msms.l, &msms.a, &msms.b][q];
                 let points = src.points(G1_QUERIES[q].1, points);
-                timed(msm_ns, || GpuBackend::witness_msm(device, set, &points, msms, query, staging))
+                timed(msm_ns, || {
+                    GpuBackend::witness_msm(sys::cuzk_gpu_witness_msm, device, set, &points, msms, query, staging)
+                })
+                .map(|sum| sys::to_projective(&sum))
             }
         }
     }
@@ -241,8 +244,9 @@ impl<'a> QueryMsms<'a> {
             QueryMsms::OnDevice(msms) => {
                 let points = src.points(sys::QUERY_B_G2, &key.b_g2);
                 timed(&mut t.msm_b_g2_ns, || {
-                    GpuBackend::witness_msm_g2(device, set, &points, msms, &msms.b, staging)
+                    GpuBackend::witness_msm(sys::cuzk_gpu_witness_msm_g2, device, set, &points, msms, &msms.b, staging)
                 })
+                .map(|sum| sys::to_projective_g2(&sum))
             }
         }
     }

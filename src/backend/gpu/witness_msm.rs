@@ -4,11 +4,12 @@
 //! makes the two selections' bitmaps (a bit per value of z): no canonical copy of a query's
 //! scalars (for a 32GiB WindowPoSt partition, 3 × 4 GB of host writes, 2.3–3.3 s of prep_msm).
 
-use blstrs::{G1Projective, G2Projective};
+use std::ffi::c_int;
+
 use rayon::prelude::*;
 
 use super::device::Device;
-use super::sys::{self, call, to_projective, to_projective_g2};
+use super::sys::{self, call};
 use super::GpuBackend;
 use crate::error::Result;
 use crate::groth16::QueryLayout;
@@ -94,44 +95,36 @@ impl WitnessMsms {
     }
 }
 
+/// `cuzk_gpu_witness_msm` (G1) or `cuzk_gpu_witness_msm_g2` (G2), the sum written to `Out`.
+pub(super) type WitnessMsmEntry<Out> = unsafe extern "C" fn(
+    *mut sys::Context,
+    u32,
+    *const sys::Points,
+    *const sys::WitnessScalars,
+    *const sys::Staging,
+    *mut Out,
+    *mut sys::Message,
+) -> c_int;
+
 impl GpuBackend {
     /// Σ sᵢ·Pᵢ over `points` (the query's, resident or on the host), sᵢ the values `query`
-    /// names in the witness the device holds in buffer set `set`.
-    pub(super) fn witness_msm(
+    /// names in the witness the device holds in buffer set `set`, by `entry` (G1 or G2).
+    pub(super) fn witness_msm<Out: Default>(
+        entry: WitnessMsmEntry<Out>,
         device: &Device,
         set: u32,
         points: &sys::Points,
         msms: &WitnessMsms,
         query: &WitnessQuery,
         staging: &sys::Staging,
-    ) -> Result<G1Projective> {
+    ) -> Result<Out> {
         let ctx = device.ctx.ptr()?;
         let scalars = query.raw(msms.z_len);
-        let mut out = sys::G1::default();
+        let mut out = Out::default();
         // SAFETY: the selection's vectors cover z_len values and outlive the synchronous call;
         // the device checks them and the witness's length before reading.
-        call("witness MSM", |msg| unsafe {
-            sys::cuzk_gpu_witness_msm(ctx, set, points, &scalars, staging, &mut out, msg)
-        })?;
-        Ok(to_projective(&out))
-    }
-
-    pub(super) fn witness_msm_g2(
-        device: &Device,
-        set: u32,
-        points: &sys::Points,
-        msms: &WitnessMsms,
-        query: &WitnessQuery,
-        staging: &sys::Staging,
-    ) -> Result<G2Projective> {
-        let ctx = device.ctx.ptr()?;
-        let scalars = query.raw(msms.z_len);
-        let mut out = sys::G2::default();
-        // SAFETY: as in witness_msm.
-        call("G2 witness MSM", |msg| unsafe {
-            sys::cuzk_gpu_witness_msm_g2(ctx, set, points, &scalars, staging, &mut out, msg)
-        })?;
-        Ok(to_projective_g2(&out))
+        call("witness MSM", |msg| unsafe { entry(ctx, set, points, &scalars, staging, &mut out, msg) })?;
+        Ok(out)
     }
 }
 
