@@ -40,6 +40,29 @@ static void check_selection(const cuzk_gpu_witness_scalars& s, size_t n)
         throw std::invalid_argument("the selection does not have one value per point of the query");
 }
 
+// The device address of the n scalars `s` names: z's values in place, or the selected ones
+// written to `selected` on `stream` (bitmap and offsets sent through the staging buffers).
+static const fr_t* witness_scalars(cuzk_gpu_context& ctx, const fr_t* z, size_t n,
+                                   const cuzk_gpu_witness_scalars& s, stream_t& stream,
+                                   fr_t* selected, const cuzk_gpu_staging* staging)
+{
+    if (s.selected == nullptr) {
+        if (s.first > s.z_len || n > s.z_len - s.first)
+            throw std::invalid_argument("the MSM's scalars lie past the witness");
+        return z + s.first;
+    }
+    check_selection(s, n);
+    const size_t words = (s.z_len + 31) / 32;
+    dev_ptr_t<uint32_t> bitmap{words, stream};
+    dev_ptr_t<uint32_t> offsets{words, stream};
+    staged_htod(ctx, stream, bitmap.data(), s.selected, words * sizeof(uint32_t), staging);
+    staged_htod(ctx, stream, offsets.data(), s.selected_offsets, words * sizeof(uint32_t), staging);
+    select_values<<<4 * ctx.gpu.sm_count(), 1024, 0, stream>>>(selected, z, bitmap.data(),
+                                                                offsets.data(), s.z_len);
+    CUDA_OK(cudaGetLastError());
+    return selected;
+}
+
 // For G1 (g1_msm_t) and G2 (g2_msm_t): Σ sᵢ·Pᵢ over the query's first points.n points.
 template<class msm_type, class point_t, class affine_t>
 static point_t witness_msm_on_device(cuzk_gpu_context& ctx, uint32_t set,
@@ -60,26 +83,8 @@ static point_t witness_msm_on_device(cuzk_gpu_context& ctx, uint32_t set,
     // circuit of ours), else in memory of their own, freed after the MSM.
     fr_t* spare = s.selected ? ctx.ntt_scratch(n, set) : nullptr;
     dev_ptr_t<fr_t> own{s.selected && !spare ? n : 0};
-    fr_t* selected = spare ? spare : own.data();
-    const fr_t* scalars;
-    if (s.selected == nullptr) {
-        if (s.first > s.z_len || n > s.z_len - s.first)
-            throw std::invalid_argument("the MSM's scalars lie past the witness");
-        scalars = z + s.first;
-    } else {
-        check_selection(s, n);
-        const size_t words = (s.z_len + 31) / 32;
-        dev_ptr_t<uint32_t> bitmap{words, stream};
-        dev_ptr_t<uint32_t> offsets{words, stream};
-        staged_htod(ctx, stream, bitmap.data(), s.selected, words * sizeof(uint32_t), staging);
-        staged_htod(ctx, stream, offsets.data(), s.selected_offsets, words * sizeof(uint32_t),
-                    staging);
-        select_values<<<4 * gpu.sm_count(), 1024, 0, stream>>>(selected, z, bitmap.data(),
-                                                              offsets.data(), s.z_len);
-        CUDA_OK(cudaGetLastError());
-        stream.sync();
-        scalars = selected;
-    }
+    const fr_t* scalars = witness_scalars(ctx, z, n, s, stream, spare ? spare : own.data(), staging);
+    stream.sync();
     abandoned_on_fault<msm_type> msm{nullptr, n, sizeof(affine_t), gpu.id()};
     const dev_ptr_t<scalar_t> device_scalars{const_cast<fr_t*>(scalars), n};
     if (points.key)
@@ -87,4 +92,102 @@ static point_t witness_msm_on_device(cuzk_gpu_context& ctx, uint32_t set,
     else
         check(msm->invoke(out, (const affine_t*)points.host, n, device_scalars, true));
     return out;
+}
+
+// The device address of n G1 points on `stream`: resident in place, else copied from the host
+// into `copy`.
+static const affine_t::mem_t* device_g1_points(cuzk_gpu_context& ctx, const cuzk_gpu_points& p,
+                                               stream_t& stream, dev_ptr_t<affine_t::mem_t>& copy,
+                                               const cuzk_gpu_staging* staging)
+{
+    if (p.key)
+        return resident_points<affine_t::mem_t>(p, p.n);
+    staged_htod(ctx, stream, copy.data(), p.host, p.n * sizeof(affine_t::mem_t), staging);
+    return copy.data();
+}
+
+// L, A, B_G1 and B_G2 at the same time: the three G1 MSMs by cuzk's own (cuda/msm.cuh), each on
+// a stream of its own, while sppark's computes B_G2 on its streams. B_G1 and B_G2 take the
+// same scalars (B's), selected once. times[q] gets each MSM's own device time (B_G2: its
+// call's) and times[4] the wall time of them all, selections included.
+static void witness_msms_at_once(cuzk_gpu_context& ctx, uint32_t set,
+                                 const cuzk_gpu_points points[4],
+                                 const cuzk_gpu_witness_scalars scalars[3],
+                                 const cuzk_gpu_staging* staging, point_t g1_out[3],
+                                 g2_point_t& g2_out, uint64_t times[5])
+{
+    const auto start = std::chrono::steady_clock::now();
+    for (int q = 0; q < 3; q++)
+        if (points[q].n == 0 || points[q].n > own_msm::MAX_POINTS)
+            throw std::invalid_argument("cuzk's MSM takes 1 to 2^26 points per query");
+    if (points[3].n != points[2].n)
+        throw std::invalid_argument("B_G1 and B_G2 take B's scalars: as many points each");
+    if (scalars[0].z_len != scalars[1].z_len || scalars[1].z_len != scalars[2].z_len)
+        throw std::invalid_argument("the queries' scalars are of witnesses of different lengths");
+    const fr_t* z = ctx.uploaded_witness(scalars[0].z_len, set);
+    const gpu_t& gpu = ctx.gpu;
+    stream_t streams[3] = {gpu.id(), gpu.id(), gpu.id()};
+
+    // A's and B's selections side by side in the set's NTT buffers when they fit (free once
+    // H's MSM has read them), else in memory of their own.
+    size_t selected_offset[3] = {}, selected_total = 0;
+    for (int q = 0; q < 3; q++)
+        if (scalars[q].selected) {
+            selected_offset[q] = selected_total;
+            selected_total += points[q].n;
+        }
+    fr_t* spare = selected_total ? ctx.ntt_scratch(selected_total, set) : nullptr;
+    dev_ptr_t<fr_t> own{selected_total && !spare ? selected_total : 0, streams[0]};
+    fr_t* selected = spare ? spare : own.data();
+    if (own.data())
+        streams[0].sync(); // allocated in streams[0]'s order, used on the others too
+    const fr_t* device_scalars[3];
+    dev_ptr_t<affine_t::mem_t> copies[3] = {{points[0].key ? 0 : points[0].n, streams[0]},
+                                            {points[1].key ? 0 : points[1].n, streams[1]},
+                                            {points[2].key ? 0 : points[2].n, streams[2]}};
+    const affine_t::mem_t* device_points[3];
+    for (int q = 0; q < 3; q++) {
+        device_scalars[q] = witness_scalars(ctx, z, points[q].n, scalars[q], streams[q],
+                                            selected + selected_offset[q], staging);
+        device_points[q] = device_g1_points(ctx, points[q], streams[q], copies[q], staging);
+    }
+    // sppark reads B's selection on its own streams.
+    streams[2].sync();
+
+    cudaEvent_t marks[3][2];
+    for (auto& pair : marks)
+        for (auto& e : pair)
+            CUDA_OK(cudaEventCreate(&e));
+    struct destroy_marks {
+        cudaEvent_t (&marks)[3][2];
+        ~destroy_marks() { for (auto& pair : marks) for (auto e : pair) (void)cudaEventDestroy(e); }
+    } destroy{marks};
+    std::vector<std::unique_ptr<own_msm::g1_msm>> msms;
+    for (int q = 0; q < 3; q++) {
+        CUDA_OK(cudaEventRecord(marks[q][0], streams[q]));
+        msms.emplace_back(new own_msm::g1_msm(streams[q], device_points[q], device_scalars[q],
+                                              points[q].n, true));
+        CUDA_OK(cudaEventRecord(marks[q][1], streams[q]));
+    }
+    const auto g2_start = std::chrono::steady_clock::now();
+    {
+        const size_t n = points[3].n;
+        abandoned_on_fault<g2_msm_t> msm{nullptr, n, sizeof(g2_affine_t), gpu.id()};
+        const dev_ptr_t<scalar_t> b_scalars{const_cast<fr_t*>(device_scalars[2]), n};
+        if (points[3].key)
+            check(msm->invoke(g2_out, resident_msm_points<g2_affine_t>(points[3], n), n,
+                              b_scalars, true));
+        else
+            check(msm->invoke(g2_out, (const g2_affine_t*)points[3].host, n, b_scalars, true));
+    }
+    times[3] = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                   std::chrono::steady_clock::now() - g2_start).count();
+    for (int q = 0; q < 3; q++) {
+        g1_out[q] = msms[q]->result();
+        float ms = 0;
+        CUDA_OK(cudaEventElapsedTime(&ms, marks[q][0], marks[q][1]));
+        times[q] = (uint64_t)((double)ms * 1e6);
+    }
+    times[4] = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                   std::chrono::steady_clock::now() - start).count();
 }

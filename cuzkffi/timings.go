@@ -82,8 +82,11 @@ type Timings struct {
 	MSMA          time.Duration
 	MSMBG1        time.Duration
 	MSMBG2        time.Duration
-	Assembly      time.Duration // combining into A, B, C and serialising the proof
-	Verify        time.Duration // self-verification (0 when it is off)
+	// MSMAtOnce is the wall time of MSML, MSMA, MSMBG1 and MSMBG2 when they ran at the same
+	// time (each on a stream of its own; their durations overlap), 0 when one after another.
+	MSMAtOnce time.Duration
+	Assembly  time.Duration // combining into A, B, C and serialising the proof
+	Verify    time.Duration // self-verification (0 when it is off)
 	// ProvingWait is synthesized partitions waiting for the proving stage (the GPU busy with
 	// the partition before or with another call).
 	ProvingWait time.Duration
@@ -189,6 +192,7 @@ type rawTimings struct {
 	proving_wait_ns   uint64
 	sector_index      uint32
 	partition_index   int32
+	msm_at_once_ns    uint64
 }
 
 // timingsFromC converts the library's timings (read as rawTimings) into Timings.
@@ -228,5 +232,6 @@ func timingsFromC(ct *rawTimings) Timings {
 		ProvingWait:    nanos(ct.proving_wait_ns),
 		SectorIndex:    int(ct.sector_index),
 		PartitionIndex: int(ct.partition_index),
+		MSMAtOnce:      nanos(ct.msm_at_once_ns),
 	}
 }

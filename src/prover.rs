@@ -183,6 +183,7 @@ pub(crate) fn gpu_backend(config: &EngineConfig, device: Option<u32>) -> Result<
         key_memory_budget: config.gpu_key_memory_budget,
         pinned_pool_bytes: config.pinned_pool_bytes,
         split: config.gpu_split,
+        msm: config.gpu_msm,
         products_on_device: config.products_on_gpu,
     };
     Ok(Box::new(GpuBackend::new(&gpu)?))

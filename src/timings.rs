@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 /// Version of the `cuzk_timings` layout this library writes.
-pub const CUZK_TIMINGS_VERSION: u32 = 4;
+pub const CUZK_TIMINGS_VERSION: u32 = 5;
 
 /// Which kind of backend ran a proof (the `backend` field of `cuzk_timings`).
 #[repr(u32)]
@@ -118,6 +118,13 @@ pub struct Timings {
     /// Which partition of the sector (timings of one partition, `cuzk_prove_options.
     /// partition_timings`); -1 in a sector's timings, which sum its partitions'.
     pub partition_index: i32,
+    // Version 5:
+    /// Wall time of the L, A, B_G1 and B_G2 MSMs when they ran at the same time (each on a
+    /// stream of its own: a witness read on the device, queries of up to 2^20 points); each
+    /// one's own duration is still in `msm_l_ns` … `msm_b_g2_ns`, and these overlap. 0 when
+    /// they ran one after another. Where the phases add up to `total_ns`, the four count as
+    /// this once (`Timings::serial_ns`).
+    pub msm_at_once_ns: u64,
 }
 
 /// What a span of a call is to `total_ns`.
@@ -127,7 +134,12 @@ pub enum Role {
     Phase,
     /// A part of the synthesis phase (its R1CS path), not a phase of its own.
     PartOfSynthesis,
+    /// The wall time of phases that ran at the same time ([`AT_ONCE`]), not a phase of its own.
+    WallOfOverlap,
 }
+
+/// The phases that may run at the same time, `msm_at_once_ns` being then their wall time.
+pub const AT_ONCE: [&str; 4] = ["msm_l", "msm_a", "msm_b_g1", "msm_b_g2"];
 
 /// A span of a call that a duration field of `Timings` measures.
 pub struct Span {
@@ -201,6 +213,7 @@ pub const SPANS: &[Span] = &[
     span!("msm_a", Phase, msm_a_ns),
     span!("msm_b_g1", Phase, msm_b_g1_ns),
     span!("msm_b_g2", Phase, msm_b_g2_ns),
+    span!("msm_at_once", WallOfOverlap, msm_at_once_ns),
     span!("assembly", Phase, assembly_ns),
     span!("verify", Phase, verify_ns),
 ];
@@ -260,6 +273,20 @@ impl Timings {
             .map(|span| (span.name, span.ns(self)))
             .chain([("total", self.total_ns)]);
         std::array::from_fn(|_| phases.next().expect("PHASE_COUNT counts the phases of SPANS"))
+    }
+}
+
+impl Timings {
+    /// The phases' time as `total_ns` counts it: their sum, with the [`AT_ONCE`] phases
+    /// counted as their wall time when they overlapped (`msm_at_once_ns` non-zero).
+    pub fn serial_ns(&self) -> u64 {
+        let phases = self.phases();
+        let sum = |keep: &dyn Fn(&str) -> bool| -> u64 { phases.iter().filter(|(name, _)| *name != "total" && keep(name)).map(|(_, ns)| ns).sum() };
+        if self.msm_at_once_ns == 0 {
+            sum(&|_| true)
+        } else {
+            sum(&|name| !AT_ONCE.contains(&name)) + self.msm_at_once_ns
+        }
     }
 }
 

@@ -88,7 +88,7 @@ fn batch_equals_sectors_one_by_one_and_bad_sectors_fail_alone() {
                 (p.synthesis_ns, p.witness_ns, p.proving_wait_ns, p.msm_h_ns, p.assembly_ns),
                 (t.synthesis_ns, t.witness_ns, t.proving_wait_ns, t.msm_h_ns, t.assembly_ns)
             );
-            let phases: u64 = p.phases().iter().filter(|(name, _)| *name != "total").map(|(_, ns)| ns).sum();
+            let phases = p.serial_ns();
             assert!(p.synthesis_ns > 0 && phases <= p.total_ns && p.total_ns < t.total_ns, "{p:?}");
         }
         // Occupancy: nothing left in a stage; both stages were busy.

@@ -9,13 +9,13 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use bellperson::groth16::{create_proof_batch, generate_random_parameters, prepare_verifying_key, verify_proof};
-use blstrs::{Bls12, Scalar};
+use blstrs::{Bls12, G1Affine, G1Projective, Scalar};
 use common::fixture;
-use cuzk::engine::{Engine, EngineConfig, PostKind, PostRequest, ProofOutput, ProveOptions, SplitPolicy, UpdateRequest};
+use cuzk::engine::{Engine, EngineConfig, MsmChoice, PostKind, PostRequest, ProofOutput, ProveOptions, SplitPolicy, UpdateRequest};
 use cuzk::error::Status;
-use cuzk::internals::device_count;
 use cuzk::internals::r1cs::CircuitShape;
 use cuzk::internals::synthesize;
+use cuzk::internals::{device_count, GpuBackend, GpuConfig};
 use cuzk::timings::BackendKind;
 use cuzk::timings::{KeyResidency, Timings};
 use cuzk::ProvingKey;
@@ -48,10 +48,11 @@ fn require_gpu() {
 /// A prover on device 0 whose keys are resident (the default budget) or streamed from host
 /// memory on every call (a budget of one byte), with a, b, c of the R1CS path computed on the
 /// device or on the host.
-fn gpu_prover(policy: SplitPolicy, residency: KeyResidency, products_on_gpu: bool) -> Prover {
+fn gpu_prover(policy: SplitPolicy, residency: KeyResidency, products_on_gpu: bool, msm: MsmChoice) -> Prover {
     let config = EngineConfig {
         gpu_key_memory_budget: if residency == KeyResidency::Streamed { 1 } else { 0 },
         gpu_split: policy,
+        gpu_msm: msm,
         products_on_gpu,
         ..EngineConfig::default()
     };
@@ -87,7 +88,8 @@ fn check_gpu_equals_bellperson(constraints: usize, bit_heavy: bool, key_kind: Ke
 /// s: the same bytes with the 0/1 split forced on and forced off (the cost model picks one of
 /// the two), with the key resident in device memory and streamed from host memory, with a, b, c
 /// from classic synthesis (host) and computed on the device from the circuit's resident
-/// matrices and compact witness; with a real key the proof verifies.
+/// matrices and compact witness, with cuzk's MSM (a full-width witness's MSMs at once) and
+/// sppark's; with a real key the proof verifies.
 fn check_circuit_equals_bellperson<C: bellperson::Circuit<Scalar> + Clone + Send + Sync>(
     circuit: C,
     inputs: &[Scalar],
@@ -106,15 +108,16 @@ fn check_circuit_equals_bellperson<C: bellperson::Circuit<Scalar> + Clone + Send
     let expected = proof_bytes(&create_proof_batch(vec![circuit.clone()], &*params, vec![r], vec![s]).unwrap().remove(0));
     let bellperson_s = start.elapsed().as_secs_f64();
     let shape = Arc::new(CircuitShape::extract(circuit.clone()).unwrap());
-    for (policy, residency, products_on_device) in [
-        (SplitPolicy::Always, KeyResidency::Resident, false),
-        (SplitPolicy::Never, KeyResidency::Resident, false),
-        (SplitPolicy::Always, KeyResidency::Streamed, false),
-        (SplitPolicy::Never, KeyResidency::Streamed, false),
-        (SplitPolicy::Always, KeyResidency::Resident, true),
-        (SplitPolicy::Never, KeyResidency::Streamed, true),
+    for (policy, residency, products_on_device, msm) in [
+        (SplitPolicy::Always, KeyResidency::Resident, false, MsmChoice::Cuzk),
+        (SplitPolicy::Never, KeyResidency::Resident, false, MsmChoice::Cuzk),
+        (SplitPolicy::Always, KeyResidency::Streamed, false, MsmChoice::Cuzk),
+        (SplitPolicy::Never, KeyResidency::Streamed, false, MsmChoice::Cuzk),
+        (SplitPolicy::Always, KeyResidency::Resident, true, MsmChoice::Cuzk),
+        (SplitPolicy::Never, KeyResidency::Streamed, true, MsmChoice::Cuzk),
+        (SplitPolicy::Never, KeyResidency::Resident, true, MsmChoice::Sppark),
     ] {
-        let gpu = gpu_prover(policy, residency, products_on_device);
+        let gpu = gpu_prover(policy, residency, products_on_device, msm);
         let options = CircuitOptions {
             randomness: Some((r, s)),
             cancel: None,
@@ -136,8 +139,11 @@ fn check_circuit_equals_bellperson<C: bellperson::Circuit<Scalar> + Clone + Send
         assert_eq!(
             proof_bytes(&ours),
             expected,
-            "{what}, split {policy:?}, key {residency:?}, a, b, c on the device {products_on_device}: the GPU proof differs from bellperson's"
+            "{what}, split {policy:?}, key {residency:?}, a, b, c on the device {products_on_device}, {msm:?} MSM: the GPU proof differs from bellperson's"
         );
+        if msm == MsmChoice::Sppark {
+            assert_eq!(t.msm_at_once_ns, 0, "{what}: sppark's MSMs run one after another");
+        }
         if key_kind == Key::Setup {
             assert!(
                 verify_proof(&prepare_verifying_key(&params.vk), &ours, inputs).unwrap(),
@@ -146,9 +152,9 @@ fn check_circuit_equals_bellperson<C: bellperson::Circuit<Scalar> + Clone + Send
         }
         let s = |ns: u64| ns as f64 / 1e9;
         eprintln!(
-            "{what} ({key_s:.1} s) split={policy:?} {residency:?} spmv_on_device={products_on_device}: bellperson {bellperson_s:.3} s | GPU synthesis {:.3}, upload {:.3}, prep {:.3}, h2d {:.3}, witness upload {:.3}, spmv {:.3}, ntt {:.3}, msm_h {:.3}, batch_add {:.3}, tails {:.3}, b_g2 {:.3} s",
+            "{what} ({key_s:.1} s) split={policy:?} {residency:?} spmv_on_device={products_on_device} msm={msm:?}: bellperson {bellperson_s:.3} s | GPU synthesis {:.3}, upload {:.3}, prep {:.3}, h2d {:.3}, witness upload {:.3}, spmv {:.3}, ntt {:.3}, msm_h {:.3}, batch_add {:.3}, tails {:.3}, b_g2 {:.3}, at once {:.3} s",
             s(t.synthesis_ns), s(t.srs_upload_ns + t.shape_upload_ns), s(t.prep_msm_ns), s(t.pin_h2d_ns), s(t.witness_upload_ns), s(t.spmv_ns), s(t.ntt_ns), s(t.msm_h_ns), s(t.batch_add_ns),
-            s(t.msm_l_ns + t.msm_a_ns + t.msm_b_g1_ns), s(t.msm_b_g2_ns),
+            s(t.msm_l_ns + t.msm_a_ns + t.msm_b_g1_ns), s(t.msm_b_g2_ns), s(t.msm_at_once_ns),
         );
     }
 }
@@ -179,6 +185,82 @@ fn gpu_matches_bellperson_2_pow_20_and_22() {
     for bit_heavy in [true, false] {
         check_gpu_equals_bellperson(1 << 20, bit_heavy, if setup_2_20 && bit_heavy { Key::Setup } else { Key::Synthetic });
         check_gpu_equals_bellperson((1 << 22) - 100, bit_heavy, Key::Synthetic);
+    }
+}
+
+/// `n` points: random ones, then each a random one of them plus a multiple of the generator
+/// (fast to make, still unrelated to each other).
+fn msm_points(n: usize, rng: &mut rand_chacha::ChaCha20Rng) -> Vec<G1Affine> {
+    use group::{Curve, Group};
+    let randoms: Vec<G1Projective> = (0..n.min(256)).map(|_| G1Projective::random(&mut *rng)).collect();
+    let mut step = G1Projective::generator();
+    let projective: Vec<G1Projective> = (0..n)
+        .map(|i| {
+            step += G1Projective::generator();
+            randoms[i % randoms.len()] + step
+        })
+        .collect();
+    let mut affine = vec![G1Affine::default(); n];
+    G1Projective::batch_normalize(&projective, &mut affine);
+    affine
+}
+
+/// cuzk's MSM (cuda/msm.cuh) against the CPU's (blstrs) and sppark's, at sizes where its
+/// windows, run-sum chunks and segments begin and end (2^k ± 1), on random scalars and on the
+/// edge cases: all equal, all p − 1, all 0 or 1, all 0, one point; scalars in Montgomery form
+/// and canonical. Prints each size's time by both MSMs (their inputs on the device already).
+#[test]
+#[cfg_attr(
+    not(cuzk_gpu_tests),
+    ignore = "GPU test: build with CUZK_GPU_TESTS=1 and run where a CUDA device is present"
+)]
+fn own_msm_equals_cpu_and_sppark() {
+    require_gpu();
+    let gpu = GpuBackend::new(&GpuConfig::default()).expect("GPU backend");
+    let seed: u64 = rand::random();
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed);
+    let largest = 1usize << 22;
+    let all_points = msm_points(largest, &mut rng);
+    let minus_one = -Scalar::ONE;
+    let check = |n: usize, what: &str, scalars: &[Scalar], rng: &mut rand_chacha::ChaCha20Rng| {
+        let points = &all_points[..n];
+        let projective: Vec<G1Projective> = points.iter().map(|p| G1Projective::from(*p)).collect();
+        let expected = G1Projective::multi_exp(&projective, scalars);
+        let montgomery = rand::Rng::gen::<bool>(&mut *rng);
+        let (ours, ours_ns) = gpu.msm_g1(points, scalars, MsmChoice::Cuzk, montgomery).expect("cuzk MSM");
+        assert_eq!(
+            ours, expected,
+            "cuzk's MSM of {n} points, {what} scalars (montgomery {montgomery}), seed {seed}"
+        );
+        let (sppark, sppark_ns) = gpu.msm_g1(points, scalars, MsmChoice::Sppark, false).expect("sppark MSM");
+        assert_eq!(sppark, expected, "sppark's MSM of {n} points, {what} scalars, seed {seed}");
+        eprintln!(
+            "MSM 2^{:.2} = {n} points, {what}: cuzk {:.3} ms, sppark {:.3} ms",
+            (n as f64).log2(),
+            ours_ns as f64 / 1e6,
+            sppark_ns as f64 / 1e6
+        );
+    };
+    for n in [1, 2, 31, 32, 33, 255, 1023, 1024, 1025, (1 << 16) + 1, 370_000, 1 << 20, largest] {
+        let random: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut rng)).collect();
+        check(n, "random", &random, &mut rng);
+        if n > 1_000_000 {
+            continue;
+        }
+        let same = Scalar::random(&mut rng);
+        check(n, "all equal", &vec![same; n], &mut rng);
+        check(n, "all p-1", &vec![minus_one; n], &mut rng);
+        let bits: Vec<Scalar> = (0..n)
+            .map(|_| if rand::Rng::gen::<bool>(&mut rng) { Scalar::ONE } else { Scalar::ZERO })
+            .collect();
+        check(n, "0 or 1", &bits, &mut rng);
+        check(n, "all 0", &vec![Scalar::ZERO; n], &mut rng);
+    }
+    // 2^16 … 2^22 random, the per-size table of docs/PERFORMANCE.md.
+    for lg in 16..=22 {
+        let n = 1usize << lg;
+        let random: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut rng)).collect();
+        check(n, "random (table)", &random, &mut rng);
     }
 }
 
@@ -218,7 +300,7 @@ fn porep_2k_gpu_proof_equals_bellperson_and_verifies() {
     let ProofOutput { timings: t, .. } = engine
         .seal_commit_phase2(&f.c1_json, f.sector.sector_id, f.sector.prover_id, &ProveOptions::default())
         .unwrap();
-    let parts: u64 = t.phases().iter().filter(|(n, _)| *n != "total").map(|(_, ns)| ns).sum();
+    let parts = t.serial_ns();
     for (name, ns) in t.phases() {
         eprintln!("porep-2k GPU {name:<12} {:>9.3} ms", ns as f64 / 1e6);
     }
@@ -528,7 +610,7 @@ fn device_memory_flat_over_60_proofs() {
     let key = synthetic_key(&synthesize(circuit.clone(), None).unwrap(), 5);
     let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
     let expected = proof_bytes(&create_proof_batch(vec![circuit.clone()], &*key, vec![r], vec![s]).unwrap().remove(0));
-    let gpu = gpu_prover(SplitPolicy::CostModel, KeyResidency::Resident, true);
+    let gpu = gpu_prover(SplitPolicy::CostModel, KeyResidency::Resident, true, MsmChoice::Cuzk);
     let shape = Arc::new(CircuitShape::extract(circuit.clone()).unwrap());
     let options = CircuitOptions {
         randomness: Some((r, s)),
@@ -645,7 +727,7 @@ fn device_fault_fails_only_its_call() {
     };
     // Split never: the fault surfaces in L's tail MSM, inside sppark's msm_t, whose destructor
     // would end the process if it ran on the faulted context.
-    let gpu = gpu_prover(SplitPolicy::Never, KeyResidency::Resident, true);
+    let gpu = gpu_prover(SplitPolicy::Never, KeyResidency::Resident, true, MsmChoice::Cuzk);
     let prove = |t: &mut Timings| gpu.prove_with_shape(&key, &shape, &Whole(circuit.clone()), &options, t);
     check_proof(&prove(&mut Timings::new()).expect("GPU proof before the fault"), "before the fault");
 

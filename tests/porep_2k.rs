@@ -140,7 +140,7 @@ fn timings_are_filled_and_consistent() {
     assert_eq!(t.r1cs_synthesis, 1);
     assert!(t.witness_ns > 0 && t.spmv_ns > 0 && t.witness_ns + t.spmv_ns <= t.synthesis_ns, "{t:?}");
     assert_eq!(t.pin_h2d_ns, 0, "the CPU path has no host-to-device copies");
-    let parts: u64 = t.phases().iter().filter(|(name, _)| *name != "total").map(|(_, ns)| ns).sum();
+    let parts = t.serial_ns();
     assert!(parts <= t.total_ns, "phases {parts} ns exceed the total {} ns", t.total_ns);
     assert!(
         parts * 100 >= t.total_ns * 98,

@@ -88,6 +88,19 @@ pub enum SplitPolicy {
     Never,
 }
 
+/// Which MSM implementation the GPU backend runs where both apply (env CUZK_MSM=cuzk|sppark,
+/// for comparing them in one binary).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum MsmChoice {
+    /// cuzk's own (cuda/msm.cuh) where it is measured faster: the L, A and B_G1 MSMs of a
+    /// witness read on the device, at the same time on streams of their own beside sppark's
+    /// B_G2, for queries of up to 2^20 points (latency-bound sizes); sppark's elsewhere.
+    #[default]
+    Cuzk,
+    /// sppark's everywhere, one MSM after another.
+    Sppark,
+}
+
 /// A circuit's R1CS matrices resident on a device (engine status).
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct ResidentShape {

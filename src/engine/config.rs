@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-pub use crate::backend::SplitPolicy;
+pub use crate::backend::{MsmChoice, SplitPolicy};
 use crate::error::{Error, Result};
 
 /// Where filecoin-proofs keeps parameters when FIL_PROOFS_PARAMETER_CACHE is not set.
@@ -47,6 +47,8 @@ pub struct EngineConfig {
     /// How the GPU decides, per MSM, whether batch addition of the bases whose scalar is 1
     /// pays (env CUZK_GPU_SPLIT=auto|always|never; forcing it is for measuring the model).
     pub gpu_split: SplitPolicy,
+    /// Which MSM the GPU runs where both apply (env CUZK_MSM=cuzk|sppark).
+    pub gpu_msm: MsmChoice,
     /// On the R1CS path with a GPU, compute a = A·z, b = B·z, c = C·z on the device from its
     /// resident copy of the circuit's matrices (true), or on the host and send them (env
     /// CUZK_SPMV=device|host).
@@ -102,6 +104,7 @@ impl Default for EngineConfig {
             devices: Vec::new(),
             idle: IdlePolicy::default(),
             gpu_split: SplitPolicy::CostModel,
+            gpu_msm: MsmChoice::Cuzk,
             products_on_gpu: true,
             verify_param_digests: false,
             param_digests_file: None,
@@ -154,7 +157,8 @@ impl EngineConfig {
     }
 
     /// This configuration with the environment's overrides applied: CUZK_NO_GPU=1|0,
-    /// CUZK_SYNTHESIS=classic|r1cs, CUZK_GPU_SPLIT=auto|always|never, CUZK_SPMV=device|host,
+    /// CUZK_SYNTHESIS=classic|r1cs, CUZK_GPU_SPLIT=auto|always|never, CUZK_MSM=cuzk|sppark,
+    /// CUZK_SPMV=device|host,
     /// FIL_PROOFS_VERIFY_PRODUCTION_PARAMS=1|0 (and true|false, yes|no, on|off),
     /// CUZK_PARAMETERS_JSON=FILE, each when set. A value it does not know is an error, not silently ignored.
     pub fn with_environment(mut self) -> Result<Self> {
@@ -173,6 +177,9 @@ impl EngineConfig {
             ],
         )? {
             self.gpu_split = split;
+        }
+        if let Some(msm) = env_knob("CUZK_MSM", &[("cuzk", MsmChoice::Cuzk), ("sppark", MsmChoice::Sppark)])? {
+            self.gpu_msm = msm;
         }
         if let Some(on_device) = env_knob("CUZK_SPMV", &[("device", true), ("host", false)])? {
             self.products_on_gpu = on_device;

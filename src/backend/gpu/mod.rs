@@ -23,6 +23,7 @@ mod context;
 mod device;
 mod device_key;
 mod fault;
+mod msm;
 mod quotient;
 mod split;
 mod spmv;
@@ -41,8 +42,8 @@ use rayon::ThreadPool;
 use super::cpu::{CpuBackend, Domain};
 use super::prep::{mostly_full_width, PreparedMsms};
 use super::turn::Priority;
-use super::SplitPolicy;
 use super::{check_not_a_worker, Backend, BackendKind, BackendRelease, CallMemory, DeviceStatus};
+use super::{MsmChoice, SplitPolicy};
 use crate::cancel::CancelToken;
 use crate::error::{Error, Result, Status};
 use crate::groth16::{check_key_fits, MsmResults, ProvingKey, QuerySizes};
@@ -58,7 +59,7 @@ use quotient::HInput;
 use split::QueryMsms;
 use spmv::DeviceWitness;
 use staging::staging;
-use witness_msm::WitnessMsms;
+use witness_msm::{WitnessMsms, AT_ONCE_MAX_POINTS};
 
 /// The GPU backend's settings.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -71,6 +72,7 @@ pub struct GpuConfig {
     /// Pinned host memory per device for staging copies; 0: DEFAULT_PINNED_POOL_BYTES.
     pub pinned_pool_bytes: u64,
     pub split: SplitPolicy,
+    pub msm: MsmChoice,
     /// Compute a = A·z, b = B·z, c = C·z on the device from resident matrices (R1CS
     /// synthesis), sending only the compact witness; false: on the host, a, b, c sent.
     pub products_on_device: bool,
@@ -83,6 +85,7 @@ impl Default for GpuConfig {
             key_memory_budget: 0,
             pinned_pool_bytes: 0,
             split: SplitPolicy::CostModel,
+            msm: MsmChoice::Cuzk,
             products_on_device: true,
         }
     }
@@ -91,6 +94,7 @@ impl Default for GpuConfig {
 pub struct GpuBackend {
     devices: Vec<Device>,
     split: SplitPolicy,
+    msm: MsmChoice,
     products_on_device: bool,
     /// Where the search for the least busy device starts, so that ties rotate.
     next: AtomicUsize,
@@ -172,6 +176,7 @@ impl GpuBackend {
         Ok(GpuBackend {
             devices,
             split: config.split,
+            msm: config.msm,
             products_on_device: config.products_on_device,
             next: AtomicUsize::new(0),
             cpu_fallback: Mutex::new(None),
@@ -368,6 +373,33 @@ impl GpuBackend {
                 Some(from) => device.make_way(&mut device_turn, from, t),
                 None => Ok(()),
             };
+            if let Some(msms) = queries.at_once(self.msm, key) {
+                // Latency-bound sizes: all four at the same time, one make-way before them.
+                make_way(t)?;
+                let done = device.with_staging(t, |staging, _| {
+                    let points = [
+                        src.points(sys::QUERY_L, &key.l),
+                        src.points(sys::QUERY_A, &key.a),
+                        src.points(sys::QUERY_B_G1, &key.b_g1),
+                        src.points(sys::QUERY_B_G2, &key.b_g2),
+                    ];
+                    Self::witness_msms_at_once(device, buffers, &points, msms, staging)
+                })?;
+                let [l_ns, a_ns, b_g1_ns, b_g2_ns, wall_ns] = done.times;
+                t.msm_l_ns += l_ns;
+                t.msm_a_ns += a_ns;
+                t.msm_b_g1_ns += b_g1_ns;
+                t.msm_b_g2_ns += b_g2_ns;
+                t.msm_at_once_ns += wall_ns;
+                let [l, a, b_g1] = done.g1;
+                return Ok(MsmResults {
+                    h,
+                    l,
+                    a,
+                    b_g1,
+                    b_g2: done.b_g2,
+                });
+            }
             let mut g1 = [G1Projective::identity(); 3];
             for (q, sum) in g1.iter_mut().enumerate() {
                 make_way(t)?;
@@ -495,7 +527,15 @@ impl Backend for GpuBackend {
         let streamed = key_bytes > budget;
         let (g1, g2) = (QuerySizes::G1_BYTES, QuerySizes::G2_BYTES);
         let largest_g1 = [sizes.h, sizes.l, sizes.a, sizes.b_g1].into_iter().max().unwrap_or(0);
-        let msm = tail_msm::scratch_bytes(largest_g1, g1, G1_BUCKET, streamed).max(tail_msm::scratch_bytes(sizes.b_g2, g2, G2_BUCKET, streamed));
+        let b_g2_msm = tail_msm::scratch_bytes(sizes.b_g2, g2, G2_BUCKET, streamed);
+        let mut msm = tail_msm::scratch_bytes(largest_g1, g1, G1_BUCKET, streamed).max(b_g2_msm);
+        let at_once = [sizes.l, sizes.a, sizes.b_g1];
+        if self.msm == MsmChoice::Cuzk && at_once.iter().all(|&n| (1..=AT_ONCE_MAX_POINTS as u64).contains(&n)) {
+            // A mostly full-width witness's MSMs at once (witness_msm.rs): cuzk's three G1
+            // MSMs and sppark's B_G2 together, a streamed key's G1 points copied for each.
+            let copies = if streamed { (sizes.l + sizes.a + sizes.b_g1) * g1 } else { 0 };
+            msm = msm.max(at_once.iter().map(|&n| msm::scratch_bytes(n)).sum::<u64>() + b_g2_msm + copies);
+        }
         let variables = sizes.variables();
         let matrices = if self.products_on_device { shape_bytes } else { 0 };
         // The device copy of z: for the R1CS stage, and read by the MSMs of a mostly

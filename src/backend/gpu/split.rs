@@ -19,7 +19,7 @@ use super::tail_msm::gather_tail;
 use super::witness_msm::WitnessMsms;
 use super::GpuBackend;
 use crate::backend::prep::{ClassifiedScalars, PreparedMsms};
-use crate::backend::SplitPolicy;
+use crate::backend::{MsmChoice, SplitPolicy};
 use crate::error::Result;
 use crate::groth16::ProvingKey;
 use crate::timings::{nanos, timed, Timings};
@@ -185,6 +185,15 @@ impl<'a> QueryMsms<'a> {
     /// until the last of them.
     pub(super) fn read_device_witness(&self) -> bool {
         matches!(self, QueryMsms::OnDevice(_))
+    }
+
+    /// The witness MSMs when they run at once (`WitnessMsms::run_at_once`), else None: one
+    /// after another by [`Self::g1`] and [`Self::b_g2`].
+    pub(super) fn at_once(&self, choice: MsmChoice, key: &ProvingKey) -> Option<&WitnessMsms> {
+        match self {
+            QueryMsms::OnDevice(msms) if msms.run_at_once(choice, [key.l.len(), key.a.len(), key.b_g1.len()]) => Some(msms),
+            _ => None,
+        }
     }
 
     /// G1 query `q` (an index into [`G1_QUERIES`]): batch addition timed into `batch_ns`, the

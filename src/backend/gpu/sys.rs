@@ -68,6 +68,12 @@ pub(super) const QUERY_B_G1: u32 = 3;
 pub(super) const QUERY_B_G2: u32 = 4;
 pub(super) const QUERIES: usize = 5;
 
+/// cuzk_gpu_msm_by's implementations (tests and benchmarks).
+#[cfg(feature = "internals")]
+pub(super) const MSM_CUZK: u32 = 0;
+#[cfg(feature = "internals")]
+pub(super) const MSM_SPPARK: u32 = 1;
+
 #[repr(C)]
 pub(super) struct Points {
     pub(super) key: *const Key,
@@ -246,6 +252,28 @@ extern "C" {
         scalars: *const WitnessScalars,
         staging: *const Staging,
         out: *mut G2,
+        msg: *mut Message,
+    ) -> c_int;
+    pub(super) fn cuzk_gpu_witness_msms_at_once(
+        ctx: *mut Context,
+        set: u32,
+        points: *const [Points; 4],
+        scalars: *const [WitnessScalars; 3],
+        staging: *const Staging,
+        g1_out: *mut [G1; 3],
+        g2_out: *mut G2,
+        times: *mut [u64; 5],
+        msg: *mut Message,
+    ) -> c_int;
+    #[cfg(feature = "internals")]
+    pub(super) fn cuzk_gpu_msm_by(
+        ctx: *mut Context,
+        points: *const Points,
+        scalars: *const c_void,
+        mont: c_int,
+        implementation: u32,
+        out: *mut G1,
+        msm_ns: *mut u64,
         msg: *mut Message,
     ) -> c_int;
 }

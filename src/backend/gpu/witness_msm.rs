@@ -8,9 +8,12 @@ use std::ffi::c_int;
 
 use rayon::prelude::*;
 
+use blstrs::{G1Projective, G2Projective};
+
 use super::device::Device;
 use super::sys::{self, call};
 use super::GpuBackend;
+use crate::backend::MsmChoice;
 use crate::error::Result;
 use crate::groth16::QueryLayout;
 use crate::synthesis::Density;
@@ -125,6 +128,60 @@ impl GpuBackend {
         // the device checks them and the witness's length before reading.
         call("witness MSM", |msg| unsafe { entry(ctx, set, points, &scalars, staging, &mut out, msg) })?;
         Ok(out)
+    }
+}
+
+/// The most points of a G1 query whose witness MSMs run at once by cuzk's MSM (MsmChoice::Cuzk):
+/// up to there they are latency-bound by sppark's one after another (a 32GiB WinningPoSt's
+/// ~370k points: 18–31 ms each); beyond, sppark's runs them (its scratch is smaller).
+pub(super) const AT_ONCE_MAX_POINTS: usize = 1 << 20;
+
+/// What [`GpuBackend::witness_msms_at_once`] gives: the L, A, B_G1 sums, B_G2's, and each MSM's
+/// own time (L, A, B_G1, B_G2) then their wall time together, in ns.
+pub(super) struct AtOnce {
+    pub(super) g1: [G1Projective; 3],
+    pub(super) b_g2: G2Projective,
+    pub(super) times: [u64; 5],
+}
+
+impl WitnessMsms {
+    /// Whether the MSMs run at once: cuzk's MSM chosen and every G1 query (`g1_points`: L, A,
+    /// B_G1) of 1 to [`AT_ONCE_MAX_POINTS`] points.
+    pub(super) fn run_at_once(&self, choice: MsmChoice, g1_points: [usize; 3]) -> bool {
+        choice == MsmChoice::Cuzk && g1_points.iter().all(|&n| (1..=AT_ONCE_MAX_POINTS).contains(&n))
+    }
+
+    fn raw_scalars(&self) -> [sys::WitnessScalars; 3] {
+        [self.l.raw(self.z_len), self.a.raw(self.z_len), self.b.raw(self.z_len)]
+    }
+}
+
+impl GpuBackend {
+    /// L, A, B_G1 (`points[..3]`) by cuzk's MSM, each on a stream of its own, and B_G2
+    /// (`points[3]`) by sppark's, all at the same time, their scalars read from the witness the
+    /// device holds in buffer set `set`.
+    pub(super) fn witness_msms_at_once(
+        device: &Device,
+        set: u32,
+        points: &[sys::Points; 4],
+        msms: &WitnessMsms,
+        staging: &sys::Staging,
+    ) -> Result<AtOnce> {
+        let ctx = device.ctx.ptr()?;
+        let scalars = msms.raw_scalars();
+        let mut g1 = [sys::G1::default(), sys::G1::default(), sys::G1::default()];
+        let mut g2 = sys::G2::default();
+        let mut times = [0u64; 5];
+        // SAFETY: the points, selections and outputs outlive the synchronous call; the device
+        // checks the selections, the witness's length and the query sizes before reading.
+        call("witness MSMs at once", |msg| unsafe {
+            sys::cuzk_gpu_witness_msms_at_once(ctx, set, points, &scalars, staging, &mut g1, &mut g2, &mut times, msg)
+        })?;
+        Ok(AtOnce {
+            g1: g1.each_ref().map(sys::to_projective),
+            b_g2: sys::to_projective_g2(&g2),
+            times,
+        })
     }
 }
 

@@ -170,7 +170,7 @@ impl Serialize for TimingFields<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let t = self.0;
         let phases = t.phases();
-        let mut map = serializer.serialize_map(Some(7 + phases.len()))?;
+        let mut map = serializer.serialize_map(Some(8 + phases.len()))?;
         map.serialize_entry("backend", if t.backend == BackendKind::Gpu as u32 { "gpu" } else { "cpu" })?;
         let key = match t.key_residency {
             k if k == KeyResidency::Resident as u32 => "resident",
@@ -186,6 +186,7 @@ impl Serialize for TimingFields<'_> {
         for (name, ns) in phases {
             map.serialize_entry(&format!("{name}_s"), &seconds(ns, 4))?;
         }
+        map.serialize_entry("msm_at_once_s", &seconds(t.msm_at_once_ns, 4))?;
         map.end()
     }
 }

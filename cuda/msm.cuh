@@ -1,0 +1,342 @@
+// Stage MSM, cuzk's own: Σ sᵢ·Pᵢ in G1 by Pippenger's method with signed digits, every
+// device step on a stream of the caller's, so that a proof's MSMs run at the same time, each
+// on a stream of its own. sppark's msm_t cannot: every instance shares the device's streams
+// and its sort kernel's counters, and it sums every window's buckets on the host. Made for the
+// MSMs whose time is latency, not arithmetic (a WinningPoSt's ~370k points, 18–31 ms each by
+// sppark's one after another); sppark's stays for the large ones (docs/PERFORMANCE.md).
+//
+// 1. Digits: scalar s = Σ_w d_w·2^(c·w), d_w ∈ (−2^(c−1), 2^(c−1)]; one entry per window and
+//    point, sorted by its bucket w·2^(c−1) + |d_w| − 1, holding the point's index and the
+//    digit's sign in bit 31. A zero digit's entry gets the key past every bucket: it sorts
+//    last and is never added.
+// 2. cub's radix sort of the entries by key.
+// 3. Run sums (sum_runs): a thread adds the entries of `chunk` consecutive sorted positions.
+//    A run of one key strictly inside a chunk is that key's whole sum; a chunk's first and
+//    last runs may go on in its neighbours, so they go to the next level as two partial sums
+//    (keys still sorted), until one chunk holds every entry. No key's load falls on one
+//    thread, whatever the scalars (all equal, all 0 or 1).
+// 4. Window sums W_w = Σ_b b·B_b: a thread per segment of buckets (running sums, then the
+//    segment's offset times its plain sum), the segments of a window added by step 3.
+// 5. On the host: Σ_w 2^(c·w)·W_w.
+#pragma once
+
+#include <cub/device/device_radix_sort.cuh>
+
+namespace own_msm {
+
+// Threads per block of the kernels that add points (register-heavy).
+constexpr uint32_t ADD_THREADS = 128;
+// Sorted entries per thread at the first level (throughput: every point is added there) and
+// at the later ones (latency: few threads, partial sums that shrink by chunk/2 per level).
+constexpr uint32_t FIRST_CHUNK = 32;
+constexpr uint32_t LATER_CHUNK = 8;
+// Buckets per thread in step 4.
+constexpr uint32_t SEGMENT = 16;
+// The widest and narrowest digits: an entry's key stays below 2^31, buckets per window from
+// 128 (each window's segments a whole number) to 32768.
+constexpr uint32_t MIN_BITS = 8, MAX_BITS = 16;
+// Scalars are below r < 2^255.
+constexpr uint32_t SCALAR_BITS = 255;
+
+// Windows of c-bit signed digits for a 255-bit scalar: with the window a carry out of the top
+// needs when c divides 255.
+__host__ __device__ constexpr uint32_t windows_of(uint32_t c) { return SCALAR_BITS / c + 1; }
+
+#ifdef __CUDA_ARCH__ // the device's fr_t (the host's is blst's, its limbs private)
+// Bits [bit0, bit0 + c) of a canonical scalar, c ≤ 16, bit0 < 256.
+__device__ __forceinline__ uint32_t scalar_window(const fr_t& s, uint32_t bit0, uint32_t c)
+{
+    const uint32_t i = bit0 / 32, off = bit0 % 32;
+    uint32_t v = s[i] >> off;
+    if (off + c > 32 && i + 1 < sizeof(fr_t) / sizeof(uint32_t))
+        v |= s[i + 1] << (32 - off);
+    return v & ((1u << c) - 1);
+}
+#endif
+
+__launch_bounds__(256) __global__
+void signed_digits(uint32_t* keys, uint32_t* entries, const fr_t* scalars, uint32_t n,
+                   uint32_t c, bool mont)
+{
+#ifdef __CUDA_ARCH__
+    const uint32_t windows = windows_of(c), half = 1u << (c - 1), none = windows * half;
+    for (uint32_t i = threadIdx.x + blockIdx.x * blockDim.x; i < n; i += blockDim.x * gridDim.x) {
+        fr_t s = scalars[i];
+        if (mont)
+            s.from();
+        uint32_t carry = 0;
+        for (uint32_t w = 0; w < windows; w++) {
+            const uint32_t raw = scalar_window(s, w * c, c) + carry; // ≤ 2^c
+            carry = raw > half;                                       // digit raw − 2^c < 0
+            const uint32_t magnitude = carry ? (1u << c) - raw : raw;
+            const size_t at = (size_t)w * n + i;
+            keys[at] = magnitude ? w * half + magnitude - 1 : none;
+            entries[at] = i | (carry << 31);
+        }
+    }
+#endif
+}
+
+// Step 3's entries at the first level: a point by index, negated when bit 31 is set.
+template<class bucket_t, class affine_t>
+struct point_entries {
+    const typename affine_t::mem_t* points;
+    const uint32_t* entries;
+    __device__ void add_to(bucket_t& sum, size_t e) const
+    {
+        const uint32_t entry = entries[e];
+        const affine_t p = points[entry & 0x7fffffffu];
+        sum.add(p, (entry >> 31) != 0);
+    }
+};
+
+// At the later levels: the partial sums of the level before.
+template<class bucket_t>
+struct partial_entries {
+    const typename bucket_t::mem_t* sums;
+    __device__ void add_to(bucket_t& sum, size_t e) const
+    {
+        const bucket_t p = sums[e];
+        sum.add(p);
+    }
+};
+
+// One level of step 3 over m sorted entries. A key's sum is written to totals[key] exactly
+// once: at the level where its run is inside one chunk, or at the last level (one chunk).
+// Else the chunk's first and last runs go to next_keys/next_sums[2t, 2t + 1] (a chunk of
+// one run: its sum, then the identity under the same key). Entries keyed `skip` are not added.
+template<class bucket_t, class entries_t>
+__launch_bounds__(ADD_THREADS) __global__
+void sum_runs(typename bucket_t::mem_t* totals, uint32_t* next_keys,
+              typename bucket_t::mem_t* next_sums, const uint32_t* keys, entries_t entries,
+              size_t m, uint32_t chunk, uint32_t skip)
+{
+    const size_t chunks = (m + chunk - 1) / chunk;
+    const size_t t = threadIdx.x + (size_t)blockIdx.x * blockDim.x;
+    if (t >= chunks)
+        return;
+    const bool last_level = chunks == 1;
+    const size_t begin = t * chunk, end = min(begin + chunk, m);
+    bucket_t sum;
+    sum.inf();
+    uint32_t key = keys[begin];
+    bool first = true;
+    for (size_t e = begin; e < end; e++) {
+        const uint32_t k = keys[e];
+        if (k != key) {
+            if (first && !last_level) {
+                next_keys[2 * t] = key;
+                next_sums[2 * t] = sum;
+            } else {
+                totals[key] = sum;
+            }
+            first = false;
+            sum.inf();
+            key = k;
+        }
+        if (k != skip)
+            entries.add_to(sum, e);
+    }
+    if (last_level) {
+        totals[key] = sum;
+        return;
+    }
+    if (first) {
+        next_keys[2 * t] = key;
+        next_sums[2 * t] = sum;
+        sum.inf();
+    }
+    next_keys[2 * t + 1] = key;
+    next_sums[2 * t + 1] = sum;
+}
+
+// Step 4: thread t sums segment j = t % per_window of window w = t / per_window into
+// Σ_i (j·SEGMENT + i + 1)·B[j·SEGMENT + i], keyed w for step 3.
+template<class bucket_t>
+__launch_bounds__(ADD_THREADS) __global__
+void window_segments(uint32_t* segment_keys, typename bucket_t::mem_t* segment_sums,
+                     const typename bucket_t::mem_t* buckets, uint32_t windows, uint32_t half)
+{
+    const uint32_t per_window = half / SEGMENT;
+    const uint32_t t = threadIdx.x + blockIdx.x * blockDim.x;
+    if (t >= windows * per_window)
+        return;
+    const uint32_t w = t / per_window, j = t % per_window;
+    const typename bucket_t::mem_t* b = buckets + (size_t)w * half + (size_t)j * SEGMENT;
+    bucket_t running, weighted;
+    running.inf();
+    weighted.inf();
+    for (uint32_t i = SEGMENT; i-- > 0;) {
+        const bucket_t bucket = b[i];
+        running.add(bucket);
+        weighted.add(running); // + Σ_{i' ≥ i} B[i']: B[i] counted i + 1 times in the end
+    }
+    // The segment's buckets lie j·SEGMENT further on: + (j·SEGMENT)·running.
+    const uint32_t offset = j * SEGMENT;
+    if (offset != 0) {
+        bucket_t multiple = running;
+        for (int bit = 30 - __clz(offset); bit >= 0; bit--) {
+            const bucket_t twice = multiple;
+            multiple.add(twice);
+            if ((offset >> bit) & 1)
+                multiple.add(running);
+        }
+        weighted.add(multiple);
+    }
+    segment_keys[t] = w;
+    segment_sums[t] = weighted;
+}
+
+// Step 3 to the end, from a first level already launched into `next` (2 entries per chunk of
+// `chunks`): the later levels on `stream`, ping-ponging between `next` and `spare`.
+template<class bucket_t>
+static void sum_later_levels(stream_t& stream, typename bucket_t::mem_t* totals, size_t chunks,
+                             uint32_t* next_keys, typename bucket_t::mem_t* next_sums,
+                             uint32_t* spare_keys, typename bucket_t::mem_t* spare_sums)
+{
+    while (chunks > 1) {
+        const size_t m = 2 * chunks;
+        chunks = (m + LATER_CHUNK - 1) / LATER_CHUNK;
+        sum_runs<bucket_t><<<(chunks + ADD_THREADS - 1) / ADD_THREADS, ADD_THREADS, 0, stream>>>(
+            totals, spare_keys, spare_sums, next_keys, partial_entries<bucket_t>{next_sums}, m,
+            LATER_CHUNK, UINT32_MAX);
+        CUDA_OK(cudaGetLastError());
+        std::swap(next_keys, spare_keys);
+        std::swap(next_sums, spare_sums);
+    }
+}
+
+// Entries of one level of step 3: m of them make 2·⌈m/chunk⌉ for the next (0 at the last).
+static size_t next_level_entries(size_t m, uint32_t chunk)
+{
+    const size_t chunks = (m + chunk - 1) / chunk;
+    return chunks > 1 ? 2 * chunks : 0;
+}
+
+// The digit width for n points: the fewest bucket additions (windows × points) plus window
+// work (windows × buckets, counted twice: the running sums add each bucket twice).
+static uint32_t digit_bits(size_t n)
+{
+    uint32_t best = MIN_BITS;
+    double best_cost = 0;
+    for (uint32_t c = MIN_BITS; c <= MAX_BITS; c++) {
+        const double cost = (double)windows_of(c) * ((double)n + (double)(1u << c));
+        if (c == MIN_BITS || cost < best_cost) {
+            best = c;
+            best_cost = cost;
+        }
+    }
+    return best;
+}
+
+// The most points one MSM of ours takes: its sort's items (windows × points) are an int.
+constexpr size_t MAX_POINTS = (size_t)1 << 26;
+
+// Device memory one MSM of n points uses beside its points and scalars, for the caller's
+// choice between this MSM and sppark's.
+static size_t scratch_bytes(size_t n)
+{
+    const uint32_t c = digit_bits(n), windows = windows_of(c), half = 1u << (c - 1);
+    const size_t m = (size_t)windows * n;
+    const size_t first = next_level_entries(m, FIRST_CHUNK);
+    const size_t second = next_level_entries(first, LATER_CHUNK);
+    const size_t partial = sizeof(uint32_t) + sizeof(bucket_t::mem_t);
+    return 4 * m * sizeof(uint32_t) + m * sizeof(uint32_t) // keys, entries, cub's temp (≈)
+           + (first + second) * partial + ((size_t)windows * half + 1) * sizeof(bucket_t::mem_t)
+           + 2 * (size_t)windows * (half / SEGMENT) * partial;
+}
+
+// One G1 MSM in flight on a stream: the constructor enqueues every device step, result()
+// waits for them and adds the windows on the host. The stream must outlive it.
+class g1_msm {
+    typedef bucket_t::mem_t bucket_mem_t;
+    stream_t& stream;
+    const uint32_t c, windows;
+    dev_ptr_t<bucket_mem_t> d_window_sums;
+
+public:
+    // points: n device points (affine_t::mem_t); scalars: n device scalars, in Montgomery form
+    // when `mont`.
+    g1_msm(stream_t& s, const affine_t::mem_t* points, const fr_t* scalars, size_t n, bool mont)
+        : stream(s), c(digit_bits(n)), windows(windows_of(c)), d_window_sums{windows, s}
+    {
+        if (n == 0 || n > MAX_POINTS)
+            throw std::invalid_argument("cuzk's MSM takes 1 to 2^26 points");
+        const uint32_t half = 1u << (c - 1), none = windows * half;
+        const size_t m = (size_t)windows * n;
+
+        // Steps 1 and 2.
+        dev_ptr_t<uint32_t> keys[2] = {{m, s}, {m, s}};
+        dev_ptr_t<uint32_t> entries[2] = {{m, s}, {m, s}};
+        const uint32_t digit_blocks = (uint32_t)std::min<size_t>((n + 255) / 256, 8 * s.sm_count());
+        signed_digits<<<digit_blocks, 256, 0, s>>>(keys[0].data(), entries[0].data(), scalars,
+                                                   (uint32_t)n, c, mont);
+        CUDA_OK(cudaGetLastError());
+        cub::DoubleBuffer<uint32_t> sorted_keys{keys[0].data(), keys[1].data()};
+        cub::DoubleBuffer<uint32_t> sorted_entries{entries[0].data(), entries[1].data()};
+        const int end_bit = 32 - __builtin_clz(none);
+        size_t temp_bytes = 0;
+        CUDA_OK(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, sorted_keys, sorted_entries,
+                                                (int)m, 0, end_bit, s));
+        dev_ptr_t<uint8_t> temp{temp_bytes, s};
+        CUDA_OK(cub::DeviceRadixSort::SortPairs(temp.data(), temp_bytes, sorted_keys,
+                                                sorted_entries, (int)m, 0, end_bit, s));
+
+        // Step 3 into the buckets (one past the last for the zero digits' entries).
+        const size_t nbuckets = (size_t)windows * half + 1;
+        dev_ptr_t<bucket_mem_t> buckets{nbuckets, s};
+        CUDA_OK(cudaMemsetAsync(buckets.data(), 0, nbuckets * sizeof(bucket_mem_t), s));
+        const size_t first = next_level_entries(m, FIRST_CHUNK);
+        const size_t second = next_level_entries(first, LATER_CHUNK);
+        dev_ptr_t<uint32_t> level_keys[2] = {{first, s}, {second, s}};
+        dev_ptr_t<bucket_mem_t> level_sums[2] = {{first, s}, {second, s}};
+        const size_t chunks = (m + FIRST_CHUNK - 1) / FIRST_CHUNK;
+        sum_runs<bucket_t><<<(chunks + ADD_THREADS - 1) / ADD_THREADS, ADD_THREADS, 0, s>>>(
+            buckets.data(), level_keys[0].data(), level_sums[0].data(), sorted_keys.Current(),
+            point_entries<bucket_t, affine_t>{points, sorted_entries.Current()}, m, FIRST_CHUNK,
+            none);
+        CUDA_OK(cudaGetLastError());
+        sum_later_levels<bucket_t>(s, buckets.data(), chunks, level_keys[0].data(),
+                                   level_sums[0].data(), level_keys[1].data(),
+                                   level_sums[1].data());
+
+        // Step 4, its segments added by step 3 into the window sums.
+        const size_t segments = (size_t)windows * (half / SEGMENT);
+        const size_t segments_next = next_level_entries(segments, LATER_CHUNK);
+        dev_ptr_t<uint32_t> segment_keys[3] = {{segments, s}, {segments_next, s},
+                                               {next_level_entries(segments_next, LATER_CHUNK), s}};
+        dev_ptr_t<bucket_mem_t> segment_sums[3] = {{segments, s}, {segments_next, s},
+                                                   {next_level_entries(segments_next, LATER_CHUNK), s}};
+        window_segments<bucket_t><<<(segments + ADD_THREADS - 1) / ADD_THREADS, ADD_THREADS, 0, s>>>(
+            segment_keys[0].data(), segment_sums[0].data(), buckets.data(), windows, half);
+        CUDA_OK(cudaGetLastError());
+        const size_t segment_chunks = (segments + LATER_CHUNK - 1) / LATER_CHUNK;
+        sum_runs<bucket_t><<<(segment_chunks + ADD_THREADS - 1) / ADD_THREADS, ADD_THREADS, 0, s>>>(
+            d_window_sums.data(), segment_keys[1].data(), segment_sums[1].data(),
+            segment_keys[0].data(), partial_entries<bucket_t>{segment_sums[0].data()}, segments,
+            LATER_CHUNK, UINT32_MAX);
+        CUDA_OK(cudaGetLastError());
+        sum_later_levels<bucket_t>(s, d_window_sums.data(), segment_chunks, segment_keys[1].data(),
+                                   segment_sums[1].data(), segment_keys[2].data(),
+                                   segment_sums[2].data());
+        // The scratch above is freed in stream order as it goes out of scope.
+    }
+
+    // Waits for the device steps; Σ_w 2^(c·w)·W_w.
+    point_t result()
+    {
+        std::vector<bucket_t> window_sums(windows);
+        stream.DtoH(window_sums.data(), d_window_sums.data(), windows);
+        stream.sync();
+        point_t out;
+        out.inf();
+        for (uint32_t w = windows; w-- > 0;) {
+            for (uint32_t i = 0; i < c; i++)
+                out.dbl();
+            out.add(point_t(window_sums[w]));
+        }
+        return out;
+    }
+};
+
+} // namespace own_msm

@@ -1,0 +1,136 @@
+//! cuzk's own MSM (cuda/msm.cuh): Pippenger with signed digits whose every device step runs on
+//! a stream of the caller's, so that a proof's latency-bound MSMs run at the same time
+//! (witness_msm.rs). Here: its device memory for the estimate, and one MSM from host points and
+//! scalars for the tests and benchmarks that hold it against sppark's and the CPU's.
+
+/// The narrowest and widest digits cuda/msm.cuh picks from, and its scalars' bits.
+const MIN_BITS: u32 = 8;
+const MAX_BITS: u32 = 16;
+const SCALAR_BITS: u32 = 255;
+/// Sorted entries per thread at its first and later run-sum levels, buckets per segment.
+const FIRST_CHUNK: u64 = 32;
+const LATER_CHUNK: u64 = 8;
+const SEGMENT: u64 = 16;
+const BUCKET_BYTES: u64 = 4 * 48;
+
+fn windows_of(c: u32) -> u64 {
+    u64::from(SCALAR_BITS / c + 1)
+}
+
+/// The digit width cuda/msm.cuh's `digit_bits` picks for `n` points.
+fn digit_bits(n: u64) -> u32 {
+    (MIN_BITS..=MAX_BITS)
+        .min_by(|&x, &y| {
+            let cost = |c: u32| windows_of(c) as f64 * (n as f64 + f64::from(1u32 << c));
+            cost(x).total_cmp(&cost(y))
+        })
+        .expect("a range of widths")
+}
+
+fn next_level_entries(m: u64, chunk: u64) -> u64 {
+    let chunks = m.div_ceil(chunk);
+    if chunks > 1 {
+        2 * chunks
+    } else {
+        0
+    }
+}
+
+/// Device memory one MSM of `n` points takes besides its points and scalars, as
+/// cuda/msm.cuh's `scratch_bytes` counts it.
+pub(super) fn scratch_bytes(n: u64) -> u64 {
+    let c = digit_bits(n);
+    let (windows, half) = (windows_of(c), 1u64 << (c - 1));
+    let m = windows * n;
+    let first = next_level_entries(m, FIRST_CHUNK);
+    let second = next_level_entries(first, LATER_CHUNK);
+    let partial = 4 + BUCKET_BYTES;
+    5 * 4 * m + (first + second) * partial + (windows * half + 1) * BUCKET_BYTES + 2 * windows * (half / SEGMENT) * partial
+}
+
+/// One MSM from host points and scalars, for the tests and benchmarks (`internals`).
+#[cfg(feature = "internals")]
+mod compare {
+    use std::ffi::{c_int, c_void};
+
+    use blstrs::{G1Affine, G1Projective, Scalar};
+    use ff::PrimeField;
+
+    use super::super::sys::{self, call, to_projective};
+    use super::super::GpuBackend;
+    use crate::backend::MsmChoice;
+    use crate::error::{Error, Result};
+
+    impl GpuBackend {
+        /// Σ sᵢ·Pᵢ on the first device by `choice`'s MSM, the points and scalars copied there
+        /// first, and the MSM's own wall time (ns), for the tests and benchmarks that hold the
+        /// MSMs against each other and the CPU. The scalars are read as blstrs holds them
+        /// (Montgomery form) when `montgomery`, else canonical.
+        pub fn msm_g1(&self, points: &[G1Affine], scalars: &[Scalar], choice: MsmChoice, montgomery: bool) -> Result<(G1Projective, u64)> {
+            if points.len() != scalars.len() {
+                return Err(Error::invalid(format!("{} points and {} scalars", points.len(), scalars.len())));
+            }
+            let device = self.devices.first().ok_or_else(|| Error::invalid("no device"))?;
+            let ctx = device.ctx.ptr()?;
+            let host_points = sys::Points {
+                key: std::ptr::null(),
+                query: sys::QUERY_L,
+                host: points.as_ptr().cast(),
+                n: points.len(),
+            };
+            let canonical: Vec<[u8; 32]> = if montgomery {
+                Vec::new()
+            } else {
+                scalars.iter().map(|s| s.to_repr()).collect()
+            };
+            let raw: *const c_void = if montgomery {
+                scalars.as_ptr().cast()
+            } else {
+                canonical.as_ptr().cast()
+            };
+            let implementation = match choice {
+                MsmChoice::Cuzk => sys::MSM_CUZK,
+                MsmChoice::Sppark => sys::MSM_SPPARK,
+            };
+            let mut out = sys::G1::default();
+            let mut msm_ns = 0;
+            // SAFETY: n points and n scalars, alive for the synchronous call.
+            call("MSM", |msg| unsafe {
+                sys::cuzk_gpu_msm_by(
+                    ctx,
+                    &host_points,
+                    raw,
+                    c_int::from(montgomery),
+                    implementation,
+                    &mut out,
+                    &mut msm_ns,
+                    msg,
+                )
+            })?;
+            Ok((to_projective(&out), msm_ns))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn digit_width_minimises_the_additions() {
+        assert_eq!(digit_bits(1), MIN_BITS);
+        assert_eq!(digit_bits(1 << 10), 8);
+        // 16 windows of 16 bits beat 18 of 15 (255 = 17 × 15 needs a carry window).
+        assert_eq!(digit_bits(370_000), 16);
+        assert_eq!(digit_bits(1 << 26), MAX_BITS);
+    }
+
+    #[test]
+    fn scratch_grows_with_the_points() {
+        let small = scratch_bytes(1 << 10);
+        let winning = scratch_bytes(370_000);
+        assert!(small < winning && winning < scratch_bytes(1 << 20));
+        // The sort's keys and entries alone: 16 windows × 370k × 16 bytes.
+        assert!(winning > 16 * 370_000 * 16, "{winning}");
+    }
+}
