@@ -416,6 +416,7 @@ extern "C" int cuzk_gpu_witness_msm_g2(cuzk_gpu_context* ctx, uint32_t set,
 extern "C" int cuzk_gpu_witness_msms_at_once(cuzk_gpu_context* ctx, uint32_t set,
                                             const cuzk_gpu_points points[4],
                                             const cuzk_gpu_witness_scalars scalars[3],
+                                            uint32_t b_g2_implementation,
                                             const cuzk_gpu_staging* staging, cuzk_gpu_g1 g1_out[3],
                                             cuzk_gpu_g2* g2_out, uint64_t times[5],
                                             cuzk_gpu_message* msg)
@@ -424,11 +425,46 @@ extern "C" int cuzk_gpu_witness_msms_at_once(cuzk_gpu_context* ctx, uint32_t set
         ctx->gpu.select();
         point_t g1[3];
         g2_point_t g2;
-        witness_msms_at_once(*ctx, set, points, scalars, staging, g1, g2, times);
+        witness_msms_at_once(*ctx, set, points, scalars, b_g2_implementation, staging, g1, g2,
+                             times);
         for (int q = 0; q < 3; q++)
             to_g1(g1[q], &g1_out[q]);
         to_g2(g2, g2_out);
     });
+}
+
+// Σ sᵢ·Pᵢ by cuzk's MSM (own_type) or sppark's (sppark_type) on device copies of the inputs,
+// msm_ns the MSM's own wall time; for cuzk_gpu_msm_by and cuzk_gpu_msm_by_g2.
+template<class own_type, class sppark_type, class point_t, class affine_t>
+static point_t msm_by(cuzk_gpu_context& ctx, const cuzk_gpu_points& points, const void* scalars,
+                      bool mont, uint32_t implementation, uint64_t& msm_ns)
+{
+    if (implementation != CUZK_GPU_MSM_CUZK && implementation != CUZK_GPU_MSM_SPPARK)
+        throw std::invalid_argument("no such MSM implementation");
+    const size_t n = points.n;
+    point_t sum;
+    sum.inf();
+    msm_ns = 0;
+    if (n == 0)
+        return sum;
+    stream_t stream{ctx.gpu.id()};
+    dev_ptr_t<fr_t> d_scalars{n, stream};
+    dev_ptr_t<typename affine_t::mem_t> copy{points.key ? 0 : n, stream};
+    stream.HtoD(d_scalars.data(), (const fr_t*)scalars, n);
+    const auto* d_points = device_points<affine_t>(ctx, points, stream, copy, nullptr);
+    stream.sync();
+    const auto start = std::chrono::steady_clock::now();
+    if (implementation == CUZK_GPU_MSM_CUZK) {
+        own_type msm{stream, d_points, d_scalars.data(), n, mont};
+        sum = msm.result();
+    } else {
+        abandoned_on_fault<sppark_type> msm{nullptr, n, sizeof(affine_t), ctx.gpu.id()};
+        check(msm->invoke(sum, dev_ptr_t<affine_t>{(affine_t*)d_points, n}, n,
+                          dev_ptr_t<scalar_t>{d_scalars.data(), n}, mont));
+    }
+    msm_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                 std::chrono::steady_clock::now() - start).count();
+    return sum;
 }
 
 extern "C" int cuzk_gpu_msm_by(cuzk_gpu_context* ctx, const cuzk_gpu_points* points,
@@ -437,31 +473,22 @@ extern "C" int cuzk_gpu_msm_by(cuzk_gpu_context* ctx, const cuzk_gpu_points* poi
 {
     return guarded(msg, [&] {
         ctx->gpu.select();
-        if (implementation != CUZK_GPU_MSM_CUZK && implementation != CUZK_GPU_MSM_SPPARK)
-            throw std::invalid_argument("no such MSM implementation");
-        const size_t n = points->n;
-        point_t sum;
-        sum.inf();
-        *msm_ns = 0;
-        if (n != 0) {
-            stream_t stream{ctx->gpu.id()};
-            dev_ptr_t<fr_t> d_scalars{n, stream};
-            dev_ptr_t<affine_t::mem_t> copy{points->key ? 0 : n, stream};
-            stream.HtoD(d_scalars.data(), (const fr_t*)scalars, n);
-            const affine_t::mem_t* d_points = device_g1_points(*ctx, *points, stream, copy, nullptr);
-            stream.sync();
-            const auto start = std::chrono::steady_clock::now();
-            if (implementation == CUZK_GPU_MSM_CUZK) {
-                own_msm::g1_msm msm{stream, d_points, d_scalars.data(), n, mont != 0};
-                sum = msm.result();
-            } else {
-                abandoned_on_fault<g1_msm_t> msm{nullptr, n, sizeof(affine_t), ctx->gpu.id()};
-                check(msm->invoke(sum, dev_ptr_t<affine_t>{(affine_t*)d_points, n}, n,
-                                  dev_ptr_t<scalar_t>{d_scalars.data(), n}, mont != 0));
-            }
-            *msm_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                          std::chrono::steady_clock::now() - start).count();
-        }
-        to_g1(sum, out);
+        to_g1(msm_by<own_msm::g1_msm, g1_msm_t, point_t, affine_t>(*ctx, *points, scalars,
+                                                                 mont != 0, implementation,
+                                                                 *msm_ns),
+              out);
+    });
+}
+
+extern "C" int cuzk_gpu_msm_by_g2(cuzk_gpu_context* ctx, const cuzk_gpu_points* points,
+                                  const void* scalars, int mont, uint32_t implementation,
+                                  cuzk_gpu_g2* out, uint64_t* msm_ns, cuzk_gpu_message* msg)
+{
+    return guarded(msg, [&] {
+        ctx->gpu.select();
+        to_g2(msm_by<own_msm::g2_msm, g2_msm_t, g2_point_t, g2_affine_t>(*ctx, *points, scalars,
+                                                                       mont != 0, implementation,
+                                                                       *msm_ns),
+              out);
     });
 }

@@ -259,21 +259,24 @@ int cuzk_gpu_witness_msm_g2(cuzk_gpu_context *ctx, uint32_t set, const cuzk_gpu_
                             const cuzk_gpu_staging *staging, cuzk_gpu_g2 *out,
                             cuzk_gpu_message *msg);
 
-/* L, A, B_G1 (points[0..2]) and B_G2 (points[3]) at the same time: the G1 MSMs by cuzk's own,
- * each on a stream of its own, B_G2 by sppark's meanwhile. scalars[0..2] are L's, A's and B's
- * (B_G1 and B_G2 both take B's). times: each MSM's own device time (B_G2: its call's), then the
- * wall time of them all. Every G1 query has 1 to 2^26 points; B_G1 and B_G2 as many. */
-int cuzk_gpu_witness_msms_at_once(cuzk_gpu_context *ctx, uint32_t set,
-                                  const cuzk_gpu_points points[4],
-                                  const cuzk_gpu_witness_scalars scalars[3],
-                                  const cuzk_gpu_staging *staging, cuzk_gpu_g1 g1_out[3],
-                                  cuzk_gpu_g2 *g2_out, uint64_t times[5], cuzk_gpu_message *msg);
 
-/* The MSM implementations cuzk_gpu_msm_by runs. */
+/* The MSM implementations (cuzk's own, cuda/msm.cuh, and sppark's). */
 enum {
     CUZK_GPU_MSM_CUZK = 0,
     CUZK_GPU_MSM_SPPARK = 1,
 };
+
+/* L, A, B_G1 (points[0..2]) and B_G2 (points[3]) at the same time: the G1 MSMs by cuzk's own,
+ * each on a stream of its own, B_G2 by b_g2_implementation's (cuzk's on a fourth stream, or
+ * sppark's on its streams meanwhile). scalars[0..2] are L's, A's and B's (B_G1 and B_G2 both take
+ * B's). times: each MSM's own device time (sppark's B_G2: its call's), then the wall time of them
+ * all. Every G1 query has 1 to 2^26 points; B_G1 and B_G2 as many. */
+int cuzk_gpu_witness_msms_at_once(cuzk_gpu_context *ctx, uint32_t set,
+                                  const cuzk_gpu_points points[4],
+                                  const cuzk_gpu_witness_scalars scalars[3],
+                                  uint32_t b_g2_implementation, const cuzk_gpu_staging *staging,
+                                  cuzk_gpu_g1 g1_out[3], cuzk_gpu_g2 *g2_out, uint64_t times[5],
+                                  cuzk_gpu_message *msg);
 
 /* Σ sᵢ·Pᵢ by cuzk's own MSM (at most 2^26 points) or sppark's, on device copies of the
  * points->n points and of the scalars from the host (Montgomery form when mont is non-zero);
@@ -282,6 +285,9 @@ enum {
 int cuzk_gpu_msm_by(cuzk_gpu_context *ctx, const cuzk_gpu_points *points, const void *scalars,
                     int mont, uint32_t implementation, cuzk_gpu_g1 *out, uint64_t *msm_ns,
                     cuzk_gpu_message *msg);
+int cuzk_gpu_msm_by_g2(cuzk_gpu_context *ctx, const cuzk_gpu_points *points, const void *scalars,
+                       int mont, uint32_t implementation, cuzk_gpu_g2 *out, uint64_t *msm_ns,
+                       cuzk_gpu_message *msg);
 
 #ifdef __cplusplus
 }

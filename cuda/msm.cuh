@@ -1,4 +1,4 @@
-// Stage MSM, cuzk's own: Σ sᵢ·Pᵢ in G1 by Pippenger's method with signed digits, every
+// Stage MSM, cuzk's own: Σ sᵢ·Pᵢ (G1 and G2) by Pippenger's method with signed digits, every
 // device step on a stream of the caller's, so that a proof's MSMs run at the same time, each
 // on a stream of its own. sppark's msm_t cannot: every instance shares the device's streams
 // and its sort kernel's counters, and it sums every window's buckets on the host. Made for the
@@ -101,6 +101,16 @@ struct partial_entries {
     }
 };
 
+// A logical thread of the kernels below is bucket_t::degree threads (G2: a pair, each holding
+// one Fp of an Fp2 element), which take the same branches.
+
+// Blocks of ADD_THREADS for `threads` logical threads of `bucket_t`.
+template<class bucket_t>
+static uint32_t add_blocks(size_t threads)
+{
+    return (uint32_t)((threads * bucket_t::degree + ADD_THREADS - 1) / ADD_THREADS);
+}
+
 // One level of step 3 over m sorted entries. A key's sum is written to totals[key] exactly
 // once: at the level where its run is inside one chunk, or at the last level (one chunk).
 // Else the chunk's first and last runs go to next_keys/next_sums[2t, 2t + 1] (a chunk of
@@ -112,7 +122,7 @@ void sum_runs(typename bucket_t::mem_t* totals, uint32_t* next_keys,
               size_t m, uint32_t chunk, uint32_t skip)
 {
     const size_t chunks = (m + chunk - 1) / chunk;
-    const size_t t = threadIdx.x + (size_t)blockIdx.x * blockDim.x;
+    const size_t t = (threadIdx.x + (size_t)blockIdx.x * blockDim.x) / bucket_t::degree;
     if (t >= chunks)
         return;
     const bool last_level = chunks == 1;
@@ -158,7 +168,7 @@ void window_segments(uint32_t* segment_keys, typename bucket_t::mem_t* segment_s
                      const typename bucket_t::mem_t* buckets, uint32_t windows, uint32_t half)
 {
     const uint32_t per_window = half / SEGMENT;
-    const uint32_t t = threadIdx.x + blockIdx.x * blockDim.x;
+    const uint32_t t = (threadIdx.x + blockIdx.x * blockDim.x) / bucket_t::degree;
     if (t >= windows * per_window)
         return;
     const uint32_t w = t / per_window, j = t % per_window;
@@ -197,7 +207,7 @@ static void sum_later_levels(stream_t& stream, typename bucket_t::mem_t* totals,
     while (chunks > 1) {
         const size_t m = 2 * chunks;
         chunks = (m + LATER_CHUNK - 1) / LATER_CHUNK;
-        sum_runs<bucket_t><<<(chunks + ADD_THREADS - 1) / ADD_THREADS, ADD_THREADS, 0, stream>>>(
+        sum_runs<bucket_t><<<add_blocks<bucket_t>(chunks), ADD_THREADS, 0, stream>>>(
             totals, spare_keys, spare_sums, next_keys, partial_entries<bucket_t>{next_sums}, m,
             LATER_CHUNK, UINT32_MAX);
         CUDA_OK(cudaGetLastError());
@@ -232,32 +242,34 @@ static uint32_t digit_bits(size_t n)
 // The most points one MSM of ours takes: its sort's items (windows × points) are an int.
 constexpr size_t MAX_POINTS = (size_t)1 << 26;
 
-// Device memory one MSM of n points uses beside its points and scalars, for the caller's
-// choice between this MSM and sppark's.
-static size_t scratch_bytes(size_t n)
+// Device memory one MSM of n points uses beside its points and scalars (buckets of
+// `bucket_bytes`), for the caller's choice between this MSM and sppark's.
+static size_t scratch_bytes(size_t n, size_t bucket_bytes)
 {
     const uint32_t c = digit_bits(n), windows = windows_of(c), half = 1u << (c - 1);
     const size_t m = (size_t)windows * n;
     const size_t first = next_level_entries(m, FIRST_CHUNK);
     const size_t second = next_level_entries(first, LATER_CHUNK);
-    const size_t partial = sizeof(uint32_t) + sizeof(bucket_t::mem_t);
+    const size_t partial = sizeof(uint32_t) + bucket_bytes;
     return 4 * m * sizeof(uint32_t) + m * sizeof(uint32_t) // keys, entries, cub's temp (≈)
-           + (first + second) * partial + ((size_t)windows * half + 1) * sizeof(bucket_t::mem_t)
+           + (first + second) * partial + ((size_t)windows * half + 1) * bucket_bytes
            + 2 * (size_t)windows * (half / SEGMENT) * partial;
 }
 
-// One G1 MSM in flight on a stream: the constructor enqueues every device step, result()
-// waits for them and adds the windows on the host. The stream must outlive it.
-class g1_msm {
-    typedef bucket_t::mem_t bucket_mem_t;
+// One MSM in flight on a stream: the constructor enqueues every device step, result() waits
+// for them and adds the windows on the host. The stream must outlive it. For G1 (bucket_t,
+// point_t, affine_t) and G2 (g2_bucket_t, ...).
+template<class bucket_t, class point_t, class affine_t>
+class msm_on_stream {
+    typedef typename bucket_t::mem_t bucket_mem_t;
+    typedef typename affine_t::mem_t affine_mem_t;
     stream_t& stream;
     const uint32_t c, windows;
     dev_ptr_t<bucket_mem_t> d_window_sums;
 
 public:
-    // points: n device points (affine_t::mem_t); scalars: n device scalars, in Montgomery form
-    // when `mont`.
-    g1_msm(stream_t& s, const affine_t::mem_t* points, const fr_t* scalars, size_t n, bool mont)
+    // points: n device points; scalars: n device scalars, in Montgomery form when `mont`.
+    msm_on_stream(stream_t& s, const affine_mem_t* points, const fr_t* scalars, size_t n, bool mont)
         : stream(s), c(digit_bits(n)), windows(windows_of(c)), d_window_sums{windows, s}
     {
         if (n == 0 || n > MAX_POINTS)
@@ -291,7 +303,7 @@ public:
         dev_ptr_t<uint32_t> level_keys[2] = {{first, s}, {second, s}};
         dev_ptr_t<bucket_mem_t> level_sums[2] = {{first, s}, {second, s}};
         const size_t chunks = (m + FIRST_CHUNK - 1) / FIRST_CHUNK;
-        sum_runs<bucket_t><<<(chunks + ADD_THREADS - 1) / ADD_THREADS, ADD_THREADS, 0, s>>>(
+        sum_runs<bucket_t><<<add_blocks<bucket_t>(chunks), ADD_THREADS, 0, s>>>(
             buckets.data(), level_keys[0].data(), level_sums[0].data(), sorted_keys.Current(),
             point_entries<bucket_t, affine_t>{points, sorted_entries.Current()}, m, FIRST_CHUNK,
             none);
@@ -307,11 +319,11 @@ public:
                                                {next_level_entries(segments_next, LATER_CHUNK), s}};
         dev_ptr_t<bucket_mem_t> segment_sums[3] = {{segments, s}, {segments_next, s},
                                                    {next_level_entries(segments_next, LATER_CHUNK), s}};
-        window_segments<bucket_t><<<(segments + ADD_THREADS - 1) / ADD_THREADS, ADD_THREADS, 0, s>>>(
+        window_segments<bucket_t><<<add_blocks<bucket_t>(segments), ADD_THREADS, 0, s>>>(
             segment_keys[0].data(), segment_sums[0].data(), buckets.data(), windows, half);
         CUDA_OK(cudaGetLastError());
         const size_t segment_chunks = (segments + LATER_CHUNK - 1) / LATER_CHUNK;
-        sum_runs<bucket_t><<<(segment_chunks + ADD_THREADS - 1) / ADD_THREADS, ADD_THREADS, 0, s>>>(
+        sum_runs<bucket_t><<<add_blocks<bucket_t>(segment_chunks), ADD_THREADS, 0, s>>>(
             d_window_sums.data(), segment_keys[1].data(), segment_sums[1].data(),
             segment_keys[0].data(), partial_entries<bucket_t>{segment_sums[0].data()}, segments,
             LATER_CHUNK, UINT32_MAX);
@@ -338,5 +350,8 @@ public:
         return out;
     }
 };
+
+typedef msm_on_stream<bucket_t, point_t, affine_t> g1_msm;
+typedef msm_on_stream<g2_bucket_t, g2_point_t, g2_affine_t> g2_msm;
 
 } // namespace own_msm

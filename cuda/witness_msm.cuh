@@ -94,29 +94,35 @@ static point_t witness_msm_on_device(cuzk_gpu_context& ctx, uint32_t set,
     return out;
 }
 
-// The device address of n G1 points on `stream`: resident in place, else copied from the host
+// The device address of p.n points on `stream`: resident in place, else copied from the host
 // into `copy`.
-static const affine_t::mem_t* device_g1_points(cuzk_gpu_context& ctx, const cuzk_gpu_points& p,
-                                               stream_t& stream, dev_ptr_t<affine_t::mem_t>& copy,
-                                               const cuzk_gpu_staging* staging)
+template<class affine_t>
+static const typename affine_t::mem_t* device_points(cuzk_gpu_context& ctx,
+                                                     const cuzk_gpu_points& p, stream_t& stream,
+                                                     dev_ptr_t<typename affine_t::mem_t>& copy,
+                                                     const cuzk_gpu_staging* staging)
 {
+    typedef typename affine_t::mem_t affine_mem_t;
     if (p.key)
-        return resident_points<affine_t::mem_t>(p, p.n);
-    staged_htod(ctx, stream, copy.data(), p.host, p.n * sizeof(affine_t::mem_t), staging);
+        return resident_points<affine_mem_t>(p, p.n);
+    staged_htod(ctx, stream, copy.data(), p.host, p.n * sizeof(affine_mem_t), staging);
     return copy.data();
 }
 
-// L, A, B_G1 and B_G2 at the same time: the three G1 MSMs by cuzk's own (cuda/msm.cuh), each on
-// a stream of its own, while sppark's computes B_G2 on its streams. B_G1 and B_G2 take the
-// same scalars (B's), selected once. times[q] gets each MSM's own device time (B_G2: its
-// call's) and times[4] the wall time of them all, selections included.
+// L, A, B_G1 and B_G2 at the same time: the G1 MSMs by cuzk's own (cuda/msm.cuh), each on a
+// stream of its own, and B_G2 by cuzk's on a fourth (b_g2_implementation CUZK_GPU_MSM_CUZK) or
+// by sppark's on its streams meanwhile. B_G1 and B_G2 take the same scalars (B's), selected
+// once. times[q] gets each MSM's own device time (sppark's B_G2: its call's) and times[4] the
+// wall time of them all, selections included.
 static void witness_msms_at_once(cuzk_gpu_context& ctx, uint32_t set,
                                  const cuzk_gpu_points points[4],
                                  const cuzk_gpu_witness_scalars scalars[3],
-                                 const cuzk_gpu_staging* staging, point_t g1_out[3],
-                                 g2_point_t& g2_out, uint64_t times[5])
+                                 uint32_t b_g2_implementation, const cuzk_gpu_staging* staging,
+                                 point_t g1_out[3], g2_point_t& g2_out, uint64_t times[5])
 {
     const auto start = std::chrono::steady_clock::now();
+    if (b_g2_implementation != CUZK_GPU_MSM_CUZK && b_g2_implementation != CUZK_GPU_MSM_SPPARK)
+        throw std::invalid_argument("no such MSM implementation");
     for (int q = 0; q < 3; q++)
         if (points[q].n == 0 || points[q].n > own_msm::MAX_POINTS)
             throw std::invalid_argument("cuzk's MSM takes 1 to 2^26 points per query");
@@ -126,7 +132,7 @@ static void witness_msms_at_once(cuzk_gpu_context& ctx, uint32_t set,
         throw std::invalid_argument("the queries' scalars are of witnesses of different lengths");
     const fr_t* z = ctx.uploaded_witness(scalars[0].z_len, set);
     const gpu_t& gpu = ctx.gpu;
-    stream_t streams[3] = {gpu.id(), gpu.id(), gpu.id()};
+    stream_t streams[4] = {gpu.id(), gpu.id(), gpu.id(), gpu.id()};
 
     // A's and B's selections side by side in the set's NTT buffers when they fit (free once
     // H's MSM has read them), else in memory of their own.
@@ -145,33 +151,34 @@ static void witness_msms_at_once(cuzk_gpu_context& ctx, uint32_t set,
     dev_ptr_t<affine_t::mem_t> copies[3] = {{points[0].key ? 0 : points[0].n, streams[0]},
                                             {points[1].key ? 0 : points[1].n, streams[1]},
                                             {points[2].key ? 0 : points[2].n, streams[2]}};
-    const affine_t::mem_t* device_points[3];
+    const affine_t::mem_t* g1_points[3];
     for (int q = 0; q < 3; q++) {
         device_scalars[q] = witness_scalars(ctx, z, points[q].n, scalars[q], streams[q],
                                             selected + selected_offset[q], staging);
-        device_points[q] = device_g1_points(ctx, points[q], streams[q], copies[q], staging);
+        g1_points[q] = device_points<affine_t>(ctx, points[q], streams[q], copies[q], staging);
     }
-    // sppark reads B's selection on its own streams.
+    // B_G2 reads B's selection on another stream.
     streams[2].sync();
 
-    cudaEvent_t marks[3][2];
-    for (auto& pair : marks)
-        for (auto& e : pair)
-            CUDA_OK(cudaEventCreate(&e));
-    struct destroy_marks {
-        cudaEvent_t (&marks)[3][2];
-        ~destroy_marks() { for (auto& pair : marks) for (auto e : pair) (void)cudaEventDestroy(e); }
-    } destroy{marks};
-    std::vector<std::unique_ptr<own_msm::g1_msm>> msms;
+    std::unique_ptr<timed_events> marks[4];
+    std::unique_ptr<own_msm::g1_msm> g1[3];
     for (int q = 0; q < 3; q++) {
-        CUDA_OK(cudaEventRecord(marks[q][0], streams[q]));
-        msms.emplace_back(new own_msm::g1_msm(streams[q], device_points[q], device_scalars[q],
-                                              points[q].n, true));
-        CUDA_OK(cudaEventRecord(marks[q][1], streams[q]));
+        marks[q].reset(new timed_events(streams[q]));
+        g1[q].reset(new own_msm::g1_msm(streams[q], g1_points[q], device_scalars[q], points[q].n,
+                                        true));
+        marks[q]->mark(streams[q]);
     }
-    const auto g2_start = std::chrono::steady_clock::now();
-    {
-        const size_t n = points[3].n;
+    const size_t n = points[3].n;
+    if (b_g2_implementation == CUZK_GPU_MSM_CUZK) {
+        dev_ptr_t<g2_affine_t::mem_t> copy{points[3].key ? 0 : n, streams[3]};
+        const auto* g2_points = device_points<g2_affine_t>(ctx, points[3], streams[3], copy, staging);
+        marks[3].reset(new timed_events(streams[3]));
+        own_msm::g2_msm b_g2{streams[3], g2_points, device_scalars[2], n, true};
+        marks[3]->mark(streams[3]);
+        g2_out = b_g2.result();
+        times[3] = marks[3]->ns(0, 1);
+    } else {
+        const auto g2_start = std::chrono::steady_clock::now();
         abandoned_on_fault<g2_msm_t> msm{nullptr, n, sizeof(g2_affine_t), gpu.id()};
         const dev_ptr_t<scalar_t> b_scalars{const_cast<fr_t*>(device_scalars[2]), n};
         if (points[3].key)
@@ -179,14 +186,12 @@ static void witness_msms_at_once(cuzk_gpu_context& ctx, uint32_t set,
                               b_scalars, true));
         else
             check(msm->invoke(g2_out, (const g2_affine_t*)points[3].host, n, b_scalars, true));
+        times[3] = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                       std::chrono::steady_clock::now() - g2_start).count();
     }
-    times[3] = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                   std::chrono::steady_clock::now() - g2_start).count();
     for (int q = 0; q < 3; q++) {
-        g1_out[q] = msms[q]->result();
-        float ms = 0;
-        CUDA_OK(cudaEventElapsedTime(&ms, marks[q][0], marks[q][1]));
-        times[q] = (uint64_t)((double)ms * 1e6);
+        g1_out[q] = g1[q]->result();
+        times[q] = marks[q]->ns(0, 1);
     }
     times[4] = std::chrono::duration_cast<std::chrono::nanoseconds>(
                    std::chrono::steady_clock::now() - start).count();

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use bellperson::groth16::{create_proof_batch, generate_random_parameters, prepare_verifying_key, verify_proof};
-use blstrs::{Bls12, G1Affine, G1Projective, Scalar};
+use blstrs::{Bls12, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use common::fixture;
 use cuzk::engine::{Engine, EngineConfig, MsmChoice, PostKind, PostRequest, ProofOutput, ProveOptions, SplitPolicy, UpdateRequest};
 use cuzk::error::Status;
@@ -208,7 +208,7 @@ fn msm_points(n: usize, rng: &mut rand_chacha::ChaCha20Rng) -> Vec<G1Affine> {
 /// cuzk's MSM (cuda/msm.cuh) against the CPU's (blstrs) and sppark's, at sizes where its
 /// windows, run-sum chunks and segments begin and end (2^k ± 1), on random scalars and on the
 /// edge cases: all equal, all p − 1, all 0 or 1, all 0, one point; scalars in Montgomery form
-/// and canonical. Prints each size's time by both MSMs (their inputs on the device already).
+/// and canonical; in G1 and in G2. Prints each size's time by both MSMs (their inputs on the device already).
 #[test]
 #[cfg_attr(
     not(cuzk_gpu_tests),
@@ -255,6 +255,44 @@ fn own_msm_equals_cpu_and_sppark() {
             .collect();
         check(n, "0 or 1", &bits, &mut rng);
         check(n, "all 0", &vec![Scalar::ZERO; n], &mut rng);
+    }
+    // G2 (B_G2): random and the edge cases at sizes where windows and chunks turn.
+    let g2_points: Vec<G2Affine> = {
+        use group::{Curve, Group};
+        let randoms: Vec<G2Projective> = (0..64).map(|_| G2Projective::random(&mut rng)).collect();
+        let mut step = G2Projective::generator();
+        let projective: Vec<G2Projective> = (0..(1 << 16) + 1)
+            .map(|i| {
+                step += G2Projective::generator();
+                randoms[i % randoms.len()] + step
+            })
+            .collect();
+        let mut affine = vec![G2Affine::default(); projective.len()];
+        G2Projective::batch_normalize(&projective, &mut affine);
+        affine
+    };
+    for n in [1, 33, 1025, (1 << 16) + 1] {
+        let points = &g2_points[..n];
+        let projective: Vec<G2Projective> = points.iter().map(|p| G2Projective::from(*p)).collect();
+        let same = Scalar::random(&mut rng);
+        let cases: [(&str, Vec<Scalar>); 4] = [
+            ("random", (0..n).map(|_| Scalar::random(&mut rng)).collect()),
+            ("all equal", vec![same; n]),
+            ("all p-1", vec![minus_one; n]),
+            ("0 or 1", (0..n).map(|i| if i % 3 == 0 { Scalar::ONE } else { Scalar::ZERO }).collect()),
+        ];
+        for (what, scalars) in cases {
+            let expected = G2Projective::multi_exp(&projective, &scalars);
+            let (ours, ours_ns) = gpu.msm_g2(points, &scalars, MsmChoice::Cuzk, true).expect("cuzk G2 MSM");
+            assert_eq!(ours, expected, "cuzk's G2 MSM of {n} points, {what} scalars, seed {seed}");
+            let (sppark, sppark_ns) = gpu.msm_g2(points, &scalars, MsmChoice::Sppark, false).expect("sppark G2 MSM");
+            assert_eq!(sppark, expected, "sppark's G2 MSM of {n} points, {what} scalars, seed {seed}");
+            eprintln!(
+                "G2 MSM {n} points, {what}: cuzk {:.3} ms, sppark {:.3} ms",
+                ours_ns as f64 / 1e6,
+                sppark_ns as f64 / 1e6
+            );
+        }
     }
     // 2^16 … 2^22 random, the per-size table of docs/PERFORMANCE.md.
     for lg in 16..=22 {

@@ -527,14 +527,18 @@ impl Backend for GpuBackend {
         let streamed = key_bytes > budget;
         let (g1, g2) = (QuerySizes::G1_BYTES, QuerySizes::G2_BYTES);
         let largest_g1 = [sizes.h, sizes.l, sizes.a, sizes.b_g1].into_iter().max().unwrap_or(0);
-        let b_g2_msm = tail_msm::scratch_bytes(sizes.b_g2, g2, G2_BUCKET, streamed);
-        let mut msm = tail_msm::scratch_bytes(largest_g1, g1, G1_BUCKET, streamed).max(b_g2_msm);
+        let mut msm = tail_msm::scratch_bytes(largest_g1, g1, G1_BUCKET, streamed).max(tail_msm::scratch_bytes(sizes.b_g2, g2, G2_BUCKET, streamed));
         let at_once = [sizes.l, sizes.a, sizes.b_g1];
         if self.msm == MsmChoice::Cuzk && at_once.iter().all(|&n| (1..=AT_ONCE_MAX_POINTS as u64).contains(&n)) {
-            // A mostly full-width witness's MSMs at once (witness_msm.rs): cuzk's three G1
-            // MSMs and sppark's B_G2 together, a streamed key's G1 points copied for each.
-            let copies = if streamed { (sizes.l + sizes.a + sizes.b_g1) * g1 } else { 0 };
-            msm = msm.max(at_once.iter().map(|&n| msm::scratch_bytes(n)).sum::<u64>() + b_g2_msm + copies);
+            // A mostly full-width witness's four MSMs at once by cuzk's (witness_msm.rs), a
+            // streamed key's points copied for each.
+            let copies = if streamed {
+                (sizes.l + sizes.a + sizes.b_g1) * g1 + sizes.b_g2 * g2
+            } else {
+                0
+            };
+            let g1_scratch: u64 = at_once.iter().map(|&n| msm::scratch_bytes(n, G1_BUCKET)).sum();
+            msm = msm.max(g1_scratch + msm::scratch_bytes(sizes.b_g2, G2_BUCKET) + copies);
         }
         let variables = sizes.variables();
         let matrices = if self.products_on_device { shape_bytes } else { 0 };

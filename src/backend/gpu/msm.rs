@@ -11,7 +11,6 @@ const SCALAR_BITS: u32 = 255;
 const FIRST_CHUNK: u64 = 32;
 const LATER_CHUNK: u64 = 8;
 const SEGMENT: u64 = 16;
-const BUCKET_BYTES: u64 = 4 * 48;
 
 fn windows_of(c: u32) -> u64 {
     u64::from(SCALAR_BITS / c + 1)
@@ -37,15 +36,15 @@ fn next_level_entries(m: u64, chunk: u64) -> u64 {
 }
 
 /// Device memory one MSM of `n` points takes besides its points and scalars, as
-/// cuda/msm.cuh's `scratch_bytes` counts it.
-pub(super) fn scratch_bytes(n: u64) -> u64 {
+/// cuda/msm.cuh's `scratch_bytes` counts it, for buckets (xyzz) of `bucket_bytes`.
+pub(super) fn scratch_bytes(n: u64, bucket_bytes: u64) -> u64 {
     let c = digit_bits(n);
     let (windows, half) = (windows_of(c), 1u64 << (c - 1));
     let m = windows * n;
     let first = next_level_entries(m, FIRST_CHUNK);
     let second = next_level_entries(first, LATER_CHUNK);
-    let partial = 4 + BUCKET_BYTES;
-    5 * 4 * m + (first + second) * partial + (windows * half + 1) * BUCKET_BYTES + 2 * windows * (half / SEGMENT) * partial
+    let partial = 4 + bucket_bytes;
+    5 * 4 * m + (first + second) * partial + (windows * half + 1) * bucket_bytes + 2 * windows * (half / SEGMENT) * partial
 }
 
 /// One MSM from host points and scalars, for the tests and benchmarks (`internals`).
@@ -53,20 +52,42 @@ pub(super) fn scratch_bytes(n: u64) -> u64 {
 mod compare {
     use std::ffi::{c_int, c_void};
 
-    use blstrs::{G1Affine, G1Projective, Scalar};
+    use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
     use ff::PrimeField;
 
-    use super::super::sys::{self, call, to_projective};
+    use super::super::sys::{self, call, to_projective, to_projective_g2};
     use super::super::GpuBackend;
     use crate::backend::MsmChoice;
     use crate::error::{Error, Result};
 
+    /// `cuzk_gpu_msm_by` (G1) or `cuzk_gpu_msm_by_g2` (G2), the sum written to `Out`.
+    type MsmByEntry<Out> =
+        unsafe extern "C" fn(*mut sys::Context, *const sys::Points, *const c_void, c_int, u32, *mut Out, *mut u64, *mut sys::Message) -> c_int;
+
     impl GpuBackend {
-        /// Σ sᵢ·Pᵢ on the first device by `choice`'s MSM, the points and scalars copied there
-        /// first, and the MSM's own wall time (ns), for the tests and benchmarks that hold the
-        /// MSMs against each other and the CPU. The scalars are read as blstrs holds them
-        /// (Montgomery form) when `montgomery`, else canonical.
+        /// Σ sᵢ·Pᵢ in G1 on the first device by `choice`'s MSM, the points and scalars copied
+        /// there first, and the MSM's own wall time (ns), for the tests and benchmarks that
+        /// hold the MSMs against each other and the CPU. The scalars are read as blstrs holds
+        /// them (Montgomery form) when `montgomery`, else canonical.
         pub fn msm_g1(&self, points: &[G1Affine], scalars: &[Scalar], choice: MsmChoice, montgomery: bool) -> Result<(G1Projective, u64)> {
+            let (sum, ns) = self.msm_by(sys::cuzk_gpu_msm_by, points, scalars, choice, montgomery)?;
+            Ok((to_projective(&sum), ns))
+        }
+
+        /// The same in G2.
+        pub fn msm_g2(&self, points: &[G2Affine], scalars: &[Scalar], choice: MsmChoice, montgomery: bool) -> Result<(G2Projective, u64)> {
+            let (sum, ns) = self.msm_by(sys::cuzk_gpu_msm_by_g2, points, scalars, choice, montgomery)?;
+            Ok((to_projective_g2(&sum), ns))
+        }
+
+        fn msm_by<P, Out: Default>(
+            &self,
+            entry: MsmByEntry<Out>,
+            points: &[P],
+            scalars: &[Scalar],
+            choice: MsmChoice,
+            montgomery: bool,
+        ) -> Result<(Out, u64)> {
             if points.len() != scalars.len() {
                 return Err(Error::invalid(format!("{} points and {} scalars", points.len(), scalars.len())));
             }
@@ -92,11 +113,11 @@ mod compare {
                 MsmChoice::Cuzk => sys::MSM_CUZK,
                 MsmChoice::Sppark => sys::MSM_SPPARK,
             };
-            let mut out = sys::G1::default();
+            let mut out = Out::default();
             let mut msm_ns = 0;
-            // SAFETY: n points and n scalars, alive for the synchronous call.
+            // SAFETY: n points of `entry`'s group and n scalars, alive for the synchronous call.
             call("MSM", |msg| unsafe {
-                sys::cuzk_gpu_msm_by(
+                entry(
                     ctx,
                     &host_points,
                     raw,
@@ -107,7 +128,7 @@ mod compare {
                     msg,
                 )
             })?;
-            Ok((to_projective(&out), msm_ns))
+            Ok((out, msm_ns))
         }
     }
 }
@@ -127,9 +148,9 @@ mod tests {
 
     #[test]
     fn scratch_grows_with_the_points() {
-        let small = scratch_bytes(1 << 10);
-        let winning = scratch_bytes(370_000);
-        assert!(small < winning && winning < scratch_bytes(1 << 20));
+        let small = scratch_bytes(1 << 10, 192);
+        let winning = scratch_bytes(370_000, 192);
+        assert!(small < winning && winning < scratch_bytes(1 << 20, 192) && winning < scratch_bytes(370_000, 384));
         // The sort's keys and entries alone: 16 windows × 370k × 16 bytes.
         assert!(winning > 16 * 370_000 * 16, "{winning}");
     }

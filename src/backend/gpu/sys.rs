@@ -68,10 +68,8 @@ pub(super) const QUERY_B_G1: u32 = 3;
 pub(super) const QUERY_B_G2: u32 = 4;
 pub(super) const QUERIES: usize = 5;
 
-/// cuzk_gpu_msm_by's implementations (tests and benchmarks).
-#[cfg(feature = "internals")]
+/// The MSM implementations (CUZK_GPU_MSM_*).
 pub(super) const MSM_CUZK: u32 = 0;
-#[cfg(feature = "internals")]
 pub(super) const MSM_SPPARK: u32 = 1;
 
 #[repr(C)]
@@ -259,6 +257,7 @@ extern "C" {
         set: u32,
         points: *const [Points; 4],
         scalars: *const [WitnessScalars; 3],
+        b_g2_implementation: u32,
         staging: *const Staging,
         g1_out: *mut [G1; 3],
         g2_out: *mut G2,
@@ -273,6 +272,17 @@ extern "C" {
         mont: c_int,
         implementation: u32,
         out: *mut G1,
+        msm_ns: *mut u64,
+        msg: *mut Message,
+    ) -> c_int;
+    #[cfg(feature = "internals")]
+    pub(super) fn cuzk_gpu_msm_by_g2(
+        ctx: *mut Context,
+        points: *const Points,
+        scalars: *const c_void,
+        mont: c_int,
+        implementation: u32,
+        out: *mut G2,
         msm_ns: *mut u64,
         msg: *mut Message,
     ) -> c_int;

@@ -157,8 +157,8 @@ impl WitnessMsms {
 }
 
 impl GpuBackend {
-    /// L, A, B_G1 (`points[..3]`) by cuzk's MSM, each on a stream of its own, and B_G2
-    /// (`points[3]`) by sppark's, all at the same time, their scalars read from the witness the
+    /// L, A, B_G1, B_G2 (`points`) by cuzk's MSM, each on a stream of its own, all at the same
+    /// time, their scalars read from the witness the
     /// device holds in buffer set `set`.
     pub(super) fn witness_msms_at_once(
         device: &Device,
@@ -175,7 +175,7 @@ impl GpuBackend {
         // SAFETY: the points, selections and outputs outlive the synchronous call; the device
         // checks the selections, the witness's length and the query sizes before reading.
         call("witness MSMs at once", |msg| unsafe {
-            sys::cuzk_gpu_witness_msms_at_once(ctx, set, points, &scalars, staging, &mut g1, &mut g2, &mut times, msg)
+            sys::cuzk_gpu_witness_msms_at_once(ctx, set, points, &scalars, sys::MSM_CUZK, staging, &mut g1, &mut g2, &mut times, msg)
         })?;
         Ok(AtOnce {
             g1: g1.each_ref().map(sys::to_projective),
