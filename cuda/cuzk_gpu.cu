@@ -103,10 +103,10 @@ static const gpu_t& selected_device(int index)
 #include "staging.cuh"
 #include "device_key.cuh"
 #include "spmv.cuh"
+#include "msm.cuh"
 #include "quotient.cuh"
 #include "batch_add.cuh"
 #include "tail_msm.cuh"
-#include "msm.cuh"
 #include "witness_msm.cuh"
 
 static void set_message(cuzk_gpu_message* msg, const char* text)
@@ -329,12 +329,12 @@ extern "C" int cuzk_gpu_witness_upload(cuzk_gpu_context* ctx, uint32_t set,
 
 extern "C" int cuzk_gpu_h_msm(cuzk_gpu_context* ctx, uint32_t set, uint32_t lg_domain,
                               const cuzk_gpu_points* h_points, size_t first, size_t count,
-                              cuzk_gpu_g1* out, cuzk_gpu_message* msg)
+                              uint32_t implementation, cuzk_gpu_g1* out, cuzk_gpu_message* msg)
 {
     return guarded(msg, [&] {
         ctx->gpu.select();
         point_t h;
-        quotient_stage::msm(*ctx, set, lg_domain, *h_points, first, count, h);
+        quotient_stage::msm(*ctx, set, lg_domain, *h_points, first, count, implementation, h);
         to_g1(h, out);
     });
 }
@@ -351,12 +351,12 @@ extern "C" int cuzk_gpu_batch_add(cuzk_gpu_context* ctx, const cuzk_gpu_points* 
 
 extern "C" int cuzk_gpu_msm(cuzk_gpu_context* ctx, const cuzk_gpu_points* points,
                             const uint32_t* indices, const void* scalars, size_t n,
-                            cuzk_gpu_g1* out, cuzk_gpu_message* msg)
+                            uint32_t implementation, cuzk_gpu_g1* out, cuzk_gpu_message* msg)
 {
     return guarded(msg, [&] {
         ctx->gpu.select();
-        to_g1(tail_msm_on_device<g1_msm_t, point_t, affine_t>(*ctx, *points, indices,
-                                                              (const scalar_t*)scalars, n),
+        to_g1(tail_msm_on_device<g1_msm_t, own_msm::g1_msm, point_t, affine_t>(
+                  *ctx, *points, indices, (const scalar_t*)scalars, n, implementation),
               out);
     });
 }
@@ -375,12 +375,12 @@ extern "C" int cuzk_gpu_batch_add_g2(cuzk_gpu_context* ctx, const cuzk_gpu_point
 
 extern "C" int cuzk_gpu_msm_g2(cuzk_gpu_context* ctx, const cuzk_gpu_points* points,
                                const uint32_t* indices, const void* scalars, size_t n,
-                               cuzk_gpu_g2* out, cuzk_gpu_message* msg)
+                               uint32_t implementation, cuzk_gpu_g2* out, cuzk_gpu_message* msg)
 {
     return guarded(msg, [&] {
         ctx->gpu.select();
-        to_g2(tail_msm_on_device<g2_msm_t, g2_point_t, g2_affine_t>(*ctx, *points, indices,
-                                                                    (const scalar_t*)scalars, n),
+        to_g2(tail_msm_on_device<g2_msm_t, own_msm::g2_msm, g2_point_t, g2_affine_t>(
+                  *ctx, *points, indices, (const scalar_t*)scalars, n, implementation),
               out);
     });
 }
@@ -414,20 +414,18 @@ extern "C" int cuzk_gpu_witness_msm_g2(cuzk_gpu_context* ctx, uint32_t set,
 }
 
 extern "C" int cuzk_gpu_witness_msms_at_once(cuzk_gpu_context* ctx, uint32_t set,
-                                            const cuzk_gpu_points points[4],
+                                            uint32_t lg_domain, const cuzk_gpu_points points[5],
                                             const cuzk_gpu_witness_scalars scalars[3],
-                                            uint32_t b_g2_implementation,
-                                            const cuzk_gpu_staging* staging, cuzk_gpu_g1 g1_out[3],
-                                            cuzk_gpu_g2* g2_out, uint64_t times[5],
+                                            const cuzk_gpu_staging* staging, cuzk_gpu_g1 g1_out[4],
+                                            cuzk_gpu_g2* g2_out, uint64_t times[6],
                                             cuzk_gpu_message* msg)
 {
     return guarded(msg, [&] {
         ctx->gpu.select();
-        point_t g1[3];
+        point_t g1[4];
         g2_point_t g2;
-        witness_msms_at_once(*ctx, set, points, scalars, b_g2_implementation, staging, g1, g2,
-                             times);
-        for (int q = 0; q < 3; q++)
+        witness_msms_at_once(*ctx, set, lg_domain, points, scalars, staging, g1, g2, times);
+        for (int q = 0; q < 4; q++)
             to_g1(g1[q], &g1_out[q]);
         to_g2(g2, g2_out);
     });

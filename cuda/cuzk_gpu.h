@@ -221,31 +221,40 @@ int cuzk_gpu_witness_upload(cuzk_gpu_context *ctx, uint32_t set, const cuzk_gpu_
                             const cuzk_gpu_staging *staging, uint64_t *h2d_ns,
                             cuzk_gpu_message *msg);
 
+/* The MSM implementations (cuzk's own, cuda/msm.cuh, and sppark's). */
+enum {
+    CUZK_GPU_MSM_CUZK = 0,
+    CUZK_GPU_MSM_SPPARK = 1,
+};
+
 /* Σ hᵢ·Pᵢ over i in [first, first + count): h the coefficients the last quotient call of
- * `set` left for the domain of 2^lg_domain, P the 2^lg_domain − 1 points of the H query. */
+ * `set` left for the domain of 2^lg_domain, P the 2^lg_domain − 1 points of the H query; by
+ * `implementation`'s MSM (CUZK_GPU_MSM_*; cuzk's takes at most 2^26 points). */
 int cuzk_gpu_h_msm(cuzk_gpu_context *ctx, uint32_t set, uint32_t lg_domain,
-                   const cuzk_gpu_points *h_points, size_t first, size_t count, cuzk_gpu_g1 *out,
-                   cuzk_gpu_message *msg);
+                   const cuzk_gpu_points *h_points, size_t first, size_t count,
+                   uint32_t implementation, cuzk_gpu_g1 *out, cuzk_gpu_message *msg);
 
 /* Σ Pᵢ over the points whose bit is set in bitmap (bit i of word i/32). */
 int cuzk_gpu_batch_add(cuzk_gpu_context *ctx, const cuzk_gpu_points *points,
                        const uint32_t *bitmap, const cuzk_gpu_staging *staging,
                        cuzk_gpu_g1 *out, cuzk_gpu_message *msg);
 
-/* Σ sᵢ·P_{indices[i]} over n scalars (canonical little-endian, 32 bytes each). With a
+/* Σ sᵢ·P_{indices[i]} over n scalars (canonical little-endian, 32 bytes each), by
+ * `implementation`'s MSM (CUZK_GPU_MSM_*; cuzk's takes at most 2^26 points). With a
  * resident key the points are gathered on the device by `indices`, or, when indices is NULL
  * (dense: scalar i belongs to point i), the query's first n points are read in place; with
  * host points, `points->host` holds the n points already gathered and indices is unused. */
 int cuzk_gpu_msm(cuzk_gpu_context *ctx, const cuzk_gpu_points *points, const uint32_t *indices,
-                 const void *scalars, size_t n, cuzk_gpu_g1 *out, cuzk_gpu_message *msg);
+                 const void *scalars, size_t n, uint32_t implementation, cuzk_gpu_g1 *out,
+                 cuzk_gpu_message *msg);
 
 /* The same two operations in G2 (the B_G2 query). */
 int cuzk_gpu_batch_add_g2(cuzk_gpu_context *ctx, const cuzk_gpu_points *points,
                           const uint32_t *bitmap, const cuzk_gpu_staging *staging,
                           cuzk_gpu_g2 *out, cuzk_gpu_message *msg);
 int cuzk_gpu_msm_g2(cuzk_gpu_context *ctx, const cuzk_gpu_points *points,
-                    const uint32_t *indices, const void *scalars, size_t n, cuzk_gpu_g2 *out,
-                    cuzk_gpu_message *msg);
+                    const uint32_t *indices, const void *scalars, size_t n,
+                    uint32_t implementation, cuzk_gpu_g2 *out, cuzk_gpu_message *msg);
 
 /* Σ sᵢ·Pᵢ over the first points->n points of a query (resident, read in place, or sent from the
  * host), sᵢ the witness values `scalars` names in the device copy of `set`: no scalar crosses
@@ -260,23 +269,17 @@ int cuzk_gpu_witness_msm_g2(cuzk_gpu_context *ctx, uint32_t set, const cuzk_gpu_
                             cuzk_gpu_message *msg);
 
 
-/* The MSM implementations (cuzk's own, cuda/msm.cuh, and sppark's). */
-enum {
-    CUZK_GPU_MSM_CUZK = 0,
-    CUZK_GPU_MSM_SPPARK = 1,
-};
-
-/* L, A, B_G1 (points[0..2]) and B_G2 (points[3]) at the same time: the G1 MSMs by cuzk's own,
- * each on a stream of its own, B_G2 by b_g2_implementation's (cuzk's on a fourth stream, or
- * sppark's on its streams meanwhile). scalars[0..2] are L's, A's and B's (B_G1 and B_G2 both take
- * B's). times: each MSM's own device time (sppark's B_G2: its call's), then the wall time of them
- * all. Every G1 query has 1 to 2^26 points; B_G1 and B_G2 as many. */
-int cuzk_gpu_witness_msms_at_once(cuzk_gpu_context *ctx, uint32_t set,
-                                  const cuzk_gpu_points points[4],
+/* H, L, A, B_G1 and B_G2 (points[0..4]) at the same time by cuzk's MSM, each on a stream of
+ * its own, for a circuit whose witness z the last quotient call of `set` left there with H's
+ * coefficients (domain 2^lg_domain: points[0].n must be 2^lg_domain − 1). scalars[0..2] are L's,
+ * A's and B's (B_G1 and B_G2 both take B's; their selections go to memory of their own, the
+ * NTT buffers being H's scalars). times: each MSM's own device time, then the wall time of them
+ * all. Every query has 1 to 2^26 points; B_G1 and B_G2 as many. */
+int cuzk_gpu_witness_msms_at_once(cuzk_gpu_context *ctx, uint32_t set, uint32_t lg_domain,
+                                  const cuzk_gpu_points points[5],
                                   const cuzk_gpu_witness_scalars scalars[3],
-                                  uint32_t b_g2_implementation, const cuzk_gpu_staging *staging,
-                                  cuzk_gpu_g1 g1_out[3], cuzk_gpu_g2 *g2_out, uint64_t times[5],
-                                  cuzk_gpu_message *msg);
+                                  const cuzk_gpu_staging *staging, cuzk_gpu_g1 g1_out[4],
+                                  cuzk_gpu_g2 *g2_out, uint64_t times[6], cuzk_gpu_message *msg);
 
 /* Σ sᵢ·Pᵢ by cuzk's own MSM (at most 2^26 points) or sppark's, on device copies of the
  * points->n points and of the scalars from the host (Montgomery form when mont is non-zero);

@@ -102,18 +102,46 @@ public:
         times.spmv_ns = ev.ns(1, 2);
     }
 
-    // Σ coefficient_i · H_i over i in [first, first + count), the coefficients being what the
-    // last from_host / from_shape of `set` left for a domain of 2^lg_domain.
-    static void msm(cuzk_gpu_context& ctx, uint32_t set, uint32_t lg_domain,
-                    const cuzk_gpu_points& h_points, size_t first, size_t count, point_t& out)
+    // The coefficients of H's MSM chunk [first, first + count): what the last from_host /
+    // from_shape of `set` left for a domain of 2^lg_domain (Montgomery form).
+    static const fr_t* coefficients(cuzk_gpu_context& ctx, uint32_t set, uint32_t lg_domain,
+                                    size_t first, size_t count)
     {
         const size_t domain = (size_t)1 << lg_domain;
-        const size_t npoints = domain - 1;
-        if (first > npoints || count > npoints - first)
+        if (first > domain - 1 || count > domain - 1 - first)
             throw std::invalid_argument("H's MSM chunk lies past the H query");
-        fr_t* coefficients = ctx.ntt_results(domain, set) + first;
+        return ctx.ntt_results(domain, set) + first;
+    }
+
+    // Σ coefficient_i · H_i over i in [first, first + count), by sppark's MSM or cuzk's
+    // (implementation, CUZK_GPU_MSM_*).
+    static void msm(cuzk_gpu_context& ctx, uint32_t set, uint32_t lg_domain,
+                    const cuzk_gpu_points& h_points, size_t first, size_t count,
+                    uint32_t implementation, point_t& out)
+    {
+        const size_t npoints = ((size_t)1 << lg_domain) - 1;
+        const fr_t* coefficients = quotient_stage::coefficients(ctx, set, lg_domain, first, count);
+        if (implementation == CUZK_GPU_MSM_CUZK) {
+            out.inf();
+            if (count == 0)
+                return;
+            stream_t stream{ctx.gpu.id()};
+            dev_ptr_t<affine_t::mem_t> copy{h_points.key ? 0 : count, stream};
+            const affine_t::mem_t* points;
+            if (h_points.key) {
+                points = resident_points<affine_t::mem_t>(h_points, npoints) + first;
+            } else {
+                stream.HtoD(copy.data(), (const affine_t::mem_t*)h_points.host + first, count);
+                points = copy.data();
+            }
+            own_msm::g1_msm msm{stream, points, coefficients, count, true};
+            out = msm.result();
+            return;
+        }
+        if (implementation != CUZK_GPU_MSM_SPPARK)
+            throw std::invalid_argument("no such MSM implementation");
         abandoned_on_fault<g1_msm_t> msm{nullptr, count, sizeof(affine_t), ctx.gpu.id()};
-        dev_ptr_t<fr_t> scalars{coefficients, count};
+        dev_ptr_t<fr_t> scalars{const_cast<fr_t*>(coefficients), count};
         if (h_points.key)
             check(msm->invoke(out,
                               dev_ptr_t<affine_t>{resident_points<affine_t>(h_points, npoints) + first, count},

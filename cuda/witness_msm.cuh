@@ -109,90 +109,77 @@ static const typename affine_t::mem_t* device_points(cuzk_gpu_context& ctx,
     return copy.data();
 }
 
-// L, A, B_G1 and B_G2 at the same time: the G1 MSMs by cuzk's own (cuda/msm.cuh), each on a
-// stream of its own, and B_G2 by cuzk's on a fourth (b_g2_implementation CUZK_GPU_MSM_CUZK) or
-// by sppark's on its streams meanwhile. B_G1 and B_G2 take the same scalars (B's), selected
-// once. times[q] gets each MSM's own device time (sppark's B_G2: its call's) and times[4] the
-// wall time of them all, selections included.
-static void witness_msms_at_once(cuzk_gpu_context& ctx, uint32_t set,
-                                 const cuzk_gpu_points points[4],
+// H, L, A, B_G1 and B_G2 at the same time by cuzk's MSM (cuda/msm.cuh), each on a stream of
+// its own: H's scalars are the coefficients the quotient stage left in the set's NTT buffers,
+// the others' the witness's values (A's and B's selected into memory of their own: the NTT
+// buffers are being read). B_G1 and B_G2 take the same scalars (B's), selected once. times[q]
+// gets each MSM's own device time and times[5] the wall time of them all, selections included.
+static void witness_msms_at_once(cuzk_gpu_context& ctx, uint32_t set, uint32_t lg_domain,
+                                 const cuzk_gpu_points points[5],
                                  const cuzk_gpu_witness_scalars scalars[3],
-                                 uint32_t b_g2_implementation, const cuzk_gpu_staging* staging,
-                                 point_t g1_out[3], g2_point_t& g2_out, uint64_t times[5])
+                                 const cuzk_gpu_staging* staging, point_t g1_out[4],
+                                 g2_point_t& g2_out, uint64_t times[6])
 {
     const auto start = std::chrono::steady_clock::now();
-    if (b_g2_implementation != CUZK_GPU_MSM_CUZK && b_g2_implementation != CUZK_GPU_MSM_SPPARK)
-        throw std::invalid_argument("no such MSM implementation");
-    for (int q = 0; q < 3; q++)
+    for (int q = 0; q < 5; q++)
         if (points[q].n == 0 || points[q].n > own_msm::MAX_POINTS)
             throw std::invalid_argument("cuzk's MSM takes 1 to 2^26 points per query");
-    if (points[3].n != points[2].n)
+    if (lg_domain >= 32 || points[0].n != ((size_t)1 << lg_domain) - 1)
+        throw std::invalid_argument("the H query does not have a point per coefficient but one");
+    if (points[4].n != points[3].n)
         throw std::invalid_argument("B_G1 and B_G2 take B's scalars: as many points each");
     if (scalars[0].z_len != scalars[1].z_len || scalars[1].z_len != scalars[2].z_len)
         throw std::invalid_argument("the queries' scalars are of witnesses of different lengths");
     const fr_t* z = ctx.uploaded_witness(scalars[0].z_len, set);
+    const fr_t* h_scalars = quotient_stage::coefficients(ctx, set, lg_domain, 0, points[0].n);
     const gpu_t& gpu = ctx.gpu;
-    stream_t streams[4] = {gpu.id(), gpu.id(), gpu.id(), gpu.id()};
+    stream_t streams[5] = {gpu.id(), gpu.id(), gpu.id(), gpu.id(), gpu.id()};
 
-    // A's and B's selections side by side in the set's NTT buffers when they fit (free once
-    // H's MSM has read them), else in memory of their own.
-    size_t selected_offset[3] = {}, selected_total = 0;
-    for (int q = 0; q < 3; q++)
-        if (scalars[q].selected) {
-            selected_offset[q] = selected_total;
-            selected_total += points[q].n;
-        }
-    fr_t* spare = selected_total ? ctx.ntt_scratch(selected_total, set) : nullptr;
-    dev_ptr_t<fr_t> own{selected_total && !spare ? selected_total : 0, streams[0]};
-    fr_t* selected = spare ? spare : own.data();
-    if (own.data())
-        streams[0].sync(); // allocated in streams[0]'s order, used on the others too
-    const fr_t* device_scalars[3];
-    dev_ptr_t<affine_t::mem_t> copies[3] = {{points[0].key ? 0 : points[0].n, streams[0]},
+    // Every G1 query's points on the device (a streamed key's copied), each on its stream.
+    dev_ptr_t<affine_t::mem_t> copies[4] = {{points[0].key ? 0 : points[0].n, streams[0]},
                                             {points[1].key ? 0 : points[1].n, streams[1]},
-                                            {points[2].key ? 0 : points[2].n, streams[2]}};
-    const affine_t::mem_t* g1_points[3];
-    for (int q = 0; q < 3; q++) {
-        device_scalars[q] = witness_scalars(ctx, z, points[q].n, scalars[q], streams[q],
-                                            selected + selected_offset[q], staging);
+                                            {points[2].key ? 0 : points[2].n, streams[2]},
+                                            {points[3].key ? 0 : points[3].n, streams[3]}};
+    dev_ptr_t<g2_affine_t::mem_t> g2_copy{points[4].key ? 0 : points[4].n, streams[4]};
+    const affine_t::mem_t* g1_points[4];
+    for (int q = 0; q < 4; q++)
         g1_points[q] = device_points<affine_t>(ctx, points[q], streams[q], copies[q], staging);
-    }
-    // B_G2 reads B's selection on another stream.
-    streams[2].sync();
+    const auto* g2_points = device_points<g2_affine_t>(ctx, points[4], streams[4], g2_copy, staging);
 
-    std::unique_ptr<timed_events> marks[4];
-    std::unique_ptr<own_msm::g1_msm> g1[3];
-    for (int q = 0; q < 3; q++) {
+    // L's, A's and B's scalars (queries 1, 2, 3), A's and B's selected into their own memory.
+    const fr_t* g1_scalars[4] = {h_scalars};
+    dev_ptr_t<fr_t> selected[3] = {{scalars[0].selected ? points[1].n : 0, streams[1]},
+                                   {scalars[1].selected ? points[2].n : 0, streams[2]},
+                                   {scalars[2].selected ? points[3].n : 0, streams[3]}};
+    for (int q = 1; q < 4; q++)
+        g1_scalars[q] = witness_scalars(ctx, z, points[q].n, scalars[q - 1], streams[q],
+                                        selected[q - 1].data(), staging);
+    // B_G2 reads B's selection on another stream.
+    cudaEvent_t b_selected;
+    CUDA_OK(cudaEventCreateWithFlags(&b_selected, cudaEventDisableTiming));
+    struct destroy_event {
+        cudaEvent_t e;
+        ~destroy_event() { (void)cudaEventDestroy(e); }
+    } destroy{b_selected};
+    CUDA_OK(cudaEventRecord(b_selected, streams[3]));
+    CUDA_OK(cudaStreamWaitEvent(streams[4], b_selected, 0));
+
+    std::unique_ptr<timed_events> marks[5];
+    std::unique_ptr<own_msm::g1_msm> g1[4];
+    for (int q = 0; q < 4; q++) {
         marks[q].reset(new timed_events(streams[q]));
-        g1[q].reset(new own_msm::g1_msm(streams[q], g1_points[q], device_scalars[q], points[q].n,
-                                        true));
+        g1[q].reset(new own_msm::g1_msm(streams[q], g1_points[q], g1_scalars[q], points[q].n, true));
         marks[q]->mark(streams[q]);
     }
-    const size_t n = points[3].n;
-    if (b_g2_implementation == CUZK_GPU_MSM_CUZK) {
-        dev_ptr_t<g2_affine_t::mem_t> copy{points[3].key ? 0 : n, streams[3]};
-        const auto* g2_points = device_points<g2_affine_t>(ctx, points[3], streams[3], copy, staging);
-        marks[3].reset(new timed_events(streams[3]));
-        own_msm::g2_msm b_g2{streams[3], g2_points, device_scalars[2], n, true};
-        marks[3]->mark(streams[3]);
-        g2_out = b_g2.result();
-        times[3] = marks[3]->ns(0, 1);
-    } else {
-        const auto g2_start = std::chrono::steady_clock::now();
-        abandoned_on_fault<g2_msm_t> msm{nullptr, n, sizeof(g2_affine_t), gpu.id()};
-        const dev_ptr_t<scalar_t> b_scalars{const_cast<fr_t*>(device_scalars[2]), n};
-        if (points[3].key)
-            check(msm->invoke(g2_out, resident_msm_points<g2_affine_t>(points[3], n), n,
-                              b_scalars, true));
-        else
-            check(msm->invoke(g2_out, (const g2_affine_t*)points[3].host, n, b_scalars, true));
-        times[3] = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                       std::chrono::steady_clock::now() - g2_start).count();
-    }
-    for (int q = 0; q < 3; q++) {
+    marks[4].reset(new timed_events(streams[4]));
+    own_msm::g2_msm b_g2{streams[4], g2_points, g1_scalars[3], points[4].n, true};
+    marks[4]->mark(streams[4]);
+    g2_out = b_g2.result();
+    times[4] = marks[4]->ns(0, 1);
+    for (int q = 0; q < 4; q++) {
         g1_out[q] = g1[q]->result();
         times[q] = marks[q]->ns(0, 1);
     }
-    times[4] = std::chrono::duration_cast<std::chrono::nanoseconds>(
+    times[5] = std::chrono::duration_cast<std::chrono::nanoseconds>(
                    std::chrono::steady_clock::now() - start).count();
 }

@@ -82,7 +82,7 @@ type Timings struct {
 	MSMA          time.Duration
 	MSMBG1        time.Duration
 	MSMBG2        time.Duration
-	// MSMAtOnce is the wall time of MSML, MSMA, MSMBG1 and MSMBG2 when they ran at the same
+	// MSMAtOnce is the wall time of MSMH, MSML, MSMA, MSMBG1 and MSMBG2 when they ran at the same
 	// time (each on a stream of its own; their durations overlap), 0 when one after another.
 	MSMAtOnce time.Duration
 	Assembly  time.Duration // combining into A, B, C and serialising the proof

@@ -119,10 +119,10 @@ pub struct Timings {
     /// partition_timings`); -1 in a sector's timings, which sum its partitions'.
     pub partition_index: i32,
     // Version 5:
-    /// Wall time of the L, A, B_G1 and B_G2 MSMs when they ran at the same time (each on a
+    /// Wall time of the H, L, A, B_G1 and B_G2 MSMs when they ran at the same time (each on a
     /// stream of its own: a witness read on the device, queries of up to 2^20 points); each
-    /// one's own duration is still in `msm_l_ns` … `msm_b_g2_ns`, and these overlap. 0 when
-    /// they ran one after another. Where the phases add up to `total_ns`, the four count as
+    /// one's own duration is still in `msm_h_ns` … `msm_b_g2_ns`, and these overlap. 0 when
+    /// they ran one after another. Where the phases add up to `total_ns`, the five count as
     /// this once (`Timings::serial_ns`).
     pub msm_at_once_ns: u64,
 }
@@ -139,7 +139,7 @@ pub enum Role {
 }
 
 /// The phases that may run at the same time, `msm_at_once_ns` being then their wall time.
-pub const AT_ONCE: [&str; 4] = ["msm_l", "msm_a", "msm_b_g1", "msm_b_g2"];
+pub const AT_ONCE: [&str; 5] = ["msm_h", "msm_l", "msm_a", "msm_b_g1", "msm_b_g2"];
 
 /// A span of a call that a duration field of `Timings` measures.
 pub struct Span {
@@ -338,6 +338,27 @@ mod tests {
                 let spans: Vec<&str> = SPANS.iter().filter(|s| s.field == *field && (s.applies)(&t)).map(|s| s.name).collect();
                 assert_eq!(spans.len(), 1, "{field} is in the spans {spans:?} with spmv_on_device = {spmv_on_device}");
             }
+        }
+    }
+
+    #[test]
+    fn serial_time_counts_the_msms_run_at_once_as_their_wall_time() {
+        let mut t = Timings {
+            ntt_ns: 10,
+            msm_h_ns: 20,
+            msm_l_ns: 30,
+            msm_a_ns: 40,
+            msm_b_g1_ns: 50,
+            msm_b_g2_ns: 60,
+            assembly_ns: 5,
+            ..Timings::new()
+        };
+        assert_eq!(t.serial_ns(), 10 + 20 + 30 + 40 + 50 + 60 + 5, "one after another");
+        t.msm_at_once_ns = 70;
+        assert_eq!(t.serial_ns(), 10 + 70 + 5, "at once: their wall time, once");
+        assert!(SPANS.iter().any(|s| s.name == "msm_at_once" && s.role == Role::WallOfOverlap));
+        for name in AT_ONCE {
+            assert!(SPANS.iter().any(|s| s.name == name && s.role == Role::Phase), "{name}");
         }
     }
 

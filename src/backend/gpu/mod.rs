@@ -292,7 +292,9 @@ impl GpuBackend {
                     )
                 })
             }));
-            let queries = timed(&mut t.prep_msm_ns, || pool.install(|| QueryMsms::split(p, key, self.split, resident)));
+            let queries = timed(&mut t.prep_msm_ns, || {
+                pool.install(|| QueryMsms::split(p, key, self.split, resident, self.msm))
+            });
             let h_input = match products {
                 Products::Deferred(shape) => {
                     let z = Assignment {
@@ -357,41 +359,38 @@ impl GpuBackend {
                 Ok(copy)
             })?;
             let src = PointSource { resident: copy.as_deref() };
-            let h = Self::h_msm(device, buffers, &src, key, domain.log_size, t, &mut |t| match buffers {
-                sys::SHARED_BUFFERS => device.make_way(&mut device_turn, Priority::WinningPost, t),
-                _ => Ok(()),
-            })?;
-            fault::injection::fire_if_armed(device)?;
-            cancel.check()?;
             // Between the MSMs: every class above this call's, but while they read the witness
             // in this call's buffer set only the class whose calls use the other set.
             let let_in = match priority.above() {
                 Some(_) if queries.read_device_witness() => Some(Priority::WinningPost),
                 above => above,
             };
-            let mut make_way = |t: &mut Timings| match let_in {
-                Some(from) => device.make_way(&mut device_turn, from, t),
-                None => Ok(()),
-            };
-            if let Some(msms) = queries.at_once(self.msm, key) {
-                // Latency-bound sizes: all four at the same time, one make-way before them.
-                make_way(t)?;
+            if let Some(msms) = queries.at_once(self.msm, key, domain.log_size) {
+                // Latency-bound sizes: H's MSM and the witness's all at the same time, making
+                // way once before them.
+                if let Some(from) = let_in {
+                    device.make_way(&mut device_turn, from, t)?;
+                }
+                fault::injection::fire_if_armed(device)?;
+                cancel.check()?;
                 let done = device.with_staging(t, |staging, _| {
                     let points = [
+                        src.points(sys::QUERY_H, &key.h),
                         src.points(sys::QUERY_L, &key.l),
                         src.points(sys::QUERY_A, &key.a),
                         src.points(sys::QUERY_B_G1, &key.b_g1),
                         src.points(sys::QUERY_B_G2, &key.b_g2),
                     ];
-                    Self::witness_msms_at_once(device, buffers, &points, msms, staging)
+                    Self::witness_msms_at_once(device, buffers, domain.log_size, &points, msms, staging)
                 })?;
-                let [l_ns, a_ns, b_g1_ns, b_g2_ns, wall_ns] = done.times;
+                let [h_ns, l_ns, a_ns, b_g1_ns, b_g2_ns, wall_ns] = done.times;
+                t.msm_h_ns += h_ns;
                 t.msm_l_ns += l_ns;
                 t.msm_a_ns += a_ns;
                 t.msm_b_g1_ns += b_g1_ns;
                 t.msm_b_g2_ns += b_g2_ns;
                 t.msm_at_once_ns += wall_ns;
-                let [l, a, b_g1] = done.g1;
+                let [h, l, a, b_g1] = done.g1;
                 return Ok(MsmResults {
                     h,
                     l,
@@ -400,6 +399,16 @@ impl GpuBackend {
                     b_g2: done.b_g2,
                 });
             }
+            let h = Self::h_msm(device, buffers, &src, key, domain.log_size, self.msm, t, &mut |t| match buffers {
+                sys::SHARED_BUFFERS => device.make_way(&mut device_turn, Priority::WinningPost, t),
+                _ => Ok(()),
+            })?;
+            fault::injection::fire_if_armed(device)?;
+            cancel.check()?;
+            let mut make_way = |t: &mut Timings| match let_in {
+                Some(from) => device.make_way(&mut device_turn, from, t),
+                None => Ok(()),
+            };
             let mut g1 = [G1Projective::identity(); 3];
             for (q, sum) in g1.iter_mut().enumerate() {
                 make_way(t)?;
@@ -527,18 +536,31 @@ impl Backend for GpuBackend {
         let streamed = key_bytes > budget;
         let (g1, g2) = (QuerySizes::G1_BYTES, QuerySizes::G2_BYTES);
         let largest_g1 = [sizes.h, sizes.l, sizes.a, sizes.b_g1].into_iter().max().unwrap_or(0);
-        let mut msm = tail_msm::scratch_bytes(largest_g1, g1, G1_BUCKET, streamed).max(tail_msm::scratch_bytes(sizes.b_g2, g2, G2_BUCKET, streamed));
-        let at_once = [sizes.l, sizes.a, sizes.b_g1];
+        // The largest MSM one after another: sppark's, or cuzk's up to its sizes (tails, H's
+        // chunks), its points copied for a streamed key.
+        let own = |n: u64, point: u64, bucket: u64| match msm::implementation(self.msm, n as usize) {
+            sys::MSM_CUZK => msm::scratch_bytes(n, bucket) + if streamed { n * point } else { 0 },
+            _ => 0,
+        };
+        let largest_h_chunk = sizes.h.min(quotient::H_MSM_CHUNK as u64);
+        let mut msm = tail_msm::scratch_bytes(largest_g1, g1, G1_BUCKET, streamed)
+            .max(tail_msm::scratch_bytes(sizes.b_g2, g2, G2_BUCKET, streamed))
+            .max(own(largest_g1.min(msm::OWN_MSM_MAX_POINTS as u64), g1, G1_BUCKET))
+            .max(own(largest_h_chunk, g1, G1_BUCKET))
+            .max(own(sizes.b_g2, g2, G2_BUCKET));
+        let at_once = [sizes.h, sizes.l, sizes.a, sizes.b_g1];
         if self.msm == MsmChoice::Cuzk && at_once.iter().all(|&n| (1..=AT_ONCE_MAX_POINTS as u64).contains(&n)) {
-            // A mostly full-width witness's four MSMs at once by cuzk's (witness_msm.rs), a
-            // streamed key's points copied for each.
+            // A mostly full-width witness's MSMs and H's at once by cuzk's (witness_msm.rs), A's
+            // and B's scalars selected into memory of their own, a streamed key's points copied
+            // for each.
+            let selected = (sizes.a + sizes.b_g1) * SCALAR;
             let copies = if streamed {
-                (sizes.l + sizes.a + sizes.b_g1) * g1 + sizes.b_g2 * g2
+                at_once.iter().sum::<u64>() * g1 + sizes.b_g2 * g2
             } else {
                 0
             };
             let g1_scratch: u64 = at_once.iter().map(|&n| msm::scratch_bytes(n, G1_BUCKET)).sum();
-            msm = msm.max(g1_scratch + msm::scratch_bytes(sizes.b_g2, G2_BUCKET) + copies);
+            msm = msm.max(g1_scratch + msm::scratch_bytes(sizes.b_g2, G2_BUCKET) + selected + copies);
         }
         let variables = sizes.variables();
         let matrices = if self.products_on_device { shape_bytes } else { 0 };

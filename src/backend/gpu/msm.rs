@@ -3,6 +3,24 @@
 //! (witness_msm.rs). Here: its device memory for the estimate, and one MSM from host points and
 //! scalars for the tests and benchmarks that hold it against sppark's and the CPU's.
 
+use crate::backend::MsmChoice;
+
+use super::sys;
+
+/// The most points for which cuzk's MSM runs in place of sppark's under [`MsmChoice::Cuzk`]:
+/// measured faster at every size up to there, in G1 and G2 (docs/PERFORMANCE.md, run 78); beyond
+/// it, sppark's larger windows win so far.
+pub(super) const OWN_MSM_MAX_POINTS: usize = 1 << 22;
+
+/// Which implementation (`sys::MSM_*`) computes an MSM of `n` points under `choice`.
+pub(super) fn implementation(choice: MsmChoice, n: usize) -> u32 {
+    if choice == MsmChoice::Cuzk && n <= OWN_MSM_MAX_POINTS {
+        sys::MSM_CUZK
+    } else {
+        sys::MSM_SPPARK
+    }
+}
+
 /// The narrowest and widest digits cuda/msm.cuh picks from, and its scalars' bits.
 const MIN_BITS: u32 = 8;
 const MAX_BITS: u32 = 16;
@@ -57,7 +75,7 @@ mod compare {
 
     use super::super::sys::{self, call, to_projective, to_projective_g2};
     use super::super::GpuBackend;
-    use crate::backend::MsmChoice;
+    use super::MsmChoice;
     use crate::error::{Error, Result};
 
     /// `cuzk_gpu_msm_by` (G1) or `cuzk_gpu_msm_by_g2` (G2), the sum written to `Out`.

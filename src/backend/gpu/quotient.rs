@@ -10,9 +10,11 @@ use group::Group;
 
 use super::device::Device;
 use super::device_key::PointSource;
+use super::msm::implementation;
 use super::spmv::DeviceWitness;
 use super::sys::{self, call, to_projective};
 use super::GpuBackend;
+use crate::backend::MsmChoice;
 use crate::error::{Error, Result};
 use crate::groth16::ProvingKey;
 use crate::synthesis::r1cs::CircuitShape;
@@ -33,7 +35,7 @@ pub(super) enum HInput {
 /// H's MSM is split into chunks of this many points (a 32GiB partition's 2^27: four of
 /// 0.28 s instead of one of 1.10 s) so that a WinningPoSt waits for one chunk, not the whole.
 /// Smaller MSMs run whole: a chunk costs a fixed launch overhead.
-const H_MSM_CHUNK: usize = 1 << 25;
+pub(super) const H_MSM_CHUNK: usize = 1 << 25;
 
 impl GpuBackend {
     /// H's coefficients on the device, left in the context's buffers of `set`: from a, b, c
@@ -98,13 +100,15 @@ impl GpuBackend {
     }
 
     /// H = Σ hᵢ·Pᵢ over the coefficients `quotient` left in `set` and the H query, in chunks
-    /// of H_MSM_CHUNK points; `between` runs before each chunk (the caller making way).
+    /// of H_MSM_CHUNK points, each by `msm`'s choice of MSM for its size; `between` runs before
+    /// each chunk (the caller making way).
     pub(super) fn h_msm(
         device: &Device,
         set: u32,
         src: &PointSource,
         key: &ProvingKey,
         lg_domain: u32,
+        msm: MsmChoice,
         t: &mut Timings,
         between: &mut dyn FnMut(&mut Timings) -> Result<()>,
     ) -> Result<G1Projective> {
@@ -124,7 +128,7 @@ impl GpuBackend {
             // SAFETY: the H query holds the domain size - 1 points (checked by check_key_fits)
             // and outlives the synchronous call; the chunk lies inside it.
             call("H's MSM", |msg| unsafe {
-                sys::cuzk_gpu_h_msm(ctx, set, lg_domain, &h_points, first, count, &mut chunk, msg)
+                sys::cuzk_gpu_h_msm(ctx, set, lg_domain, &h_points, first, count, implementation(msm, count), &mut chunk, msg)
             })?;
             t.msm_h_ns += nanos(start.elapsed());
             h += to_projective(&chunk);

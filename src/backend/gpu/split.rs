@@ -94,11 +94,20 @@ pub(super) struct G1Msm<'a> {
     classes: Cow<'a, ClassifiedScalars>,
     /// The 1-scalars as the device's batch addition reads them; empty when there are none.
     ones_bitmap: Vec<u32>,
+    msm: MsmChoice,
 }
 
 impl<'a> G1Msm<'a> {
     /// Decides the split and makes the bitmap (before the device turn, on all cores).
-    fn plan(name: &str, query: u32, points: &'a [G1Affine], classes: &'a ClassifiedScalars, policy: SplitPolicy, resident: bool) -> Self {
+    fn plan(
+        name: &str,
+        query: u32,
+        points: &'a [G1Affine],
+        classes: &'a ClassifiedScalars,
+        policy: SplitPolicy,
+        resident: bool,
+        msm: MsmChoice,
+    ) -> Self {
         let classes = policy.apply(name, points.len(), classes, resident);
         let ones_bitmap = if classes.ones.is_empty() {
             Vec::new()
@@ -110,6 +119,7 @@ impl<'a> G1Msm<'a> {
             points,
             classes,
             ones_bitmap,
+            msm,
         }
     }
 
@@ -136,7 +146,7 @@ impl<'a> G1Msm<'a> {
                 None => query,
                 Some(points) => src.points(self.query, points),
             };
-            GpuBackend::tail_msm(device, &tail_points, &self.classes)
+            GpuBackend::tail_msm(device, &tail_points, &self.classes, self.msm)
         })?;
         Ok(ones + tail)
     }
@@ -152,6 +162,7 @@ pub(super) enum QueryMsms<'a> {
         /// when B_G1's does not either.
         b: &'a ClassifiedScalars,
         b_g2_bitmap: Vec<u32>,
+        msm: MsmChoice,
     },
     OnDevice(WitnessMsms),
 }
@@ -162,10 +173,10 @@ const G1_QUERIES: [(&str, u32); 3] = [("L", sys::QUERY_L), ("A", sys::QUERY_A), 
 impl<'a> QueryMsms<'a> {
     /// Plans the split of every query from the host's classes `p` (before the device turn, on
     /// all cores).
-    pub(super) fn split(p: &'a PreparedMsms, key: &'a ProvingKey, policy: SplitPolicy, resident: bool) -> Self {
+    pub(super) fn split(p: &'a PreparedMsms, key: &'a ProvingKey, policy: SplitPolicy, resident: bool, msm: MsmChoice) -> Self {
         let points = [&key.l[..], &key.a[..], &key.b_g1[..]];
         let classes = [&p.l, &p.a, &p.b];
-        let g1 = [0, 1, 2].map(|q| G1Msm::plan(G1_QUERIES[q].0, G1_QUERIES[q].1, points[q], classes[q], policy, resident));
+        let g1 = [0, 1, 2].map(|q| G1Msm::plan(G1_QUERIES[q].0, G1_QUERIES[q].1, points[q], classes[q], policy, resident, msm));
         // B_G2 always splits (below): B_G1's bitmap unless its ones went to the tail.
         // A dense B_G1 tail serves B_G2 (below), ones included: no bitmap then.
         let same_as_b_g1 = !matches!(g1[2].classes, Cow::Owned(ref c) if !c.dense) && key.b_g1.len() == key.b_g2.len();
@@ -178,6 +189,7 @@ impl<'a> QueryMsms<'a> {
             g1: Box::new(g1),
             b: &p.b,
             b_g2_bitmap,
+            msm,
         }
     }
 
@@ -189,9 +201,10 @@ impl<'a> QueryMsms<'a> {
 
     /// The witness MSMs when they run at once (`WitnessMsms::run_at_once`), else None: one
     /// after another by [`Self::g1`] and [`Self::b_g2`].
-    pub(super) fn at_once(&self, choice: MsmChoice, key: &ProvingKey) -> Option<&WitnessMsms> {
+    pub(super) fn at_once(&self, choice: MsmChoice, key: &ProvingKey, lg_domain: u32) -> Option<&WitnessMsms> {
+        let h = (1usize << lg_domain) - 1;
         match self {
-            QueryMsms::OnDevice(msms) if msms.run_at_once(choice, [key.l.len(), key.a.len(), key.b_g1.len()]) => Some(msms),
+            QueryMsms::OnDevice(msms) if msms.run_at_once(choice, [h, key.l.len(), key.a.len(), key.b_g1.len()]) => Some(msms),
             _ => None,
         }
     }
@@ -237,7 +250,7 @@ impl<'a> QueryMsms<'a> {
         t: &mut Timings,
     ) -> Result<G2Projective> {
         match self {
-            QueryMsms::Split { g1, b, b_g2_bitmap } => {
+            QueryMsms::Split { g1, b, b_g2_bitmap, msm } => {
                 // On the device, not on the CPU cores beside it: measured faster at every
                 // size (docs/PERFORMANCE.md). Always split: the cost model was fitted to G1
                 // only. A dense B_G1 tail serves B_G2 too (same scalars, as many points).
@@ -248,7 +261,7 @@ impl<'a> QueryMsms<'a> {
                     b
                 };
                 let bitmap = if b_g2_bitmap.is_empty() { &b_g1.ones_bitmap } else { b_g2_bitmap };
-                GpuBackend::b_g2_msm(device, src, &key.b_g2, classes, bitmap, staging, pool, t)
+                GpuBackend::b_g2_msm(device, src, &key.b_g2, classes, bitmap, *msm, staging, pool, t)
             }
             QueryMsms::OnDevice(msms) => {
                 let points = src.points(sys::QUERY_B_G2, &key.b_g2);
@@ -271,6 +284,7 @@ impl GpuBackend {
         points: &[G2Affine],
         classes: &ClassifiedScalars,
         ones_bitmap: &[u32],
+        msm: MsmChoice,
         staging: &sys::Staging,
         pool: &ThreadPool,
         t: &mut Timings,
@@ -289,7 +303,7 @@ impl GpuBackend {
             None => query,
             Some(points) => src.points(sys::QUERY_B_G2, points),
         };
-        let tail = Self::tail_msm_g2(device, &tail_points, classes)?;
+        let tail = Self::tail_msm_g2(device, &tail_points, classes, msm)?;
         t.msm_b_g2_ns += nanos(start.elapsed());
         Ok(ones + tail)
     }

@@ -197,6 +197,7 @@ extern "C" {
         h_points: *const Points,
         first: usize,
         count: usize,
+        implementation: u32,
         out: *mut G1,
         msg: *mut Message,
     ) -> c_int;
@@ -214,6 +215,7 @@ extern "C" {
         indices: *const u32,
         scalars: *const c_void,
         n: usize,
+        implementation: u32,
         out: *mut G1,
         msg: *mut Message,
     ) -> c_int;
@@ -231,6 +233,7 @@ extern "C" {
         indices: *const u32,
         scalars: *const c_void,
         n: usize,
+        implementation: u32,
         out: *mut G2,
         msg: *mut Message,
     ) -> c_int;
@@ -255,13 +258,13 @@ extern "C" {
     pub(super) fn cuzk_gpu_witness_msms_at_once(
         ctx: *mut Context,
         set: u32,
-        points: *const [Points; 4],
+        lg_domain: u32,
+        points: *const [Points; 5],
         scalars: *const [WitnessScalars; 3],
-        b_g2_implementation: u32,
         staging: *const Staging,
-        g1_out: *mut [G1; 3],
+        g1_out: *mut [G1; 4],
         g2_out: *mut G2,
-        times: *mut [u64; 5],
+        times: *mut [u64; 6],
         msg: *mut Message,
     ) -> c_int;
     #[cfg(feature = "internals")]

@@ -1,5 +1,5 @@
 //! Tail MSMs on the device (cuda/tail_msm.cuh): Pippenger over the full-width scalars left
-//! after the 0/1 split, in G1 and in G2 (B_G2). A resident key's tail points are gathered on
+//! after the 0/1 split, in G1 and in G2 (B_G2), by cuzk's MSM or sppark's (msm.rs). A resident key's tail points are gathered on
 //! the device by index, or read in place for a dense tail; a streamed key's are gathered on
 //! the host and sent.
 
@@ -9,9 +9,11 @@ use blstrs::{G1Projective, G2Projective};
 use rayon::prelude::*;
 
 use super::device::Device;
+use super::msm::implementation;
 use super::sys::{self, call, to_projective, to_projective_g2};
 use super::GpuBackend;
 use crate::backend::prep::ClassifiedScalars;
+use crate::backend::MsmChoice;
 use crate::error::Result;
 
 /// Bits of a scalar of BLS12-381's scalar field, as sppark's MSM splits it into windows.
@@ -36,7 +38,8 @@ pub(super) fn scratch_bytes(n: u64, point_bytes: u64, bucket_bytes: u64, streame
 }
 
 impl GpuBackend {
-    pub(super) fn tail_msm(device: &Device, points: &sys::Points, classes: &ClassifiedScalars) -> Result<G1Projective> {
+    /// The tail's MSM by `msm`'s choice for its size.
+    pub(super) fn tail_msm(device: &Device, points: &sys::Points, classes: &ClassifiedScalars, msm: MsmChoice) -> Result<G1Projective> {
         let ctx = device.ctx.ptr()?;
         let mut out = sys::G1::default();
         // SAFETY: as many scalars (and indices, or gathered host points) as n; all alive for
@@ -48,6 +51,7 @@ impl GpuBackend {
                 tail_indices(classes),
                 classes.tail_scalars.as_ptr() as *const c_void,
                 classes.tail_scalars.len(),
+                implementation(msm, classes.tail_scalars.len()),
                 &mut out,
                 msg,
             )
@@ -55,7 +59,7 @@ impl GpuBackend {
         Ok(to_projective(&out))
     }
 
-    pub(super) fn tail_msm_g2(device: &Device, points: &sys::Points, classes: &ClassifiedScalars) -> Result<G2Projective> {
+    pub(super) fn tail_msm_g2(device: &Device, points: &sys::Points, classes: &ClassifiedScalars, msm: MsmChoice) -> Result<G2Projective> {
         let ctx = device.ctx.ptr()?;
         let mut out = sys::G2::default();
         // SAFETY: as many scalars (and indices, or gathered host points) as n; all alive for
@@ -67,6 +71,7 @@ impl GpuBackend {
                 tail_indices(classes),
                 classes.tail_scalars.as_ptr() as *const c_void,
                 classes.tail_scalars.len(),
+                implementation(msm, classes.tail_scalars.len()),
                 &mut out,
                 msg,
             )

@@ -131,23 +131,24 @@ impl GpuBackend {
     }
 }
 
-/// The most points of a G1 query whose witness MSMs run at once by cuzk's MSM (MsmChoice::Cuzk):
-/// up to there they are latency-bound by sppark's one after another (a 32GiB WinningPoSt's
-/// ~370k points: 18–31 ms each); beyond, sppark's runs them (its scratch is smaller).
+/// The most points of a query whose MSMs (H's and the witness's) run at once by cuzk's MSM
+/// (MsmChoice::Cuzk): up to there they are latency-bound one after another (a 32GiB
+/// WinningPoSt's ~370k points: 18–31 ms each by sppark's, 6 ms by cuzk's); beyond, one after
+/// another, with room to make way between them.
 pub(super) const AT_ONCE_MAX_POINTS: usize = 1 << 20;
 
-/// What [`GpuBackend::witness_msms_at_once`] gives: the L, A, B_G1 sums, B_G2's, and each MSM's
-/// own time (L, A, B_G1, B_G2) then their wall time together, in ns.
+/// What [`GpuBackend::witness_msms_at_once`] gives: the H, L, A, B_G1 sums, B_G2's, and each
+/// MSM's own time (H, L, A, B_G1, B_G2) then their wall time together, in ns.
 pub(super) struct AtOnce {
-    pub(super) g1: [G1Projective; 3],
+    pub(super) g1: [G1Projective; 4],
     pub(super) b_g2: G2Projective,
-    pub(super) times: [u64; 5],
+    pub(super) times: [u64; 6],
 }
 
 impl WitnessMsms {
-    /// Whether the MSMs run at once: cuzk's MSM chosen and every G1 query (`g1_points`: L, A,
-    /// B_G1) of 1 to [`AT_ONCE_MAX_POINTS`] points.
-    pub(super) fn run_at_once(&self, choice: MsmChoice, g1_points: [usize; 3]) -> bool {
+    /// Whether the MSMs run at once: cuzk's MSM chosen and every G1 query (`g1_points`: H, L,
+    /// A, B_G1) of 1 to [`AT_ONCE_MAX_POINTS`] points.
+    pub(super) fn run_at_once(&self, choice: MsmChoice, g1_points: [usize; 4]) -> bool {
         choice == MsmChoice::Cuzk && g1_points.iter().all(|&n| (1..=AT_ONCE_MAX_POINTS).contains(&n))
     }
 
@@ -157,25 +158,26 @@ impl WitnessMsms {
 }
 
 impl GpuBackend {
-    /// L, A, B_G1, B_G2 (`points`) by cuzk's MSM, each on a stream of its own, all at the same
-    /// time, their scalars read from the witness the
-    /// device holds in buffer set `set`.
+    /// H, L, A, B_G1, B_G2 (`points`) by cuzk's MSM, each on a stream of its own, all at the
+    /// same time: H's scalars the coefficients the quotient stage left in buffer set `set` for
+    /// the domain of 2^`lg_domain`, the others' read from the witness the device holds there.
     pub(super) fn witness_msms_at_once(
         device: &Device,
         set: u32,
-        points: &[sys::Points; 4],
+        lg_domain: u32,
+        points: &[sys::Points; 5],
         msms: &WitnessMsms,
         staging: &sys::Staging,
     ) -> Result<AtOnce> {
         let ctx = device.ctx.ptr()?;
         let scalars = msms.raw_scalars();
-        let mut g1 = [sys::G1::default(), sys::G1::default(), sys::G1::default()];
+        let mut g1: [sys::G1; 4] = Default::default();
         let mut g2 = sys::G2::default();
-        let mut times = [0u64; 5];
+        let mut times = [0u64; 6];
         // SAFETY: the points, selections and outputs outlive the synchronous call; the device
-        // checks the selections, the witness's length and the query sizes before reading.
-        call("witness MSMs at once", |msg| unsafe {
-            sys::cuzk_gpu_witness_msms_at_once(ctx, set, points, &scalars, sys::MSM_CUZK, staging, &mut g1, &mut g2, &mut times, msg)
+        // checks the selections, the witness's and H's lengths and the query sizes before reading.
+        call("MSMs at once", |msg| unsafe {
+            sys::cuzk_gpu_witness_msms_at_once(ctx, set, lg_domain, points, &scalars, staging, &mut g1, &mut g2, &mut times, msg)
         })?;
         Ok(AtOnce {
             g1: g1.each_ref().map(sys::to_projective),
