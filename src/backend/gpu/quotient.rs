@@ -102,6 +102,7 @@ impl GpuBackend {
     /// H = Σ hᵢ·Pᵢ over the coefficients `quotient` left in `set` and the H query, in chunks
     /// of H_MSM_CHUNK points, each by `msm`'s choice of MSM for its size; `between` runs before
     /// each chunk (the caller making way).
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn h_msm(
         device: &Device,
         set: u32,
