@@ -388,13 +388,13 @@ extern "C" int cuzk_gpu_msm_g2(cuzk_gpu_context* ctx, const cuzk_gpu_points* poi
 extern "C" int cuzk_gpu_witness_msm(cuzk_gpu_context* ctx, uint32_t set,
                                     const cuzk_gpu_points* points,
                                     const cuzk_gpu_witness_scalars* scalars,
-                                    const cuzk_gpu_staging* staging, cuzk_gpu_g1* out,
-                                    cuzk_gpu_message* msg)
+                                    uint32_t implementation, const cuzk_gpu_staging* staging,
+                                    cuzk_gpu_g1* out, cuzk_gpu_message* msg)
 {
     return guarded(msg, [&] {
         ctx->gpu.select();
-        to_g1(witness_msm_on_device<g1_msm_t, point_t, affine_t>(*ctx, set, *points, *scalars,
-                                                                 staging),
+        to_g1(witness_msm_on_device<g1_msm_t, own_msm::g1_msm, point_t, affine_t>(
+                  *ctx, set, *points, *scalars, implementation, staging),
               out);
     });
 }
@@ -402,13 +402,13 @@ extern "C" int cuzk_gpu_witness_msm(cuzk_gpu_context* ctx, uint32_t set,
 extern "C" int cuzk_gpu_witness_msm_g2(cuzk_gpu_context* ctx, uint32_t set,
                                        const cuzk_gpu_points* points,
                                        const cuzk_gpu_witness_scalars* scalars,
-                                       const cuzk_gpu_staging* staging, cuzk_gpu_g2* out,
-                                       cuzk_gpu_message* msg)
+                                       uint32_t implementation, const cuzk_gpu_staging* staging,
+                                       cuzk_gpu_g2* out, cuzk_gpu_message* msg)
 {
     return guarded(msg, [&] {
         ctx->gpu.select();
-        to_g2(witness_msm_on_device<g2_msm_t, g2_point_t, g2_affine_t>(*ctx, set, *points,
-                                                                       *scalars, staging),
+        to_g2(witness_msm_on_device<g2_msm_t, own_msm::g2_msm, g2_point_t, g2_affine_t>(
+                  *ctx, set, *points, *scalars, implementation, staging),
               out);
     });
 }

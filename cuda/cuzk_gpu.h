@@ -258,13 +258,14 @@ int cuzk_gpu_msm_g2(cuzk_gpu_context *ctx, const cuzk_gpu_points *points,
 
 /* Σ sᵢ·Pᵢ over the first points->n points of a query (resident, read in place, or sent from the
  * host), sᵢ the witness values `scalars` names in the device copy of `set`: no scalar crosses
- * PCIe. A selection is gathered into the NTT buffers of `set`: call after H's MSM. G1 and G2
- * (B_G2). */
+ * PCIe; by `implementation`'s MSM (CUZK_GPU_MSM_*; cuzk's takes at most 2^26 points). A
+ * selection is gathered into the NTT buffers of `set`: call after H's MSM. G1 and G2 (B_G2). */
 int cuzk_gpu_witness_msm(cuzk_gpu_context *ctx, uint32_t set, const cuzk_gpu_points *points,
-                         const cuzk_gpu_witness_scalars *scalars, const cuzk_gpu_staging *staging,
-                         cuzk_gpu_g1 *out, cuzk_gpu_message *msg);
+                         const cuzk_gpu_witness_scalars *scalars, uint32_t implementation,
+                         const cuzk_gpu_staging *staging, cuzk_gpu_g1 *out,
+                         cuzk_gpu_message *msg);
 int cuzk_gpu_witness_msm_g2(cuzk_gpu_context *ctx, uint32_t set, const cuzk_gpu_points *points,
-                            const cuzk_gpu_witness_scalars *scalars,
+                            const cuzk_gpu_witness_scalars *scalars, uint32_t implementation,
                             const cuzk_gpu_staging *staging, cuzk_gpu_g2 *out,
                             cuzk_gpu_message *msg);
 

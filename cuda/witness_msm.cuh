@@ -63,37 +63,6 @@ static const fr_t* witness_scalars(cuzk_gpu_context& ctx, const fr_t* z, size_t 
     return selected;
 }
 
-// For G1 (g1_msm_t) and G2 (g2_msm_t): Σ sᵢ·Pᵢ over the query's first points.n points.
-template<class msm_type, class point_t, class affine_t>
-static point_t witness_msm_on_device(cuzk_gpu_context& ctx, uint32_t set,
-                                     const cuzk_gpu_points& points,
-                                     const cuzk_gpu_witness_scalars& s,
-                                     const cuzk_gpu_staging* staging)
-{
-    const size_t n = points.n;
-    point_t out;
-    out.inf();
-    if (n == 0)
-        return out;
-    const fr_t* z = ctx.uploaded_witness(s.z_len, set);
-    const gpu_t& gpu = ctx.gpu;
-    stream_t& stream = gpu[0];
-    // The selected values, when the query takes a selection of z: in the set's NTT buffers,
-    // free once H's MSM has read them (3 × the domain: room for every value of z in any
-    // circuit of ours), else in memory of their own, freed after the MSM.
-    fr_t* spare = s.selected ? ctx.ntt_scratch(n, set) : nullptr;
-    dev_ptr_t<fr_t> own{s.selected && !spare ? n : 0};
-    const fr_t* scalars = witness_scalars(ctx, z, n, s, stream, spare ? spare : own.data(), staging);
-    stream.sync();
-    abandoned_on_fault<msm_type> msm{nullptr, n, sizeof(affine_t), gpu.id()};
-    const dev_ptr_t<scalar_t> device_scalars{const_cast<fr_t*>(scalars), n};
-    if (points.key)
-        check(msm->invoke(out, resident_msm_points<affine_t>(points, n), n, device_scalars, true));
-    else
-        check(msm->invoke(out, (const affine_t*)points.host, n, device_scalars, true));
-    return out;
-}
-
 // The device address of p.n points on `stream`: resident in place, else copied from the host
 // into `copy`.
 template<class affine_t>
@@ -107,6 +76,46 @@ static const typename affine_t::mem_t* device_points(cuzk_gpu_context& ctx,
         return resident_points<affine_mem_t>(p, p.n);
     staged_htod(ctx, stream, copy.data(), p.host, p.n * sizeof(affine_mem_t), staging);
     return copy.data();
+}
+
+// For G1 (g1_msm_t, own_msm::g1_msm) and G2 (g2_msm_t, own_msm::g2_msm): Σ sᵢ·Pᵢ over the
+// query's first points.n points, by sppark's MSM or cuzk's (implementation, CUZK_GPU_MSM_*).
+template<class msm_type, class own_type, class point_t, class affine_t>
+static point_t witness_msm_on_device(cuzk_gpu_context& ctx, uint32_t set,
+                                     const cuzk_gpu_points& points,
+                                     const cuzk_gpu_witness_scalars& s, uint32_t implementation,
+                                     const cuzk_gpu_staging* staging)
+{
+    const size_t n = points.n;
+    point_t out;
+    out.inf();
+    if (implementation != CUZK_GPU_MSM_CUZK && implementation != CUZK_GPU_MSM_SPPARK)
+        throw std::invalid_argument("no such MSM implementation");
+    if (n == 0)
+        return out;
+    const fr_t* z = ctx.uploaded_witness(s.z_len, set);
+    const gpu_t& gpu = ctx.gpu;
+    stream_t& stream = gpu[0];
+    // The selected values, when the query takes a selection of z: in the set's NTT buffers,
+    // free once H's MSM has read them (3 × the domain: room for every value of z in any
+    // circuit of ours), else in memory of their own, freed after the MSM.
+    fr_t* spare = s.selected ? ctx.ntt_scratch(n, set) : nullptr;
+    dev_ptr_t<fr_t> own{s.selected && !spare ? n : 0};
+    const fr_t* scalars = witness_scalars(ctx, z, n, s, stream, spare ? spare : own.data(), staging);
+    if (implementation == CUZK_GPU_MSM_CUZK) {
+        dev_ptr_t<typename affine_t::mem_t> copy{points.key ? 0 : n, stream};
+        const auto* d_points = device_points<affine_t>(ctx, points, stream, copy, staging);
+        own_type msm{stream, d_points, scalars, n, true};
+        return msm.result();
+    }
+    stream.sync();
+    abandoned_on_fault<msm_type> msm{nullptr, n, sizeof(affine_t), gpu.id()};
+    const dev_ptr_t<scalar_t> device_scalars{const_cast<fr_t*>(scalars), n};
+    if (points.key)
+        check(msm->invoke(out, resident_msm_points<affine_t>(points, n), n, device_scalars, true));
+    else
+        check(msm->invoke(out, (const affine_t*)points.host, n, device_scalars, true));
+    return out;
 }
 
 // H, L, A, B_G1 and B_G2 at the same time by cuzk's MSM (cuda/msm.cuh), each on a stream of

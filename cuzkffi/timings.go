@@ -97,6 +97,19 @@ type Timings struct {
 	PartitionIndex int
 }
 
+// Serial is the phases' time as Total counts it: their sum, with MSMH, MSML, MSMA, MSMBG1 and
+// MSMBG2 counted once as MSMAtOnce when they ran at the same time (their durations overlap).
+func (t Timings) Serial() time.Duration {
+	var sum time.Duration
+	for _, p := range t.Phases() {
+		sum += p.Duration
+	}
+	if t.MSMAtOnce > 0 {
+		sum += t.MSMAtOnce - (t.MSMH + t.MSML + t.MSMA + t.MSMBG1 + t.MSMBG2)
+	}
+	return sum
+}
+
 // spmvOnGPU is SpMV when it was a GPU phase (SpMVOnDevice), else 0 (part of Synthesis).
 func (t Timings) spmvOnGPU() time.Duration {
 	if t.SpMVOnDevice {

@@ -79,6 +79,7 @@ func _(c *C.cuzk_timings, r *rawTimings) {
 	u64(&c.proving_wait_ns, &r.proving_wait_ns, [1]struct{}{}[unsafe.Offsetof(c.proving_wait_ns)-unsafe.Offsetof(r.proving_wait_ns)])
 	u32(&c.sector_index, &r.sector_index, [1]struct{}{}[unsafe.Offsetof(c.sector_index)-unsafe.Offsetof(r.sector_index)])
 	i32(&c.partition_index, &r.partition_index, [1]struct{}{}[unsafe.Offsetof(c.partition_index)-unsafe.Offsetof(r.partition_index)])
+	u64(&c.msm_at_once_ns, &r.msm_at_once_ns, [1]struct{}{}[unsafe.Offsetof(c.msm_at_once_ns)-unsafe.Offsetof(r.msm_at_once_ns)])
 }
 
 // maxPartitions is the most partitions a sector has: an update proof's (32GiB and 64GiB: 16;

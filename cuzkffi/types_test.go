@@ -151,6 +151,13 @@ func TestPhases(t *testing.T) {
 			t.Fatalf("spmv_gpu = %v with SpMV on the device, want 4ns", p.Duration)
 		}
 	}
+	if got := tm.Serial(); got != 1+2+3+4+5+6+7 {
+		t.Fatalf("Serial = %v one after another, want the phases' sum", got)
+	}
+	tm.MSMH, tm.MSML, tm.MSMA, tm.MSMBG1, tm.MSMBG2, tm.MSMAtOnce = 10, 20, 30, 40, 50, 60
+	if got := tm.Serial(); got != 1+2+3+4+5+6+7+60 {
+		t.Fatalf("Serial = %v with the MSMs at once, want them counted as MSMAtOnce", got)
+	}
 	if BackendGPU.String() != "gpu" || BackendCPU.String() != "cpu" || Backend(7).String() != "backend(7)" {
 		t.Fatalf("Backend.String: %v %v %v", BackendGPU, BackendCPU, Backend(7))
 	}

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cuzk::engine::{Engine, RegisteredProof};
+use cuzk::timings::{Timings, AT_ONCE};
 use tonic::{Request, Response, Status};
 
 use crate::circuits;
@@ -99,8 +100,18 @@ fn ended(job_id: &str, outcome: &Outcome) -> AwaitProofResponse {
         queue_wait_ms: ms(outcome.timings.queue_wait_ns),
         srs_load_ms: ms(outcome.timings.srs_load_ns),
         synthesis_ms: ms(outcome.timings.synthesis_ns),
-        gpu_compute_ms: ms(PROVING_PHASES.iter().map(|name| phase(name)).sum()),
+        gpu_compute_ms: ms(proving_ns(&outcome.timings, phase)),
         total_ms: outcome.total.as_millis() as u64,
+    }
+}
+
+/// The sum of [`PROVING_PHASES`], with the MSMs that ran at the same time counted once, as
+/// their wall time.
+fn proving_ns(t: &Timings, phase: impl Fn(&str) -> u64) -> u64 {
+    let sum: u64 = PROVING_PHASES.iter().map(|name| phase(name)).sum();
+    match t.msm_at_once_ns {
+        0 => sum,
+        wall => sum - AT_ONCE.iter().map(|name| phase(name)).sum::<u64>() + wall,
     }
 }
 
@@ -300,4 +311,26 @@ pub async fn preload(engine: Arc<Engine>, circuit_id: &str, proof: RegisteredPro
         report.shape_extract_ns / 1_000_000
     );
     Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn proving_time_counts_the_msms_run_at_once_once() {
+        let mut t = Timings {
+            ntt_ns: 7,
+            msm_h_ns: 10,
+            msm_l_ns: 20,
+            msm_a_ns: 30,
+            msm_b_g1_ns: 40,
+            msm_b_g2_ns: 50,
+            ..Timings::new()
+        };
+        let phase_of = |t: &Timings, name: &str| t.phases().iter().find(|(n, _)| *n == name).map_or(0, |(_, ns)| *ns);
+        assert_eq!(proving_ns(&t, |name| phase_of(&t, name)), 7 + 10 + 20 + 30 + 40 + 50);
+        t.msm_at_once_ns = 55;
+        assert_eq!(proving_ns(&t, |name| phase_of(&t, name)), 7 + 55);
+    }
 }

@@ -265,7 +265,7 @@ impl GpuBackend {
         let mut classes = None;
         let (queries, h_input) = if full_width {
             let msms = timed(&mut t.prep_msm_ns, || {
-                pool.install(|| WitnessMsms::new(&layout, &a_aux_density, &b_input_density, &b_aux_density))
+                pool.install(|| WitnessMsms::new(&layout, &a_aux_density, &b_input_density, &b_aux_density, self.msm))
             });
             let witness = DeviceWitness::Whole {
                 inputs: input_assignment,
@@ -365,7 +365,7 @@ impl GpuBackend {
                 Some(_) if queries.read_device_witness() => Some(Priority::WinningPost),
                 above => above,
             };
-            if let Some(msms) = queries.at_once(self.msm, key, domain.log_size) {
+            if let Some(msms) = queries.at_once(key, domain.log_size) {
                 // Latency-bound sizes: H's MSM and the witness's all at the same time, making
                 // way once before them.
                 if let Some(from) = let_in {

@@ -201,10 +201,10 @@ impl<'a> QueryMsms<'a> {
 
     /// The witness MSMs when they run at once (`WitnessMsms::run_at_once`), else None: one
     /// after another by [`Self::g1`] and [`Self::b_g2`].
-    pub(super) fn at_once(&self, choice: MsmChoice, key: &ProvingKey, lg_domain: u32) -> Option<&WitnessMsms> {
+    pub(super) fn at_once(&self, key: &ProvingKey, lg_domain: u32) -> Option<&WitnessMsms> {
         let h = (1usize << lg_domain) - 1;
         match self {
-            QueryMsms::OnDevice(msms) if msms.run_at_once(choice, [h, key.l.len(), key.a.len(), key.b_g1.len()]) => Some(msms),
+            QueryMsms::OnDevice(msms) if msms.run_at_once([h, key.l.len(), key.a.len(), key.b_g1.len()]) => Some(msms),
             _ => None,
         }
     }

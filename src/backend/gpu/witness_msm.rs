@@ -11,6 +11,7 @@ use rayon::prelude::*;
 use blstrs::{G1Projective, G2Projective};
 
 use super::device::Device;
+use super::msm::implementation;
 use super::sys::{self, call};
 use super::GpuBackend;
 use crate::backend::MsmChoice;
@@ -78,12 +79,14 @@ pub(super) struct WitnessMsms {
     pub(super) l: WitnessQuery,
     pub(super) a: WitnessQuery,
     pub(super) b: WitnessQuery,
+    /// Which MSM computes them (msm.rs picks per size).
+    msm: MsmChoice,
 }
 
 impl WitnessMsms {
     /// A's points are all inputs, then the aux variables in A; B's the inputs in B, then the
     /// aux variables in B; L's the aux variables.
-    pub(super) fn new(layout: &QueryLayout, a_aux_density: &Density, b_input_density: &Density, b_aux_density: &Density) -> Self {
+    pub(super) fn new(layout: &QueryLayout, a_aux_density: &Density, b_input_density: &Density, b_aux_density: &Density, msm: MsmChoice) -> Self {
         let num_inputs = layout.num_inputs;
         let (a, b) = rayon::join(
             || WitnessQuery::selected(num_inputs, &|_| true, a_aux_density),
@@ -94,6 +97,7 @@ impl WitnessMsms {
             l: WitnessQuery::From(num_inputs),
             a,
             b,
+            msm,
         }
     }
 }
@@ -104,6 +108,7 @@ pub(super) type WitnessMsmEntry<Out> = unsafe extern "C" fn(
     u32,
     *const sys::Points,
     *const sys::WitnessScalars,
+    u32,
     *const sys::Staging,
     *mut Out,
     *mut sys::Message,
@@ -111,7 +116,8 @@ pub(super) type WitnessMsmEntry<Out> = unsafe extern "C" fn(
 
 impl GpuBackend {
     /// Σ sᵢ·Pᵢ over `points` (the query's, resident or on the host), sᵢ the values `query`
-    /// names in the witness the device holds in buffer set `set`, by `entry` (G1 or G2).
+    /// names in the witness the device holds in buffer set `set`, by `entry` (G1 or G2) with
+    /// the MSM `msms` chose for the size.
     pub(super) fn witness_msm<Out: Default>(
         entry: WitnessMsmEntry<Out>,
         device: &Device,
@@ -123,10 +129,13 @@ impl GpuBackend {
     ) -> Result<Out> {
         let ctx = device.ctx.ptr()?;
         let scalars = query.raw(msms.z_len);
+        let implementation = implementation(msms.msm, points.n);
         let mut out = Out::default();
         // SAFETY: the selection's vectors cover z_len values and outlive the synchronous call;
         // the device checks them and the witness's length before reading.
-        call("witness MSM", |msg| unsafe { entry(ctx, set, points, &scalars, staging, &mut out, msg) })?;
+        call("witness MSM", |msg| unsafe {
+            entry(ctx, set, points, &scalars, implementation, staging, &mut out, msg)
+        })?;
         Ok(out)
     }
 }
@@ -148,8 +157,8 @@ pub(super) struct AtOnce {
 impl WitnessMsms {
     /// Whether the MSMs run at once: cuzk's MSM chosen and every G1 query (`g1_points`: H, L,
     /// A, B_G1) of 1 to [`AT_ONCE_MAX_POINTS`] points.
-    pub(super) fn run_at_once(&self, choice: MsmChoice, g1_points: [usize; 4]) -> bool {
-        choice == MsmChoice::Cuzk && g1_points.iter().all(|&n| (1..=AT_ONCE_MAX_POINTS).contains(&n))
+    pub(super) fn run_at_once(&self, g1_points: [usize; 4]) -> bool {
+        self.msm == MsmChoice::Cuzk && g1_points.iter().all(|&n| (1..=AT_ONCE_MAX_POINTS).contains(&n))
     }
 
     fn raw_scalars(&self) -> [sys::WitnessScalars; 3] {
