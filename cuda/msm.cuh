@@ -242,20 +242,6 @@ static uint32_t digit_bits(size_t n)
 // The most points one MSM of ours takes: its sort's items (windows × points) are an int.
 constexpr size_t MAX_POINTS = (size_t)1 << 26;
 
-// Device memory one MSM of n points uses beside its points and scalars (buckets of
-// `bucket_bytes`), for the caller's choice between this MSM and sppark's.
-static size_t scratch_bytes(size_t n, size_t bucket_bytes)
-{
-    const uint32_t c = digit_bits(n), windows = windows_of(c), half = 1u << (c - 1);
-    const size_t m = (size_t)windows * n;
-    const size_t first = next_level_entries(m, FIRST_CHUNK);
-    const size_t second = next_level_entries(first, LATER_CHUNK);
-    const size_t partial = sizeof(uint32_t) + bucket_bytes;
-    return 4 * m * sizeof(uint32_t) + m * sizeof(uint32_t) // keys, entries, cub's temp (≈)
-           + (first + second) * partial + ((size_t)windows * half + 1) * bucket_bytes
-           + 2 * (size_t)windows * (half / SEGMENT) * partial;
-}
-
 // One MSM in flight on a stream: the constructor enqueues every device step, result() waits
 // for them and adds the windows on the host. The stream must outlive it. For G1 (bucket_t,
 // point_t, affine_t) and G2 (g2_bucket_t, ...).

@@ -86,8 +86,6 @@ impl Service {
 /// The AwaitProof answer of a job that ended with `outcome`.
 fn ended(job_id: &str, outcome: &Outcome) -> AwaitProofResponse {
     let ms = |ns: u64| ns / 1_000_000;
-    let phases = outcome.timings.phases();
-    let phase = |name: &str| phases.iter().find(|(n, _)| *n == name).map_or(0, |(_, ns)| *ns);
     AwaitProofResponse {
         job_id: job_id.to_string(),
         status: match outcome.end {
@@ -100,18 +98,19 @@ fn ended(job_id: &str, outcome: &Outcome) -> AwaitProofResponse {
         queue_wait_ms: ms(outcome.timings.queue_wait_ns),
         srs_load_ms: ms(outcome.timings.srs_load_ns),
         synthesis_ms: ms(outcome.timings.synthesis_ns),
-        gpu_compute_ms: ms(proving_ns(&outcome.timings, phase)),
+        gpu_compute_ms: ms(proving_ns(&outcome.timings)),
         total_ms: outcome.total.as_millis() as u64,
     }
 }
 
 /// The sum of [`PROVING_PHASES`], with the MSMs that ran at the same time counted once, as
 /// their wall time.
-fn proving_ns(t: &Timings, phase: impl Fn(&str) -> u64) -> u64 {
-    let sum: u64 = PROVING_PHASES.iter().map(|name| phase(name)).sum();
+fn proving_ns(t: &Timings) -> u64 {
+    let phases = t.phases();
+    let sum = |names: &[&str]| -> u64 { phases.iter().filter(|(name, _)| names.contains(name)).map(|(_, ns)| ns).sum() };
     match t.msm_at_once_ns {
-        0 => sum,
-        wall => sum - AT_ONCE.iter().map(|name| phase(name)).sum::<u64>() + wall,
+        0 => sum(&PROVING_PHASES),
+        wall => sum(&PROVING_PHASES) - sum(&AT_ONCE) + wall,
     }
 }
 
@@ -328,9 +327,8 @@ mod tests {
             msm_b_g2_ns: 50,
             ..Timings::new()
         };
-        let phase_of = |t: &Timings, name: &str| t.phases().iter().find(|(n, _)| *n == name).map_or(0, |(_, ns)| *ns);
-        assert_eq!(proving_ns(&t, |name| phase_of(&t, name)), 7 + 10 + 20 + 30 + 40 + 50);
+        assert_eq!(proving_ns(&t), 7 + 10 + 20 + 30 + 40 + 50);
         t.msm_at_once_ns = 55;
-        assert_eq!(proving_ns(&t, |name| phase_of(&t, name)), 7 + 55);
+        assert_eq!(proving_ns(&t), 7 + 55);
     }
 }

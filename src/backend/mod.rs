@@ -92,9 +92,9 @@ pub enum SplitPolicy {
 /// for comparing them in one binary).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum MsmChoice {
-    /// cuzk's own (cuda/msm.cuh) where it is measured faster: the L, A and B_G1 MSMs of a
-    /// witness read on the device, at the same time on streams of their own beside sppark's
-    /// B_G2, for queries of up to 2^20 points (latency-bound sizes); sppark's elsewhere.
+    /// cuzk's own (cuda/msm.cuh) where it is measured faster, every MSM of up to 2^22 points
+    /// (G1 and G2), a full-width witness's H, L, A, B_G1 and B_G2 MSMs at the same time when
+    /// each has at most 2^20 points; sppark's for the larger ones.
     #[default]
     Cuzk,
     /// sppark's everywhere, one MSM after another.

@@ -1,7 +1,8 @@
 //! cuzk's own MSM (cuda/msm.cuh): Pippenger with signed digits whose every device step runs on
-//! a stream of the caller's, so that a proof's latency-bound MSMs run at the same time
-//! (witness_msm.rs). Here: its device memory for the estimate, and one MSM from host points and
-//! scalars for the tests and benchmarks that hold it against sppark's and the CPU's.
+//! a stream of the caller's, so that a proof's MSMs can run at the same time (witness_msm.rs).
+//! Here: which implementation an MSM of a given size gets, its device memory for the estimate,
+//! and one MSM from host points and scalars for the tests and benchmarks that hold it against
+//! sppark's and the CPU's.
 
 use crate::backend::MsmChoice;
 
@@ -53,8 +54,10 @@ fn next_level_entries(m: u64, chunk: u64) -> u64 {
     }
 }
 
-/// Device memory one MSM of `n` points takes besides its points and scalars, as
-/// cuda/msm.cuh's `scratch_bytes` counts it, for buckets (xyzz) of `bucket_bytes`.
+/// Device memory one MSM of `n` points takes besides its points and scalars, as cuda/msm.cuh's
+/// `msm_on_stream` allocates it (keys, entries, cub's temporary storage ≈ one more array, the
+/// first two run-sum levels' partial sums, the buckets, the window segments), for buckets
+/// (xyzz) of `bucket_bytes`.
 pub(super) fn scratch_bytes(n: u64, bucket_bytes: u64) -> u64 {
     let c = digit_bits(n);
     let (windows, half) = (windows_of(c), 1u64 << (c - 1));

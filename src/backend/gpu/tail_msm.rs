@@ -1,7 +1,7 @@
 //! Tail MSMs on the device (cuda/tail_msm.cuh): Pippenger over the full-width scalars left
-//! after the 0/1 split, in G1 and in G2 (B_G2), by cuzk's MSM or sppark's (msm.rs). A resident key's tail points are gathered on
-//! the device by index, or read in place for a dense tail; a streamed key's are gathered on
-//! the host and sent.
+//! after the 0/1 split, in G1 and in G2 (B_G2), by cuzk's MSM or sppark's (msm.rs). A resident
+//! key's tail points are gathered on the device by index, or read in place for a dense tail; a
+//! streamed key's are gathered on the host and sent.
 
 use std::ffi::c_void;
 

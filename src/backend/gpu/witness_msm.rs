@@ -6,9 +6,8 @@
 
 use std::ffi::c_int;
 
-use rayon::prelude::*;
-
 use blstrs::{G1Projective, G2Projective};
+use rayon::prelude::*;
 
 use super::device::Device;
 use super::msm::implementation;
@@ -100,6 +99,16 @@ impl WitnessMsms {
             msm,
         }
     }
+
+    /// Whether the MSMs run at once: cuzk's MSM chosen and every G1 query (`g1_points`: H, L,
+    /// A, B_G1) of 1 to [`AT_ONCE_MAX_POINTS`] points.
+    pub(super) fn run_at_once(&self, g1_points: [usize; 4]) -> bool {
+        self.msm == MsmChoice::Cuzk && g1_points.iter().all(|&n| (1..=AT_ONCE_MAX_POINTS).contains(&n))
+    }
+
+    fn raw_scalars(&self) -> [sys::WitnessScalars; 3] {
+        [self.l.raw(self.z_len), self.a.raw(self.z_len), self.b.raw(self.z_len)]
+    }
 }
 
 /// `cuzk_gpu_witness_msm` (G1) or `cuzk_gpu_witness_msm_g2` (G2), the sum written to `Out`.
@@ -113,6 +122,20 @@ pub(super) type WitnessMsmEntry<Out> = unsafe extern "C" fn(
     *mut Out,
     *mut sys::Message,
 ) -> c_int;
+
+/// The most points of a query whose MSMs (H's and the witness's) run at once by cuzk's MSM
+/// (MsmChoice::Cuzk), with one make-way before them (a 32GiB WinningPoSt's ~370k points: 31 ms
+/// for the five, against 0.115 s by sppark's one after another; docs/PERFORMANCE.md); beyond,
+/// one after another, with room to make way between them.
+pub(super) const AT_ONCE_MAX_POINTS: usize = 1 << 20;
+
+/// What [`GpuBackend::witness_msms_at_once`] gives: the H, L, A, B_G1 sums, B_G2's, and each
+/// MSM's own time (H, L, A, B_G1, B_G2) then their wall time together, in ns.
+pub(super) struct AtOnce {
+    pub(super) g1: [G1Projective; 4],
+    pub(super) b_g2: G2Projective,
+    pub(super) times: [u64; 6],
+}
 
 impl GpuBackend {
     /// Σ sᵢ·Pᵢ over `points` (the query's, resident or on the host), sᵢ the values `query`
@@ -138,35 +161,7 @@ impl GpuBackend {
         })?;
         Ok(out)
     }
-}
 
-/// The most points of a query whose MSMs (H's and the witness's) run at once by cuzk's MSM
-/// (MsmChoice::Cuzk): up to there they are latency-bound one after another (a 32GiB
-/// WinningPoSt's ~370k points: 18–31 ms each by sppark's, 6 ms by cuzk's); beyond, one after
-/// another, with room to make way between them.
-pub(super) const AT_ONCE_MAX_POINTS: usize = 1 << 20;
-
-/// What [`GpuBackend::witness_msms_at_once`] gives: the H, L, A, B_G1 sums, B_G2's, and each
-/// MSM's own time (H, L, A, B_G1, B_G2) then their wall time together, in ns.
-pub(super) struct AtOnce {
-    pub(super) g1: [G1Projective; 4],
-    pub(super) b_g2: G2Projective,
-    pub(super) times: [u64; 6],
-}
-
-impl WitnessMsms {
-    /// Whether the MSMs run at once: cuzk's MSM chosen and every G1 query (`g1_points`: H, L,
-    /// A, B_G1) of 1 to [`AT_ONCE_MAX_POINTS`] points.
-    pub(super) fn run_at_once(&self, g1_points: [usize; 4]) -> bool {
-        self.msm == MsmChoice::Cuzk && g1_points.iter().all(|&n| (1..=AT_ONCE_MAX_POINTS).contains(&n))
-    }
-
-    fn raw_scalars(&self) -> [sys::WitnessScalars; 3] {
-        [self.l.raw(self.z_len), self.a.raw(self.z_len), self.b.raw(self.z_len)]
-    }
-}
-
-impl GpuBackend {
     /// H, L, A, B_G1, B_G2 (`points`) by cuzk's MSM, each on a stream of its own, all at the
     /// same time: H's scalars the coefficients the quotient stage left in buffer set `set` for
     /// the domain of 2^`lg_domain`, the others' read from the witness the device holds there.
