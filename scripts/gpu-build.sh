@@ -8,7 +8,7 @@
 # CUZK_CARRY_DAEMON=1: instead, carry-daemon/ for `gpu-run.sh daemon`: cuzk-daemon,
 # cuzk-daemon-fault (the same with the test-only `fault-injection` feature), cuzk-fixtures and
 # the daemon's Go end-to-end test (daemon/e2e) linked to libcuzk.a.
-# CUZK_CUDA_ARCHS narrows the GPU architectures (default: all of build.rs's list).
+# CUZK_CUDA_ARCHS narrows the GPU architectures (default: all of cuda/build.rs's list).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 "$root/scripts/install-cuda.sh" >/dev/null

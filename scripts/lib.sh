@@ -7,7 +7,12 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 export CUZK_TEST_PARAMS="${CUZK_TEST_PARAMS:-$HOME/.cache/cuzk/test-params}"
 export CARGO_BUILD_JOBS="${CARGO_BUILD_JOBS:-2}"
 
-step() { printf '\n==> %s\n' "$*"; }
+# A step's heading, after the time the one before it took (CI's time limit is the sum).
+step() {
+    [[ -n "${step_started:-}" ]] && printf '    (%d s)\n' "$((SECONDS - step_started))"
+    step_started=$SECONDS
+    printf '\n==> %s\n' "$*"
+}
 
 # The CUDA compiler (PyPI wheels into .cuda/ unless an nvcc is installed): the `cuda` feature
 # is on by default, so every build compiles cuda/ even where no GPU will run it.

@@ -14,9 +14,9 @@
 //! R1CS matrices), `quotient` (H), `batch_add`, `tail_msm`; `split` holds the 0/1 split's
 //! cost model and each query's MSM plan, `device` the per-device state.
 
-// sppark's device registry (select_gpu, ngpus) is compiled by its build script into its rlib:
+// cuda/'s pipeline, which sys.rs declares, is compiled by the cuzk-cuda crate into its rlib:
 // name the crate so that it is linked.
-extern crate sppark;
+extern crate cuzk_cuda;
 
 mod batch_add;
 mod context;
