@@ -435,7 +435,7 @@ extern "C" int cuzk_gpu_witness_msms_at_once(cuzk_gpu_context* ctx, uint32_t set
 // msm_ns the MSM's own wall time; for cuzk_gpu_msm_by and cuzk_gpu_msm_by_g2.
 template<class own_type, class sppark_type, class point_t, class affine_t>
 static point_t msm_by(cuzk_gpu_context& ctx, const cuzk_gpu_points& points, const void* scalars,
-                      bool mont, uint32_t implementation, uint64_t& msm_ns)
+                      bool mont, uint32_t implementation, uint32_t digit_bits, uint64_t& msm_ns)
 {
     if (implementation != CUZK_GPU_MSM_CUZK && implementation != CUZK_GPU_MSM_SPPARK)
         throw std::invalid_argument("no such MSM implementation");
@@ -453,7 +453,7 @@ static point_t msm_by(cuzk_gpu_context& ctx, const cuzk_gpu_points& points, cons
     stream.sync();
     const auto start = std::chrono::steady_clock::now();
     if (implementation == CUZK_GPU_MSM_CUZK) {
-        own_type msm{stream, d_points, d_scalars.data(), n, mont};
+        own_type msm{stream, d_points, d_scalars.data(), n, mont, digit_bits};
         sum = msm.result();
     } else {
         abandoned_on_fault<sppark_type> msm{nullptr, n, sizeof(affine_t), ctx.gpu.id()};
@@ -467,26 +467,28 @@ static point_t msm_by(cuzk_gpu_context& ctx, const cuzk_gpu_points& points, cons
 
 extern "C" int cuzk_gpu_msm_by(cuzk_gpu_context* ctx, const cuzk_gpu_points* points,
                                const void* scalars, int mont, uint32_t implementation,
-                               cuzk_gpu_g1* out, uint64_t* msm_ns, cuzk_gpu_message* msg)
+                               uint32_t digit_bits, cuzk_gpu_g1* out, uint64_t* msm_ns,
+                               cuzk_gpu_message* msg)
 {
     return guarded(msg, [&] {
         ctx->gpu.select();
         to_g1(msm_by<own_msm::g1_msm, g1_msm_t, point_t, affine_t>(*ctx, *points, scalars,
                                                                  mont != 0, implementation,
-                                                                 *msm_ns),
+                                                                 digit_bits, *msm_ns),
               out);
     });
 }
 
 extern "C" int cuzk_gpu_msm_by_g2(cuzk_gpu_context* ctx, const cuzk_gpu_points* points,
                                   const void* scalars, int mont, uint32_t implementation,
-                                  cuzk_gpu_g2* out, uint64_t* msm_ns, cuzk_gpu_message* msg)
+                                  uint32_t digit_bits, cuzk_gpu_g2* out, uint64_t* msm_ns,
+                                  cuzk_gpu_message* msg)
 {
     return guarded(msg, [&] {
         ctx->gpu.select();
         to_g2(msm_by<own_msm::g2_msm, g2_msm_t, g2_point_t, g2_affine_t>(*ctx, *points, scalars,
                                                                        mont != 0, implementation,
-                                                                       *msm_ns),
+                                                                       digit_bits, *msm_ns),
               out);
     });
 }

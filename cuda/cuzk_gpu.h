@@ -282,16 +282,17 @@ int cuzk_gpu_witness_msms_at_once(cuzk_gpu_context *ctx, uint32_t set, uint32_t 
                                   const cuzk_gpu_staging *staging, cuzk_gpu_g1 g1_out[4],
                                   cuzk_gpu_g2 *g2_out, uint64_t times[6], cuzk_gpu_message *msg);
 
-/* Σ sᵢ·Pᵢ by cuzk's own MSM (at most 2^26 points) or sppark's, on device copies of the
- * points->n points and of the scalars from the host (Montgomery form when mont is non-zero);
- * msm_ns gets the MSM's own wall time, its inputs already on the device. For tests and
- * benchmarks that hold the two against each other. */
+/* Σ sᵢ·Pᵢ by cuzk's own MSM (at most 2^30 points; digits of digit_bits, 8 to 22, or 0 for
+ * the width it picks for the size) or sppark's, on device copies of the points->n points and
+ * of the scalars from the host (Montgomery form when mont is non-zero); msm_ns gets the MSM's
+ * own wall time, its inputs already on the device. For tests and benchmarks that hold the two
+ * against each other. */
 int cuzk_gpu_msm_by(cuzk_gpu_context *ctx, const cuzk_gpu_points *points, const void *scalars,
-                    int mont, uint32_t implementation, cuzk_gpu_g1 *out, uint64_t *msm_ns,
-                    cuzk_gpu_message *msg);
+                    int mont, uint32_t implementation, uint32_t digit_bits, cuzk_gpu_g1 *out,
+                    uint64_t *msm_ns, cuzk_gpu_message *msg);
 int cuzk_gpu_msm_by_g2(cuzk_gpu_context *ctx, const cuzk_gpu_points *points, const void *scalars,
-                       int mont, uint32_t implementation, cuzk_gpu_g2 *out, uint64_t *msm_ns,
-                       cuzk_gpu_message *msg);
+                       int mont, uint32_t implementation, uint32_t digit_bits, cuzk_gpu_g2 *out,
+                       uint64_t *msm_ns, cuzk_gpu_message *msg);
 
 #ifdef __cplusplus
 }

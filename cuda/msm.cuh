@@ -10,6 +10,9 @@
 //    digit's sign in bit 31. A zero digit's entry gets the key past every bucket: it sorts
 //    last and is never added.
 // 2. cub's radix sort of the entries by key.
+//    Steps 1 to 3 run for a group of windows at a time, as many as keep one sort within
+//    GROUP_ITEMS entries (all of them up to 2^24 points), so that large MSMs take memory
+//    for a group only; a group's keys count from its first window.
 // 3. Run sums (sum_runs): a thread adds the entries of `chunk` consecutive sorted positions.
 //    A run of one key strictly inside a chunk is that key's whole sum; a chunk's first and
 //    last runs may go on in its neighbours, so they go to the next level as two partial sums
@@ -32,9 +35,11 @@ constexpr uint32_t FIRST_CHUNK = 32;
 constexpr uint32_t LATER_CHUNK = 8;
 // Buckets per thread in step 4.
 constexpr uint32_t SEGMENT = 16;
-// The widest and narrowest digits: an entry's key stays below 2^31, buckets per window from
-// 128 (each window's segments a whole number) to 32768.
-constexpr uint32_t MIN_BITS = 8, MAX_BITS = 16;
+// The narrowest and widest digits: buckets per window from 128 (each window's segments a
+// whole number) to 2^21 (a group's keys stay below 2^31).
+constexpr uint32_t MIN_BITS = 8, MAX_BITS = 22;
+// The most entries one group of windows sorts (steps 1–3): 4 GiB of keys and entries.
+constexpr size_t GROUP_ITEMS = (size_t)1 << 28;
 // Scalars are below r < 2^255.
 constexpr uint32_t SCALAR_BITS = 255;
 
@@ -54,23 +59,27 @@ __device__ __forceinline__ uint32_t scalar_window(const fr_t& s, uint32_t bit0, 
 }
 #endif
 
+// The entries of windows [first, first + count): the carries of the windows below are worked
+// out again, the keys count from `first`.
 __launch_bounds__(256) __global__
 void signed_digits(uint32_t* keys, uint32_t* entries, const fr_t* scalars, uint32_t n,
-                   uint32_t c, bool mont)
+                   uint32_t c, bool mont, uint32_t first, uint32_t count)
 {
 #ifdef __CUDA_ARCH__
-    const uint32_t windows = windows_of(c), half = 1u << (c - 1), none = windows * half;
+    const uint32_t half = 1u << (c - 1), none = count * half;
     for (uint32_t i = threadIdx.x + blockIdx.x * blockDim.x; i < n; i += blockDim.x * gridDim.x) {
         fr_t s = scalars[i];
         if (mont)
             s.from();
         uint32_t carry = 0;
-        for (uint32_t w = 0; w < windows; w++) {
+        for (uint32_t w = 0; w < first + count; w++) {
             const uint32_t raw = scalar_window(s, w * c, c) + carry; // ≤ 2^c
             carry = raw > half;                                       // digit raw − 2^c < 0
+            if (w < first)
+                continue;
             const uint32_t magnitude = carry ? (1u << c) - raw : raw;
-            const size_t at = (size_t)w * n + i;
-            keys[at] = magnitude ? w * half + magnitude - 1 : none;
+            const size_t at = (size_t)(w - first) * n + i;
+            keys[at] = magnitude ? (w - first) * half + magnitude - 1 : none;
             entries[at] = i | (carry << 31);
         }
     }
@@ -114,7 +123,8 @@ static uint32_t add_blocks(size_t threads)
 // One level of step 3 over m sorted entries. A key's sum is written to totals[key] exactly
 // once: at the level where its run is inside one chunk, or at the last level (one chunk).
 // Else the chunk's first and last runs go to next_keys/next_sums[2t, 2t + 1] (a chunk of
-// one run: its sum, then the identity under the same key). Entries keyed `skip` are not added.
+// one run: its sum, then the identity under the same key). Entries keyed `skip` are neither
+// added nor written.
 template<class bucket_t, class entries_t>
 __launch_bounds__(ADD_THREADS) __global__
 void sum_runs(typename bucket_t::mem_t* totals, uint32_t* next_keys,
@@ -137,7 +147,7 @@ void sum_runs(typename bucket_t::mem_t* totals, uint32_t* next_keys,
             if (first && !last_level) {
                 next_keys[2 * t] = key;
                 next_sums[2 * t] = sum;
-            } else {
+            } else if (key != skip) {
                 totals[key] = sum;
             }
             first = false;
@@ -148,7 +158,8 @@ void sum_runs(typename bucket_t::mem_t* totals, uint32_t* next_keys,
             entries.add_to(sum, e);
     }
     if (last_level) {
-        totals[key] = sum;
+        if (key != skip)
+            totals[key] = sum;
         return;
     }
     if (first) {
@@ -202,14 +213,15 @@ void window_segments(uint32_t* segment_keys, typename bucket_t::mem_t* segment_s
 template<class bucket_t>
 static void sum_later_levels(stream_t& stream, typename bucket_t::mem_t* totals, size_t chunks,
                              uint32_t* next_keys, typename bucket_t::mem_t* next_sums,
-                             uint32_t* spare_keys, typename bucket_t::mem_t* spare_sums)
+                             uint32_t* spare_keys, typename bucket_t::mem_t* spare_sums,
+                             uint32_t skip)
 {
     while (chunks > 1) {
         const size_t m = 2 * chunks;
         chunks = (m + LATER_CHUNK - 1) / LATER_CHUNK;
         sum_runs<bucket_t><<<add_blocks<bucket_t>(chunks), ADD_THREADS, 0, stream>>>(
             totals, spare_keys, spare_sums, next_keys, partial_entries<bucket_t>{next_sums}, m,
-            LATER_CHUNK, UINT32_MAX);
+            LATER_CHUNK, skip);
         CUDA_OK(cudaGetLastError());
         std::swap(next_keys, spare_keys);
         std::swap(next_sums, spare_sums);
@@ -223,14 +235,16 @@ static size_t next_level_entries(size_t m, uint32_t chunk)
     return chunks > 1 ? 2 * chunks : 0;
 }
 
-// The digit width for n points: the fewest bucket additions (windows × points) plus window
-// work (windows × buckets, counted twice: the running sums add each bucket twice).
+// The digit width for n points: the fewest additions, per window n into the buckets plus step
+// 4's per bucket: two (running sums), and a segment's offset times its sum (≈ 2·(c − 5)
+// doublings and additions per SEGMENT buckets).
 static uint32_t digit_bits(size_t n)
 {
     uint32_t best = MIN_BITS;
     double best_cost = 0;
     for (uint32_t c = MIN_BITS; c <= MAX_BITS; c++) {
-        const double cost = (double)windows_of(c) * ((double)n + (double)(1u << c));
+        const double per_bucket = 2.0 + 2.0 * (c - 5) / SEGMENT;
+        const double cost = (double)windows_of(c) * ((double)n + (double)(1u << (c - 1)) * per_bucket);
         if (c == MIN_BITS || cost < best_cost) {
             best = c;
             best_cost = cost;
@@ -239,8 +253,15 @@ static uint32_t digit_bits(size_t n)
     return best;
 }
 
-// The most points one MSM of ours takes: its sort's items (windows × points) are an int.
-constexpr size_t MAX_POINTS = (size_t)1 << 26;
+// The most points one MSM of ours takes: an entry holds a point's index in 31 bits, and a
+// group of one window sorts n entries (an int).
+constexpr size_t MAX_POINTS = (size_t)1 << 30;
+
+// Windows per group (steps 1–3) for n points of `windows` windows.
+static uint32_t group_windows(size_t n, uint32_t windows)
+{
+    return (uint32_t)std::max<size_t>(1, std::min<size_t>(windows, GROUP_ITEMS / n));
+}
 
 // One MSM in flight on a stream: the constructor enqueues every device step, result() waits
 // for them and adds the windows on the host. The stream must outlive it. For G1 (bucket_t,
@@ -253,22 +274,18 @@ class msm_on_stream {
     const uint32_t c, windows;
     dev_ptr_t<bucket_mem_t> d_window_sums;
 
-public:
-    // points: n device points; scalars: n device scalars, in Montgomery form when `mont`.
-    msm_on_stream(stream_t& s, const affine_mem_t* points, const fr_t* scalars, size_t n, bool mont)
-        : stream(s), c(digit_bits(n)), windows(windows_of(c)), d_window_sums{windows, s}
+    // Steps 1–3 for windows [first, first + count) into their buckets.
+    void sum_buckets(bucket_mem_t* buckets, const affine_mem_t* points, const fr_t* scalars,
+                     size_t n, bool mont, uint32_t first, uint32_t count)
     {
-        if (n == 0 || n > MAX_POINTS)
-            throw std::invalid_argument("cuzk's MSM takes 1 to 2^26 points");
-        const uint32_t half = 1u << (c - 1), none = windows * half;
-        const size_t m = (size_t)windows * n;
-
-        // Steps 1 and 2.
+        stream_t& s = stream;
+        const uint32_t none = count * (1u << (c - 1));
+        const size_t m = (size_t)count * n;
         dev_ptr_t<uint32_t> keys[2] = {{m, s}, {m, s}};
         dev_ptr_t<uint32_t> entries[2] = {{m, s}, {m, s}};
         const uint32_t digit_blocks = (uint32_t)std::min<size_t>((n + 255) / 256, 8 * s.sm_count());
         signed_digits<<<digit_blocks, 256, 0, s>>>(keys[0].data(), entries[0].data(), scalars,
-                                                   (uint32_t)n, c, mont);
+                                                   (uint32_t)n, c, mont, first, count);
         CUDA_OK(cudaGetLastError());
         cub::DoubleBuffer<uint32_t> sorted_keys{keys[0].data(), keys[1].data()};
         cub::DoubleBuffer<uint32_t> sorted_entries{entries[0].data(), entries[1].data()};
@@ -280,23 +297,40 @@ public:
         CUDA_OK(cub::DeviceRadixSort::SortPairs(temp.data(), temp_bytes, sorted_keys,
                                                 sorted_entries, (int)m, 0, end_bit, s));
 
-        // Step 3 into the buckets (one past the last for the zero digits' entries).
-        const size_t nbuckets = (size_t)windows * half + 1;
-        dev_ptr_t<bucket_mem_t> buckets{nbuckets, s};
-        CUDA_OK(cudaMemsetAsync(buckets.data(), 0, nbuckets * sizeof(bucket_mem_t), s));
-        const size_t first = next_level_entries(m, FIRST_CHUNK);
-        const size_t second = next_level_entries(first, LATER_CHUNK);
-        dev_ptr_t<uint32_t> level_keys[2] = {{first, s}, {second, s}};
-        dev_ptr_t<bucket_mem_t> level_sums[2] = {{first, s}, {second, s}};
+        const size_t first_level = next_level_entries(m, FIRST_CHUNK);
+        const size_t second_level = next_level_entries(first_level, LATER_CHUNK);
+        dev_ptr_t<uint32_t> level_keys[2] = {{first_level, s}, {second_level, s}};
+        dev_ptr_t<bucket_mem_t> level_sums[2] = {{first_level, s}, {second_level, s}};
         const size_t chunks = (m + FIRST_CHUNK - 1) / FIRST_CHUNK;
         sum_runs<bucket_t><<<add_blocks<bucket_t>(chunks), ADD_THREADS, 0, s>>>(
-            buckets.data(), level_keys[0].data(), level_sums[0].data(), sorted_keys.Current(),
+            buckets, level_keys[0].data(), level_sums[0].data(), sorted_keys.Current(),
             point_entries<bucket_t, affine_t>{points, sorted_entries.Current()}, m, FIRST_CHUNK,
             none);
         CUDA_OK(cudaGetLastError());
-        sum_later_levels<bucket_t>(s, buckets.data(), chunks, level_keys[0].data(),
-                                   level_sums[0].data(), level_keys[1].data(),
-                                   level_sums[1].data());
+        sum_later_levels<bucket_t>(s, buckets, chunks, level_keys[0].data(), level_sums[0].data(),
+                                   level_keys[1].data(), level_sums[1].data(), none);
+        // The scratch above is freed in stream order as it goes out of scope.
+    }
+
+public:
+    // points: n device points; scalars: n device scalars, in Montgomery form when `mont`;
+    // bits: the digits' width, 0 for digit_bits(n) (the benchmarks try others).
+    msm_on_stream(stream_t& s, const affine_mem_t* points, const fr_t* scalars, size_t n, bool mont,
+                  uint32_t bits = 0)
+        : stream(s), c(bits ? bits : digit_bits(n)), windows(windows_of(c)), d_window_sums{windows, s}
+    {
+        if (n == 0 || n > MAX_POINTS)
+            throw std::invalid_argument("cuzk's MSM takes 1 to 2^30 points");
+        if (c < MIN_BITS || c > MAX_BITS)
+            throw std::invalid_argument("cuzk's MSM takes digits of 8 to 22 bits");
+        const uint32_t half = 1u << (c - 1);
+        const size_t nbuckets = (size_t)windows * half;
+        dev_ptr_t<bucket_mem_t> buckets{nbuckets, s};
+        CUDA_OK(cudaMemsetAsync(buckets.data(), 0, nbuckets * sizeof(bucket_mem_t), s));
+        const uint32_t group = group_windows(n, windows);
+        for (uint32_t first_window = 0; first_window < windows; first_window += group)
+            sum_buckets(buckets.data() + (size_t)first_window * half, points, scalars, n, mont,
+                        first_window, std::min(group, windows - first_window));
 
         // Step 4, its segments added by step 3 into the window sums.
         const size_t segments = (size_t)windows * (half / SEGMENT);
@@ -316,7 +350,7 @@ public:
         CUDA_OK(cudaGetLastError());
         sum_later_levels<bucket_t>(s, d_window_sums.data(), segment_chunks, segment_keys[1].data(),
                                    segment_sums[1].data(), segment_keys[2].data(),
-                                   segment_sums[2].data());
+                                   segment_sums[2].data(), UINT32_MAX);
         // The scratch above is freed in stream order as it goes out of scope.
     }
 

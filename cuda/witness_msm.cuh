@@ -132,7 +132,7 @@ static void witness_msms_at_once(cuzk_gpu_context& ctx, uint32_t set, uint32_t l
     const auto start = std::chrono::steady_clock::now();
     for (int q = 0; q < 5; q++)
         if (points[q].n == 0 || points[q].n > own_msm::MAX_POINTS)
-            throw std::invalid_argument("cuzk's MSM takes 1 to 2^26 points per query");
+            throw std::invalid_argument("cuzk's MSM takes 1 to 2^30 points per query");
     if (lg_domain >= 32 || points[0].n != ((size_t)1 << lg_domain) - 1)
         throw std::invalid_argument("the H query does not have a point per coefficient but one");
     if (points[4].n != points[3].n)

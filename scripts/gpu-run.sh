@@ -68,6 +68,10 @@
 #   scripts/gpu-run.sh micro      SHA chains of 2^16 and 2^20 with random-setup keys (verified),
 #                                 then a per-phase sweep: random circuits of 2^20, 2^22, 2^24
 #                                 constraints, PoRep-like (mostly 0/1) and uniform witnesses
+#   scripts/gpu-run.sh msm        cuzk's MSM against sppark's, every sum held to sppark's: G1 at
+#                                 2^16 … 2^27 points, G2 at 2^16 … 2^26, each at the digit
+#                                 width cuzk picks and at the others (~6 min); then the 32GiB
+#                                 WinningPoSt (its MSMs' size), warm
 # scripts/bench-table.py turns $OUT/bench.jsonl into the tables of docs/PERFORMANCE.md.
 # device tool: run "scripts/gpu-run.sh tests" with carry ["carry"]
 set -uo pipefail
@@ -290,6 +294,14 @@ circuits)
     # Each process builds its circuit, synthesizes it once for its key's shape and proves it.
     timeout 330 carry/cuzk-bench circuit --system cuzk --log-constraints 26 --repeat 2 >>"$out/bench.jsonl" 2>>"$out/bench.log" || status=1
     timeout 250 carry/cuzk-bench circuit --system cuzk-streamed --log-constraints 26 >>"$out/bench.jsonl" 2>>"$out/bench.log" || status=1
+    ;;
+msm)
+    timeout 330 carry/cuzk-bench msm --system cuzk --curve g1 --log-points 16,18,19,20,21,22,23,24,25,26,27 \
+        --digit-bits 12,14,16,18,20,22 >>"$out/bench.jsonl" 2>>"$out/bench.log" || status=1
+    timeout 150 carry/cuzk-bench msm --system cuzk --curve g2 --log-points 16,18,20,22,24,26 \
+        --digit-bits 14,16,18,20,22 >>"$out/bench.jsonl" 2>>"$out/bench.log" || status=1
+    timeout 90 carry/cuzk-bench post --system cuzk --sector-size 32GiB --post winning --repeat 6 \
+        >>"$out/bench.jsonl" 2>>"$out/bench.log" || status=1
     ;;
 *) echo "unknown mode $1"; exit 2 ;;
 esac

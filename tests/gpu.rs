@@ -208,7 +208,9 @@ fn msm_points(n: usize, rng: &mut rand_chacha::ChaCha20Rng) -> Vec<G1Affine> {
 /// cuzk's MSM (cuda/msm.cuh) against the CPU's (blstrs) and sppark's, at sizes where its
 /// windows, run-sum chunks and segments begin and end (2^k ± 1), on random scalars and on the
 /// edge cases: all equal, all p − 1, all 0 or 1, all 0, one point; scalars in Montgomery form
-/// and canonical; in G1 and in G2. Prints each size's time by both MSMs (their inputs on the device already).
+/// and canonical; in G1 and in G2; at the narrowest and widest digits, and at 2^25 points,
+/// whose windows are sorted in two groups. Prints each size's time by both MSMs (their inputs
+/// on the device already).
 #[test]
 #[cfg_attr(
     not(cuzk_gpu_tests),
@@ -227,12 +229,12 @@ fn own_msm_equals_cpu_and_sppark() {
         let projective: Vec<G1Projective> = points.iter().map(|p| G1Projective::from(*p)).collect();
         let expected = G1Projective::multi_exp(&projective, scalars);
         let montgomery = rand::Rng::gen::<bool>(&mut *rng);
-        let (ours, ours_ns) = gpu.msm_g1(points, scalars, MsmChoice::Cuzk, montgomery).expect("cuzk MSM");
+        let (ours, ours_ns) = gpu.msm_g1(points, scalars, MsmChoice::Cuzk, 0, montgomery).expect("cuzk MSM");
         assert_eq!(
             ours, expected,
             "cuzk's MSM of {n} points, {what} scalars (montgomery {montgomery}), seed {seed}"
         );
-        let (sppark, sppark_ns) = gpu.msm_g1(points, scalars, MsmChoice::Sppark, false).expect("sppark MSM");
+        let (sppark, sppark_ns) = gpu.msm_g1(points, scalars, MsmChoice::Sppark, 0, false).expect("sppark MSM");
         assert_eq!(sppark, expected, "sppark's MSM of {n} points, {what} scalars, seed {seed}");
         eprintln!(
             "MSM 2^{:.2} = {n} points, {what}: cuzk {:.3} ms, sppark {:.3} ms",
@@ -283,9 +285,9 @@ fn own_msm_equals_cpu_and_sppark() {
         ];
         for (what, scalars) in cases {
             let expected = G2Projective::multi_exp(&projective, &scalars);
-            let (ours, ours_ns) = gpu.msm_g2(points, &scalars, MsmChoice::Cuzk, true).expect("cuzk G2 MSM");
+            let (ours, ours_ns) = gpu.msm_g2(points, &scalars, MsmChoice::Cuzk, 0, true).expect("cuzk G2 MSM");
             assert_eq!(ours, expected, "cuzk's G2 MSM of {n} points, {what} scalars, seed {seed}");
-            let (sppark, sppark_ns) = gpu.msm_g2(points, &scalars, MsmChoice::Sppark, false).expect("sppark G2 MSM");
+            let (sppark, sppark_ns) = gpu.msm_g2(points, &scalars, MsmChoice::Sppark, 0, false).expect("sppark G2 MSM");
             assert_eq!(sppark, expected, "sppark's G2 MSM of {n} points, {what} scalars, seed {seed}");
             eprintln!(
                 "G2 MSM {n} points, {what}: cuzk {:.3} ms, sppark {:.3} ms",
@@ -294,6 +296,37 @@ fn own_msm_equals_cpu_and_sppark() {
             );
         }
     }
+    // Digit widths other than the size's: the narrowest and the widest (2^21 buckets a window).
+    for (n, bits) in [(1025, 8), (1025, 22), ((1 << 16) + 1, 22)] {
+        let points = &all_points[..n];
+        let projective: Vec<G1Projective> = points.iter().map(|p| G1Projective::from(*p)).collect();
+        let scalars: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut rng)).collect();
+        let expected = G1Projective::multi_exp(&projective, &scalars);
+        let (ours, _) = gpu.msm_g1(points, &scalars, MsmChoice::Cuzk, bits, true).expect("cuzk MSM");
+        assert_eq!(ours, expected, "cuzk's MSM of {n} points, {bits}-bit digits, seed {seed}");
+        let g2 = &g2_points[..n];
+        let g2_projective: Vec<G2Projective> = g2.iter().map(|p| G2Projective::from(*p)).collect();
+        let (ours, _) = gpu.msm_g2(g2, &scalars, MsmChoice::Cuzk, bits, true).expect("cuzk G2 MSM");
+        assert_eq!(
+            ours,
+            G2Projective::multi_exp(&g2_projective, &scalars),
+            "cuzk's G2 MSM of {n} points, {bits}-bit digits, seed {seed}"
+        );
+    }
+    // 2^25 points (the 2^22 above, 8 times over): 13 windows of 20 bits, sorted in two groups
+    // of windows (8 and 5). Σ sᵢ·P_(i mod 2^22) is the 2^22-point MSM of the scalars summed per point.
+    let n = 1usize << 25;
+    let tiled: Vec<G1Affine> = all_points.iter().copied().cycle().take(n).collect();
+    let scalars: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut rng)).collect();
+    let mut folded = vec![Scalar::ZERO; largest];
+    for (i, s) in scalars.iter().enumerate() {
+        folded[i % largest] += s;
+    }
+    let projective: Vec<G1Projective> = all_points.iter().map(|p| G1Projective::from(*p)).collect();
+    let expected = G1Projective::multi_exp(&projective, &folded);
+    let (ours, ours_ns) = gpu.msm_g1(&tiled, &scalars, MsmChoice::Cuzk, 0, true).expect("cuzk MSM");
+    assert_eq!(ours, expected, "cuzk's MSM of 2^25 points in two groups of windows, seed {seed}");
+    eprintln!("MSM 2^25 points (two groups of windows): cuzk {:.3} ms", ours_ns as f64 / 1e6);
     // 2^16 … 2^22 random, the per-size table of docs/PERFORMANCE.md.
     for lg in 16..=22 {
         let n = 1usize << lg;

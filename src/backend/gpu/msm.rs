@@ -24,24 +24,27 @@ pub(super) fn implementation(choice: MsmChoice, n: usize) -> u32 {
 
 /// The narrowest and widest digits cuda/msm.cuh picks from, and its scalars' bits.
 const MIN_BITS: u32 = 8;
-const MAX_BITS: u32 = 16;
+const MAX_BITS: u32 = 22;
 const SCALAR_BITS: u32 = 255;
 /// Sorted entries per thread at its first and later run-sum levels, buckets per segment.
 const FIRST_CHUNK: u64 = 32;
 const LATER_CHUNK: u64 = 8;
 const SEGMENT: u64 = 16;
+/// The most entries one group of windows sorts.
+const GROUP_ITEMS: u64 = 1 << 28;
 
 fn windows_of(c: u32) -> u64 {
     u64::from(SCALAR_BITS / c + 1)
 }
 
-/// The digit width cuda/msm.cuh's `digit_bits` picks for `n` points.
+/// The digit width cuda/msm.cuh's `digit_bits` picks for `n` points (its cost model).
 fn digit_bits(n: u64) -> u32 {
+    let cost = |c: u32| {
+        let per_bucket = 2.0 + 2.0 * f64::from(c - 5) / SEGMENT as f64;
+        windows_of(c) as f64 * (n as f64 + f64::from(1u32 << (c - 1)) * per_bucket)
+    };
     (MIN_BITS..=MAX_BITS)
-        .min_by(|&x, &y| {
-            let cost = |c: u32| windows_of(c) as f64 * (n as f64 + f64::from(1u32 << c));
-            cost(x).total_cmp(&cost(y))
-        })
+        .min_by(|&x, &y| cost(x).total_cmp(&cost(y)))
         .expect("a range of widths")
 }
 
@@ -55,17 +58,18 @@ fn next_level_entries(m: u64, chunk: u64) -> u64 {
 }
 
 /// Device memory one MSM of `n` points takes besides its points and scalars, as cuda/msm.cuh's
-/// `msm_on_stream` allocates it (keys, entries, cub's temporary storage ≈ one more array, the
-/// first two run-sum levels' partial sums, the buckets, the window segments), for buckets
-/// (xyzz) of `bucket_bytes`.
+/// `msm_on_stream` allocates it (for one group of windows: keys, entries, cub's temporary
+/// storage ≈ one more array, the first two run-sum levels' partial sums; the buckets, the
+/// window segments), for buckets (xyzz) of `bucket_bytes`.
 pub(super) fn scratch_bytes(n: u64, bucket_bytes: u64) -> u64 {
     let c = digit_bits(n);
     let (windows, half) = (windows_of(c), 1u64 << (c - 1));
-    let m = windows * n;
+    let group = (GROUP_ITEMS / n.max(1)).clamp(1, windows);
+    let m = group * n;
     let first = next_level_entries(m, FIRST_CHUNK);
     let second = next_level_entries(first, LATER_CHUNK);
     let partial = 4 + bucket_bytes;
-    5 * 4 * m + (first + second) * partial + (windows * half + 1) * bucket_bytes + 2 * windows * (half / SEGMENT) * partial
+    5 * 4 * m + (first + second) * partial + windows * half * bucket_bytes + 2 * windows * (half / SEGMENT) * partial
 }
 
 /// One MSM from host points and scalars, for the tests and benchmarks (`internals`).
@@ -83,21 +87,36 @@ mod compare {
 
     /// `cuzk_gpu_msm_by` (G1) or `cuzk_gpu_msm_by_g2` (G2), the sum written to `Out`.
     type MsmByEntry<Out> =
-        unsafe extern "C" fn(*mut sys::Context, *const sys::Points, *const c_void, c_int, u32, *mut Out, *mut u64, *mut sys::Message) -> c_int;
+        unsafe extern "C" fn(*mut sys::Context, *const sys::Points, *const c_void, c_int, u32, u32, *mut Out, *mut u64, *mut sys::Message) -> c_int;
 
     impl GpuBackend {
         /// Σ sᵢ·Pᵢ in G1 on the first device by `choice`'s MSM, the points and scalars copied
         /// there first, and the MSM's own wall time (ns), for the tests and benchmarks that
         /// hold the MSMs against each other and the CPU. The scalars are read as blstrs holds
-        /// them (Montgomery form) when `montgomery`, else canonical.
-        pub fn msm_g1(&self, points: &[G1Affine], scalars: &[Scalar], choice: MsmChoice, montgomery: bool) -> Result<(G1Projective, u64)> {
-            let (sum, ns) = self.msm_by(sys::cuzk_gpu_msm_by, points, scalars, choice, montgomery)?;
+        /// them (Montgomery form) when `montgomery`, else canonical. `digit_bits`: cuzk's digit
+        /// width (8 to 22), or 0 for the one it picks for the size (sppark's: 0 only).
+        pub fn msm_g1(
+            &self,
+            points: &[G1Affine],
+            scalars: &[Scalar],
+            choice: MsmChoice,
+            digit_bits: u32,
+            montgomery: bool,
+        ) -> Result<(G1Projective, u64)> {
+            let (sum, ns) = self.msm_by(sys::cuzk_gpu_msm_by, points, scalars, choice, digit_bits, montgomery)?;
             Ok((to_projective(&sum), ns))
         }
 
         /// The same in G2.
-        pub fn msm_g2(&self, points: &[G2Affine], scalars: &[Scalar], choice: MsmChoice, montgomery: bool) -> Result<(G2Projective, u64)> {
-            let (sum, ns) = self.msm_by(sys::cuzk_gpu_msm_by_g2, points, scalars, choice, montgomery)?;
+        pub fn msm_g2(
+            &self,
+            points: &[G2Affine],
+            scalars: &[Scalar],
+            choice: MsmChoice,
+            digit_bits: u32,
+            montgomery: bool,
+        ) -> Result<(G2Projective, u64)> {
+            let (sum, ns) = self.msm_by(sys::cuzk_gpu_msm_by_g2, points, scalars, choice, digit_bits, montgomery)?;
             Ok((to_projective_g2(&sum), ns))
         }
 
@@ -107,10 +126,14 @@ mod compare {
             points: &[P],
             scalars: &[Scalar],
             choice: MsmChoice,
+            digit_bits: u32,
             montgomery: bool,
         ) -> Result<(Out, u64)> {
             if points.len() != scalars.len() {
                 return Err(Error::invalid(format!("{} points and {} scalars", points.len(), scalars.len())));
+            }
+            if choice == MsmChoice::Sppark && digit_bits != 0 {
+                return Err(Error::invalid("sppark's MSM picks its own windows: digit_bits must be 0"));
             }
             let device = self.devices.first().ok_or_else(|| Error::invalid("no device"))?;
             let ctx = device.ctx.ptr()?;
@@ -144,6 +167,7 @@ mod compare {
                     raw,
                     c_int::from(montgomery),
                     implementation,
+                    digit_bits,
                     &mut out,
                     &mut msm_ns,
                     msg,
@@ -163,8 +187,12 @@ mod tests {
         assert_eq!(digit_bits(1), MIN_BITS);
         assert_eq!(digit_bits(1 << 10), 8);
         // 16 windows of 16 bits beat 18 of 15 (255 = 17 × 15 needs a carry window).
-        assert_eq!(digit_bits(370_000), 16);
-        assert_eq!(digit_bits(1 << 26), MAX_BITS);
+        assert_eq!(digit_bits(1 << 20), 16);
+        assert_eq!(digit_bits(1 << 22), 16);
+        // Wider from 2^23 on, where the points outweigh the buckets: 13 windows of 20 bits,
+        // 12 of 22 at 2^27.
+        assert_eq!(digit_bits(1 << 24), 20);
+        assert_eq!(digit_bits(1 << 27), MAX_BITS);
     }
 
     #[test]
@@ -172,7 +200,10 @@ mod tests {
         let small = scratch_bytes(1 << 10, 192);
         let winning = scratch_bytes(370_000, 192);
         assert!(small < winning && winning < scratch_bytes(1 << 20, 192) && winning < scratch_bytes(370_000, 384));
-        // The sort's keys and entries alone: 16 windows × 370k × 16 bytes.
-        assert!(winning > 16 * 370_000 * 16, "{winning}");
+        // The sort's keys and entries alone: 19 windows × 370k × 16 bytes.
+        assert!(winning > 19 * 370_000 * 16, "{winning}");
+        // 2^27 points: the sort takes one group of two windows, the buckets 12 × 2^21.
+        let largest = scratch_bytes(1 << 27, 192);
+        assert!(largest > 2 * (1 << 27) * 16 + 12 * (1 << 21) * 192 && largest < 16 << 30, "{largest}");
     }
 }

@@ -6,7 +6,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use cuzk::engine::{EngineConfig, PostKind, SplitPolicy};
 use filecoin_proofs_api::RegisteredSealProof;
 
-const USAGE: &str = "usage: cuzk-bench c2 --system cuzk|cuzk-streamed|cuzk-cpu|bellperson --fixture DIR --params DIR [--repeat N]\n       cuzk-bench circuit --system cuzk|cuzk-streamed|cuzk-cpu|bellperson --log-constraints K [--witness porep|uniform|sha] [--setup-key] [--write-key FILE] [--repeat N]\n       cuzk-bench porep-partition --system cuzk|cuzk-streamed|cuzk-cpu --sector-size 2KiB|8MiB|512MiB|32GiB|64GiB [--check-shape] [--compare-spmv] [--repeat N]\n       cuzk-bench porep-sector --system cuzk|cuzk-cpu --sector-size 2KiB|8MiB|512MiB|32GiB|64GiB [--sectors N,N..] [--partitions P] [--lanes L] [--repeat N]\n       cuzk-bench post --system cuzk|cuzk-cpu --sector-size 2KiB|8MiB|512MiB|32GiB|64GiB [--post window|winning|both] [--partition-sectors N] [--during-batch SECTORS] [--repeat N]\n       cuzk-bench post --system cuzk|cuzk-cpu|bellperson --fixture DIR --params DIR [--repeat N]\n       cuzk-bench update --system cuzk|cuzk-cpu|bellperson --fixture DIR --params DIR [--repeat N]\n       cuzk-bench update --system cuzk|cuzk-cpu --sector-size 2KiB|8MiB|512MiB|32GiB|64GiB [--partitions P] [--repeat N]\n       cuzk-bench soak --system cuzk|cuzk-cpu --fixture DIR --params DIR --repeat CALLS\n       cuzk-bench pressure --system cuzk --fixture DIR --params DIR --hog PROGRAM [--repeat CALLS]\n       cuzk systems also take --malloc-arena-max N (glibc malloc arenas; default: glibc's own)";
+const USAGE: &str = "usage: cuzk-bench c2 --system cuzk|cuzk-streamed|cuzk-cpu|bellperson --fixture DIR --params DIR [--repeat N]\n       cuzk-bench circuit --system cuzk|cuzk-streamed|cuzk-cpu|bellperson --log-constraints K [--witness porep|uniform|sha] [--setup-key] [--write-key FILE] [--repeat N]\n       cuzk-bench porep-partition --system cuzk|cuzk-streamed|cuzk-cpu --sector-size 2KiB|8MiB|512MiB|32GiB|64GiB [--check-shape] [--compare-spmv] [--repeat N]\n       cuzk-bench porep-sector --system cuzk|cuzk-cpu --sector-size 2KiB|8MiB|512MiB|32GiB|64GiB [--sectors N,N..] [--partitions P] [--lanes L] [--repeat N]\n       cuzk-bench post --system cuzk|cuzk-cpu --sector-size 2KiB|8MiB|512MiB|32GiB|64GiB [--post window|winning|both] [--partition-sectors N] [--during-batch SECTORS] [--repeat N]\n       cuzk-bench post --system cuzk|cuzk-cpu|bellperson --fixture DIR --params DIR [--repeat N]\n       cuzk-bench update --system cuzk|cuzk-cpu|bellperson --fixture DIR --params DIR [--repeat N]\n       cuzk-bench update --system cuzk|cuzk-cpu --sector-size 2KiB|8MiB|512MiB|32GiB|64GiB [--partitions P] [--repeat N]\n       cuzk-bench soak --system cuzk|cuzk-cpu --fixture DIR --params DIR --repeat CALLS\n       cuzk-bench pressure --system cuzk --fixture DIR --params DIR --hog PROGRAM [--repeat CALLS]\n       cuzk-bench msm --system cuzk --log-points K,K.. [--curve g1|g2|both] [--digit-bits C,C..] [--repeat N]\n       cuzk systems also take --malloc-arena-max N (glibc malloc arenas; default: glibc's own)";
 
 /// The entry of `choices` (names and what they stand for) named `text`.
 fn choose<T: Copy>(what: &str, text: &str, choices: &[(&'static str, T)]) -> Result<T> {
@@ -44,6 +44,7 @@ pub enum Workload {
     Update,
     Soak,
     Pressure,
+    Msm,
 }
 
 impl Named for Workload {
@@ -57,6 +58,7 @@ impl Named for Workload {
         ("update", Workload::Update),
         ("soak", Workload::Soak),
         ("pressure", Workload::Pressure),
+        ("msm", Workload::Msm),
     ];
 }
 
@@ -112,6 +114,13 @@ impl Named for Witness {
     const NAMES: &'static [(&'static str, Self)] = &[("porep", Witness::Porep), ("uniform", Witness::Uniform), ("sha", Witness::Sha)];
 }
 
+/// The msm workload's curves (`--curve`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MsmCurve {
+    G1,
+    G2,
+}
+
 /// A PoRep sector size (`--sector-size`): its proof kind.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SectorSize(pub RegisteredSealProof);
@@ -165,6 +174,12 @@ pub struct Args {
     pub hog: Option<PathBuf>,
     /// cuzk systems: glibc malloc arenas (`EngineConfig::malloc_arena_max`; 0: glibc's own).
     pub malloc_arena_max: u32,
+    /// msm: sizes, as log2 of the points (`--log-points 16,20,27`).
+    pub log_points: Vec<u32>,
+    /// msm: curves (`--curve g1|g2|both`).
+    pub curves: Vec<MsmCurve>,
+    /// msm: digit widths to try besides cuzk's own choice (`--digit-bits 16,20`).
+    pub digit_bits: Vec<u32>,
 }
 
 impl Args {
@@ -201,6 +216,9 @@ impl Args {
             during_batch: 0,
             hog: None,
             malloc_arena_max: 0,
+            log_points: Vec::new(),
+            curves: vec![MsmCurve::G1],
+            digit_bits: Vec::new(),
         };
         while let Some(flag) = argv.next() {
             match flag.as_str() {
@@ -233,6 +251,16 @@ impl Args {
                         "--during-batch" => args.during_batch = value.parse().context("--during-batch")?,
                         "--hog" => args.hog = Some(PathBuf::from(value)),
                         "--malloc-arena-max" => args.malloc_arena_max = value.parse().context("--malloc-arena-max")?,
+                        "--log-points" => args.log_points = numbers(&value, "--log-points", 1..=30)?,
+                        "--curve" => {
+                            args.curves = match value.as_str() {
+                                "g1" => vec![MsmCurve::G1],
+                                "g2" => vec![MsmCurve::G2],
+                                "both" => vec![MsmCurve::G1, MsmCurve::G2],
+                                other => bail!("unknown --curve {other:?} (g1, g2, both)"),
+                            }
+                        }
+                        "--digit-bits" => args.digit_bits = numbers(&value, "--digit-bits", 8..=22)?,
                         _ => bail!("unknown flag {flag}"),
                     }
                 }
@@ -250,6 +278,9 @@ impl Args {
             && !real_post
         {
             bail!("--system {} cannot run {}", args.system.name(), args.workload.name());
+        }
+        if args.workload == Workload::Msm && args.system != System::Cuzk {
+            bail!("--system {} cannot run msm (cuzk's MSM and sppark's, on the GPU)", args.system.name());
         }
         Ok(args)
     }
@@ -269,6 +300,20 @@ impl Args {
         };
         Ok(config.with_environment()?)
     }
+}
+
+/// A comma list of numbers, each in `range` (`flag` names it in errors).
+fn numbers(value: &str, flag: &str, range: std::ops::RangeInclusive<u32>) -> Result<Vec<u32>> {
+    value
+        .split(',')
+        .map(|n| {
+            let n: u32 = n.parse().with_context(|| format!("{flag}: {n:?} is not a number"))?;
+            if !range.contains(&n) {
+                bail!("{flag}: {n} is not in {}..={}", range.start(), range.end());
+            }
+            Ok(n)
+        })
+        .collect()
 }
 
 /// CUZK_GPU_SPLIT's values.

@@ -46,6 +46,11 @@
 //!       pressure a verifying proof or a clean OUT_OF_MEMORY, afterwards the key resident and
 //!       the speed of before (see pressure.rs).
 //!
+//!   cuzk-bench msm --system cuzk --log-points K,K.. [--curve g1|g2|both] [--digit-bits C,C..] [--repeat N]
+//!       cuzk's MSM against sppark's at 2^K points (random scalars; points repeated beyond
+//!       2^20), their inputs on the device: each size by sppark's, by ours at the digit width
+//!       it picks and at each --digit-bits; every sum of ours held to sppark's.
+//!
 //! `cuzk` uses the GPU when one is usable (else the CPU), keeping the key resident in device
 //! memory; `cuzk-streamed` the GPU with a key budget of one byte, so that the key's points are
 //! streamed from host memory on every call (resident against streamed); `cuzk-cpu` always the
@@ -56,6 +61,8 @@
 mod args;
 mod c2;
 mod circuit;
+#[cfg(feature = "cuda")]
+mod msm;
 mod porep_partition;
 mod porep_sector;
 mod post;
@@ -161,6 +168,10 @@ fn run() -> Result<()> {
         Workload::Update => update::run(&bench),
         Workload::Soak => soak::run(&bench),
         Workload::Pressure => pressure::run(&bench),
+        #[cfg(feature = "cuda")]
+        Workload::Msm => msm::run(&bench),
+        #[cfg(not(feature = "cuda"))]
+        Workload::Msm => anyhow::bail!("cuzk-bench was built without its `cuda` feature: no GPU MSM to compare"),
     }
 }
 
