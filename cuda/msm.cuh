@@ -11,8 +11,8 @@
 //    last and is never added.
 // 2. cub's radix sort of the entries by key.
 //    Steps 1 to 3 run for a group of windows at a time, as many as keep one sort within
-//    GROUP_ITEMS entries (all of them up to 2^24 points), so that large MSMs take memory
-//    for a group only; a group's keys count from its first window.
+//    GROUP_ITEMS entries (all 16 windows of 16-bit digits up to 2^24 points), so that large
+//    MSMs take memory for a group only; a group's keys count from its first window.
 // 3. Run sums (sum_runs): a thread adds the entries of `chunk` consecutive sorted positions.
 //    A run of one key strictly inside a chunk is that key's whole sum; a chunk's first and
 //    last runs may go on in its neighbours, so they go to the next level as two partial sums
@@ -36,8 +36,10 @@ constexpr uint32_t LATER_CHUNK = 8;
 // Buckets per thread in step 4.
 constexpr uint32_t SEGMENT = 16;
 // The narrowest and widest digits: buckets per window from 128 (each window's segments a
-// whole number) to 2^21 (a group's keys stay below 2^31).
-constexpr uint32_t MIN_BITS = 8, MAX_BITS = 22;
+// whole number) to 2^21 (a group's keys stay below 2^31). The width by size (digit_bits) is
+// at most MODEL_MAX_BITS, measured up to 2^22 points (run 78); wider ones are for the
+// benchmarks until measured.
+constexpr uint32_t MIN_BITS = 8, MODEL_MAX_BITS = 16, MAX_BITS = 22;
 // The most entries one group of windows sorts (steps 1–3): 4 GiB of keys and entries.
 constexpr size_t GROUP_ITEMS = (size_t)1 << 28;
 // Scalars are below r < 2^255.
@@ -123,8 +125,7 @@ static uint32_t add_blocks(size_t threads)
 // One level of step 3 over m sorted entries. A key's sum is written to totals[key] exactly
 // once: at the level where its run is inside one chunk, or at the last level (one chunk).
 // Else the chunk's first and last runs go to next_keys/next_sums[2t, 2t + 1] (a chunk of
-// one run: its sum, then the identity under the same key). Entries keyed `skip` are neither
-// added nor written.
+// one run: its sum, then the identity under the same key). Entries keyed `skip` are not added.
 template<class bucket_t, class entries_t>
 __launch_bounds__(ADD_THREADS) __global__
 void sum_runs(typename bucket_t::mem_t* totals, uint32_t* next_keys,
@@ -147,7 +148,7 @@ void sum_runs(typename bucket_t::mem_t* totals, uint32_t* next_keys,
             if (first && !last_level) {
                 next_keys[2 * t] = key;
                 next_sums[2 * t] = sum;
-            } else if (key != skip) {
+            } else {
                 totals[key] = sum;
             }
             first = false;
@@ -158,8 +159,7 @@ void sum_runs(typename bucket_t::mem_t* totals, uint32_t* next_keys,
             entries.add_to(sum, e);
     }
     if (last_level) {
-        if (key != skip)
-            totals[key] = sum;
+        totals[key] = sum;
         return;
     }
     if (first) {
@@ -213,15 +213,14 @@ void window_segments(uint32_t* segment_keys, typename bucket_t::mem_t* segment_s
 template<class bucket_t>
 static void sum_later_levels(stream_t& stream, typename bucket_t::mem_t* totals, size_t chunks,
                              uint32_t* next_keys, typename bucket_t::mem_t* next_sums,
-                             uint32_t* spare_keys, typename bucket_t::mem_t* spare_sums,
-                             uint32_t skip)
+                             uint32_t* spare_keys, typename bucket_t::mem_t* spare_sums)
 {
     while (chunks > 1) {
         const size_t m = 2 * chunks;
         chunks = (m + LATER_CHUNK - 1) / LATER_CHUNK;
         sum_runs<bucket_t><<<add_blocks<bucket_t>(chunks), ADD_THREADS, 0, stream>>>(
             totals, spare_keys, spare_sums, next_keys, partial_entries<bucket_t>{next_sums}, m,
-            LATER_CHUNK, skip);
+            LATER_CHUNK, UINT32_MAX);
         CUDA_OK(cudaGetLastError());
         std::swap(next_keys, spare_keys);
         std::swap(next_sums, spare_sums);
@@ -235,16 +234,14 @@ static size_t next_level_entries(size_t m, uint32_t chunk)
     return chunks > 1 ? 2 * chunks : 0;
 }
 
-// The digit width for n points: the fewest additions, per window n into the buckets plus step
-// 4's per bucket: two (running sums), and a segment's offset times its sum (≈ 2·(c − 5)
-// doublings and additions per SEGMENT buckets).
+// The digit width for n points: the fewest bucket additions (windows × points) plus window
+// work (windows × buckets, counted twice: the running sums add each bucket twice).
 static uint32_t digit_bits(size_t n)
 {
     uint32_t best = MIN_BITS;
     double best_cost = 0;
-    for (uint32_t c = MIN_BITS; c <= MAX_BITS; c++) {
-        const double per_bucket = 2.0 + 2.0 * (c - 5) / SEGMENT;
-        const double cost = (double)windows_of(c) * ((double)n + (double)(1u << (c - 1)) * per_bucket);
+    for (uint32_t c = MIN_BITS; c <= MODEL_MAX_BITS; c++) {
+        const double cost = (double)windows_of(c) * ((double)n + (double)(1u << c));
         if (c == MIN_BITS || cost < best_cost) {
             best = c;
             best_cost = cost;
@@ -308,7 +305,7 @@ class msm_on_stream {
             none);
         CUDA_OK(cudaGetLastError());
         sum_later_levels<bucket_t>(s, buckets, chunks, level_keys[0].data(), level_sums[0].data(),
-                                   level_keys[1].data(), level_sums[1].data(), none);
+                                   level_keys[1].data(), level_sums[1].data());
         // The scratch above is freed in stream order as it goes out of scope.
     }
 
@@ -323,8 +320,10 @@ public:
             throw std::invalid_argument("cuzk's MSM takes 1 to 2^30 points");
         if (c < MIN_BITS || c > MAX_BITS)
             throw std::invalid_argument("cuzk's MSM takes digits of 8 to 22 bits");
+        // One bucket past the last for the zero digits' entries of the last group (a group's
+        // zero digits' key is the next group's first bucket, written before that group's).
         const uint32_t half = 1u << (c - 1);
-        const size_t nbuckets = (size_t)windows * half;
+        const size_t nbuckets = (size_t)windows * half + 1;
         dev_ptr_t<bucket_mem_t> buckets{nbuckets, s};
         CUDA_OK(cudaMemsetAsync(buckets.data(), 0, nbuckets * sizeof(bucket_mem_t), s));
         const uint32_t group = group_windows(n, windows);
@@ -350,7 +349,7 @@ public:
         CUDA_OK(cudaGetLastError());
         sum_later_levels<bucket_t>(s, d_window_sums.data(), segment_chunks, segment_keys[1].data(),
                                    segment_sums[1].data(), segment_keys[2].data(),
-                                   segment_sums[2].data(), UINT32_MAX);
+                                   segment_sums[2].data());
         // The scratch above is freed in stream order as it goes out of scope.
     }
 

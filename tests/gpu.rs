@@ -313,8 +313,9 @@ fn own_msm_equals_cpu_and_sppark() {
             "cuzk's G2 MSM of {n} points, {bits}-bit digits, seed {seed}"
         );
     }
-    // 2^25 points (the 2^22 above, 8 times over): 13 windows of 20 bits, sorted in two groups
-    // of windows (8 and 5). Σ sᵢ·P_(i mod 2^22) is the 2^22-point MSM of the scalars summed per point.
+    // 2^25 points (the 2^22 above, 8 times over), whose windows are sorted in groups: 16 of 16
+    // bits in two groups of 8, 13 of 20 bits in groups of 8 and 5. Σ sᵢ·P_(i mod 2^22) is the
+    // 2^22-point MSM of the scalars summed per point.
     let n = 1usize << 25;
     let tiled: Vec<G1Affine> = all_points.iter().copied().cycle().take(n).collect();
     let scalars: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut rng)).collect();
@@ -324,9 +325,11 @@ fn own_msm_equals_cpu_and_sppark() {
     }
     let projective: Vec<G1Projective> = all_points.iter().map(|p| G1Projective::from(*p)).collect();
     let expected = G1Projective::multi_exp(&projective, &folded);
-    let (ours, ours_ns) = gpu.msm_g1(&tiled, &scalars, MsmChoice::Cuzk, 0, true).expect("cuzk MSM");
-    assert_eq!(ours, expected, "cuzk's MSM of 2^25 points in two groups of windows, seed {seed}");
-    eprintln!("MSM 2^25 points (two groups of windows): cuzk {:.3} ms", ours_ns as f64 / 1e6);
+    for bits in [0, 20] {
+        let (ours, ours_ns) = gpu.msm_g1(&tiled, &scalars, MsmChoice::Cuzk, bits, true).expect("cuzk MSM");
+        assert_eq!(ours, expected, "cuzk's MSM of 2^25 points ({bits}-bit digits; 0: by size), seed {seed}");
+        eprintln!("MSM 2^25 points ({bits}-bit digits; 0: by size): cuzk {:.3} ms", ours_ns as f64 / 1e6);
+    }
     // 2^16 … 2^22 random, the per-size table of docs/PERFORMANCE.md.
     for lg in 16..=22 {
         let n = 1usize << lg;

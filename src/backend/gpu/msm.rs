@@ -22,9 +22,9 @@ pub(super) fn implementation(choice: MsmChoice, n: usize) -> u32 {
     }
 }
 
-/// The narrowest and widest digits cuda/msm.cuh picks from, and its scalars' bits.
+/// The narrowest and widest digits cuda/msm.cuh picks from by size, and its scalars' bits.
 const MIN_BITS: u32 = 8;
-const MAX_BITS: u32 = 22;
+const MODEL_MAX_BITS: u32 = 16;
 const SCALAR_BITS: u32 = 255;
 /// Sorted entries per thread at its first and later run-sum levels, buckets per segment.
 const FIRST_CHUNK: u64 = 32;
@@ -37,14 +37,13 @@ fn windows_of(c: u32) -> u64 {
     u64::from(SCALAR_BITS / c + 1)
 }
 
-/// The digit width cuda/msm.cuh's `digit_bits` picks for `n` points (its cost model).
+/// The digit width cuda/msm.cuh's `digit_bits` picks for `n` points.
 fn digit_bits(n: u64) -> u32 {
-    let cost = |c: u32| {
-        let per_bucket = 2.0 + 2.0 * f64::from(c - 5) / SEGMENT as f64;
-        windows_of(c) as f64 * (n as f64 + f64::from(1u32 << (c - 1)) * per_bucket)
-    };
-    (MIN_BITS..=MAX_BITS)
-        .min_by(|&x, &y| cost(x).total_cmp(&cost(y)))
+    (MIN_BITS..=MODEL_MAX_BITS)
+        .min_by(|&x, &y| {
+            let cost = |c: u32| windows_of(c) as f64 * (n as f64 + f64::from(1u32 << c));
+            cost(x).total_cmp(&cost(y))
+        })
         .expect("a range of widths")
 }
 
@@ -69,7 +68,7 @@ pub(super) fn scratch_bytes(n: u64, bucket_bytes: u64) -> u64 {
     let first = next_level_entries(m, FIRST_CHUNK);
     let second = next_level_entries(first, LATER_CHUNK);
     let partial = 4 + bucket_bytes;
-    5 * 4 * m + (first + second) * partial + windows * half * bucket_bytes + 2 * windows * (half / SEGMENT) * partial
+    5 * 4 * m + (first + second) * partial + (windows * half + 1) * bucket_bytes + 2 * windows * (half / SEGMENT) * partial
 }
 
 /// One MSM from host points and scalars, for the tests and benchmarks (`internals`).
@@ -187,12 +186,8 @@ mod tests {
         assert_eq!(digit_bits(1), MIN_BITS);
         assert_eq!(digit_bits(1 << 10), 8);
         // 16 windows of 16 bits beat 18 of 15 (255 = 17 × 15 needs a carry window).
-        assert_eq!(digit_bits(1 << 20), 16);
-        assert_eq!(digit_bits(1 << 22), 16);
-        // Wider from 2^23 on, where the points outweigh the buckets: 13 windows of 20 bits,
-        // 12 of 22 at 2^27.
-        assert_eq!(digit_bits(1 << 24), 20);
-        assert_eq!(digit_bits(1 << 27), MAX_BITS);
+        assert_eq!(digit_bits(370_000), 16);
+        assert_eq!(digit_bits(1 << 26), MODEL_MAX_BITS);
     }
 
     #[test]
@@ -200,10 +195,10 @@ mod tests {
         let small = scratch_bytes(1 << 10, 192);
         let winning = scratch_bytes(370_000, 192);
         assert!(small < winning && winning < scratch_bytes(1 << 20, 192) && winning < scratch_bytes(370_000, 384));
-        // The sort's keys and entries alone: 19 windows × 370k × 16 bytes.
-        assert!(winning > 19 * 370_000 * 16, "{winning}");
-        // 2^27 points: the sort takes one group of two windows, the buckets 12 × 2^21.
+        // The sort's keys and entries alone: 16 windows × 370k × 16 bytes.
+        assert!(winning > 16 * 370_000 * 16, "{winning}");
+        // 2^27 points: the sort takes a group of two windows (2^28 entries), not all 16.
         let largest = scratch_bytes(1 << 27, 192);
-        assert!(largest > 2 * (1 << 27) * 16 + 12 * (1 << 21) * 192 && largest < 16 << 30, "{largest}");
+        assert!(largest > 2 * (1 << 27) * 16 && largest < 16 * (1 << 27) * 16, "{largest}");
     }
 }
