@@ -1,9 +1,10 @@
 // Stage MSM, cuzk's own: Σ sᵢ·Pᵢ (G1 and G2) by Pippenger's method with signed digits, every
 // device step on a stream of the caller's, so that a proof's MSMs run at the same time, each
 // on a stream of its own. sppark's msm_t cannot: every instance shares the device's streams
-// and its sort kernel's counters, and it sums every window's buckets on the host. Made for the
-// MSMs whose time is latency, not arithmetic (a WinningPoSt's ~370k points, 18–31 ms each by
-// sppark's one after another); sppark's stays for the large ones (docs/PERFORMANCE.md).
+// and its sort kernel's counters, and it sums every window's buckets on the host. First made
+// for the MSMs whose time is latency, not arithmetic (a WinningPoSt's ~370k points, 18–31 ms
+// each by sppark's one after another), it is also the faster at 2^16 … 2^27 points in G1 and
+// G2 (run 82, docs/PERFORMANCE.md): under CUZK_MSM=cuzk it takes every MSM.
 //
 // 1. Digits: scalar s = Σ_w d_w·2^(c·w), d_w ∈ (−2^(c−1), 2^(c−1)]; one entry per window and
 //    point, sorted by its bucket w·2^(c−1) + |d_w| − 1, holding the point's index and the
@@ -36,10 +37,12 @@ constexpr uint32_t LATER_CHUNK = 8;
 // Buckets per thread in step 4.
 constexpr uint32_t SEGMENT = 16;
 // The narrowest and widest digits: buckets per window from 128 (each window's segments a
-// whole number) to 2^21 (a group's keys stay below 2^31). The width by size (digit_bits) is
-// at most MODEL_MAX_BITS, measured up to 2^22 points (run 78); wider ones are for the
-// benchmarks until measured.
-constexpr uint32_t MIN_BITS = 8, MODEL_MAX_BITS = 16, MAX_BITS = 22;
+// whole number) to 2^21 (a group's keys stay below 2^31).
+constexpr uint32_t MIN_BITS = 8, MAX_BITS = 22;
+// What a bucket costs in step 4 (its load, two additions of xyzz points) against an entry in
+// steps 1–3 (sorting it, one mixed addition): measured 11–16× in G1 and G2 (run 82: a bucket
+// ≈ 5.3 ns in G1, 20 ns in G2; an entry ≈ 0.47 ns and 1.4 ns).
+constexpr double BUCKET_COST = 12;
 // The most entries one group of windows sorts (steps 1–3): 4 GiB of keys and entries.
 constexpr size_t GROUP_ITEMS = (size_t)1 << 28;
 // Scalars are below r < 2^255.
@@ -234,14 +237,13 @@ static size_t next_level_entries(size_t m, uint32_t chunk)
     return chunks > 1 ? 2 * chunks : 0;
 }
 
-// The digit width for n points: the fewest bucket additions (windows × points) plus window
-// work (windows × buckets, counted twice: the running sums add each bucket twice).
+// The digit width for n points: the least work, windows × (points + BUCKET_COST × buckets).
 static uint32_t digit_bits(size_t n)
 {
     uint32_t best = MIN_BITS;
     double best_cost = 0;
-    for (uint32_t c = MIN_BITS; c <= MODEL_MAX_BITS; c++) {
-        const double cost = (double)windows_of(c) * ((double)n + (double)(1u << c));
+    for (uint32_t c = MIN_BITS; c <= MAX_BITS; c++) {
+        const double cost = (double)windows_of(c) * ((double)n + BUCKET_COST * (double)(1u << (c - 1)));
         if (c == MIN_BITS || cost < best_cost) {
             best = c;
             best_cost = cost;

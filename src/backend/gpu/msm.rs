@@ -8,10 +8,10 @@ use crate::backend::MsmChoice;
 
 use super::sys;
 
-/// The most points for which cuzk's MSM runs in place of sppark's under [`MsmChoice::Cuzk`]:
-/// measured faster at every size up to there, in G1 and G2 (docs/PERFORMANCE.md, run 78); beyond
-/// it, sppark's larger windows win so far.
-pub(super) const OWN_MSM_MAX_POINTS: usize = 1 << 22;
+/// The most points for which cuzk's MSM runs in place of sppark's under [`MsmChoice::Cuzk`]: all
+/// it takes (cuda/msm.cuh's MAX_POINTS). Measured faster at every size from 2^16 to 2^27, in G1
+/// and G2 (docs/PERFORMANCE.md, run 82).
+pub(super) const OWN_MSM_MAX_POINTS: usize = 1 << 30;
 
 /// Which implementation (`sys::MSM_*`) computes an MSM of `n` points under `choice`.
 pub(super) fn implementation(choice: MsmChoice, n: usize) -> u32 {
@@ -24,8 +24,10 @@ pub(super) fn implementation(choice: MsmChoice, n: usize) -> u32 {
 
 /// The narrowest and widest digits cuda/msm.cuh picks from by size, and its scalars' bits.
 const MIN_BITS: u32 = 8;
-const MODEL_MAX_BITS: u32 = 16;
+const MAX_BITS: u32 = 22;
 const SCALAR_BITS: u32 = 255;
+/// A bucket's cost in its window sum against an entry's in the bucket sums.
+const BUCKET_COST: f64 = 12.0;
 /// Sorted entries per thread at its first and later run-sum levels, buckets per segment.
 const FIRST_CHUNK: u64 = 32;
 const LATER_CHUNK: u64 = 8;
@@ -39,9 +41,9 @@ fn windows_of(c: u32) -> u64 {
 
 /// The digit width cuda/msm.cuh's `digit_bits` picks for `n` points.
 fn digit_bits(n: u64) -> u32 {
-    (MIN_BITS..=MODEL_MAX_BITS)
+    (MIN_BITS..=MAX_BITS)
         .min_by(|&x, &y| {
-            let cost = |c: u32| windows_of(c) as f64 * (n as f64 + f64::from(1u32 << c));
+            let cost = |c: u32| windows_of(c) as f64 * (n as f64 + BUCKET_COST * f64::from(1u32 << (c - 1)));
             cost(x).total_cmp(&cost(y))
         })
         .expect("a range of widths")
@@ -185,9 +187,10 @@ mod tests {
     fn digit_width_minimises_the_additions() {
         assert_eq!(digit_bits(1), MIN_BITS);
         assert_eq!(digit_bits(1 << 10), 8);
-        // 16 windows of 16 bits beat 18 of 15 (255 = 17 × 15 needs a carry window).
-        assert_eq!(digit_bits(370_000), 16);
-        assert_eq!(digit_bits(1 << 26), MODEL_MAX_BITS);
+        assert_eq!(digit_bits(370_000), 13);
+        assert_eq!(digit_bits(1 << 22), 16);
+        // 13 windows of 20 bits beat 12 of 22, whose buckets cost 4× more.
+        assert_eq!(digit_bits(1 << 27), 20);
     }
 
     #[test]
@@ -195,10 +198,10 @@ mod tests {
         let small = scratch_bytes(1 << 10, 192);
         let winning = scratch_bytes(370_000, 192);
         assert!(small < winning && winning < scratch_bytes(1 << 20, 192) && winning < scratch_bytes(370_000, 384));
-        // The sort's keys and entries alone: 16 windows × 370k × 16 bytes.
-        assert!(winning > 16 * 370_000 * 16, "{winning}");
-        // 2^27 points: the sort takes a group of two windows (2^28 entries), not all 16.
+        // The sort's keys and entries alone: 20 windows (13 bits) × 370k × 16 bytes.
+        assert!(winning > 20 * 370_000 * 16, "{winning}");
+        // 2^27 points: the sort takes a group of two windows (2^28 entries), not all 13.
         let largest = scratch_bytes(1 << 27, 192);
-        assert!(largest > 2 * (1 << 27) * 16 && largest < 16 * (1 << 27) * 16, "{largest}");
+        assert!(largest > 2 * (1 << 27) * 16 && largest < 13 * (1 << 27) * 16, "{largest}");
     }
 }
