@@ -1,6 +1,6 @@
 //! Priorities, in a process of its own (the engine is one per process): a call of a higher
 //! class (WindowPoSt, WinningPoSt) takes the backend's turn at the next partition boundary,
-//! before sealing calls that were waiting for it longer. On the CPU backend (explicitly), whose turn orders the MSMs of
+//! before sealing calls that were waiting for it longer, and WinningPoSt before WindowPoSt. On the CPU backend (explicitly), whose turn orders the MSMs of
 //! partitions exactly as a device's turn orders its GPU phases.
 
 use std::sync::Arc;
@@ -47,19 +47,12 @@ fn higher_classes_overtake_waiting_sealing_calls_at_the_partition_boundary() {
             key: key.clone(),
         })]
     };
-    // One class after the other: the two must not share the turn.
-    for class in [Priority::WindowPost, Priority::WinningPost] {
-        overtakes(&engine, &sector, class);
-    }
-}
-
-/// Two sealing calls, then one of `class`: the latter proves second.
-fn overtakes(engine: &Engine, sector: &(dyn Fn(u64) -> [SectorInput<'static>; 1] + Sync), class: Priority) {
     let normal = ProveOptions::default();
-    let high = ProveOptions {
-        priority: Some(class),
+    let class = |priority| ProveOptions {
+        priority: Some(priority),
         ..Default::default()
     };
+    let (window, winning) = (class(Priority::WindowPost), class(Priority::WinningPost));
 
     let start = Instant::now();
     let prove = |seed, options: &ProveOptions| {
@@ -70,32 +63,46 @@ fn overtakes(engine: &Engine, sector: &(dyn Fn(u64) -> [SectorInput<'static>; 1]
             .expect("the made-up sector proves");
         (start.elapsed(), proven)
     };
-    let (first, second, urgent) = std::thread::scope(|scope| {
-        // The first normal call holds the turn: its partition is proving.
+    // Each call is let in once the previous one's partition is in the proving stage, so that
+    // the arrival order is certain. Each partition is synthesized while the first call still
+    // proves (a 2KiB partition's MSMs take ~40 s on 2 cores, its synthesis ~2 s).
+    let (first, second, window, winning) = std::thread::scope(|scope| {
+        // The first sealing call holds the turn: its partition is proving.
         let first = scope.spawn(|| prove(1, &normal));
-        wait_for_proving(engine, |n| n == 1);
-        // The second normal call's partition waits for the turn.
+        wait_for_proving(&engine, |n| n == 1);
+        // The second sealing call's partition waits for the turn.
         let second = scope.spawn(|| prove(2, &normal));
-        wait_for_proving(engine, |n| n == 2);
-        // The high-priority call arrives last; its partition is synthesized while the first
-        // call still proves (a 2KiB partition's MSMs take ~40 s on 2 cores, its synthesis ~2 s).
-        let urgent = scope.spawn(|| prove(3, &high));
-        (first.join().unwrap(), second.join().unwrap(), urgent.join().unwrap())
+        wait_for_proving(&engine, |n| n == 2);
+        // Then a WindowPoSt, and last a WinningPoSt.
+        let window = scope.spawn(|| prove(3, &window));
+        wait_for_proving(&engine, |n| n == 3);
+        let winning = scope.spawn(|| prove(4, &winning));
+        (
+            first.join().unwrap(),
+            second.join().unwrap(),
+            window.join().unwrap(),
+            winning.join().unwrap(),
+        )
     });
+    let wait_s = |p: &(Duration, cuzk::engine::ProofOutput)| p.1.timings.proving_wait_ns as f64 / 1e9;
     let report = format!(
-        "done at: first {:.1?}, second {:.1?}, high {:.1?}; turn waits: second {:.1} s, high {:.1} s",
+        "done at: first {:.1?}, second {:.1?}, WindowPoSt {:.1?}, WinningPoSt {:.1?}; turn waits: second {:.1} s, \
+         WindowPoSt {:.1} s, WinningPoSt {:.1} s",
         first.0,
         second.0,
-        urgent.0,
-        second.1.timings.proving_wait_ns as f64 / 1e9,
-        urgent.1.timings.proving_wait_ns as f64 / 1e9
+        window.0,
+        winning.0,
+        wait_s(&second),
+        wait_s(&window),
+        wait_s(&winning)
     );
-    eprintln!("{class:?}: {report}");
-    // In arrival order the second call would prove before the high-priority one.
+    eprintln!("{report}");
+    // In arrival order the second call would prove before both; of the two PoSt calls waiting
+    // at the same boundary, WinningPoSt (the higher class) proves first.
     assert!(
-        first.0 < urgent.0 && urgent.0 < second.0,
-        "the high-priority call did not overtake: {report}"
+        first.0 < winning.0 && winning.0 < window.0 && window.0 < second.0,
+        "the higher classes did not overtake in class order: {report}"
     );
-    // The second call waited for the first partition and all of the high-priority one.
-    assert!(second.1.timings.proving_wait_ns > urgent.1.timings.proving_wait_ns, "{report}");
+    // The second call waited for every other partition.
+    assert!(wait_s(&second) > wait_s(&window) && wait_s(&window) > wait_s(&winning), "{report}");
 }
