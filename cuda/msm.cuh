@@ -19,8 +19,11 @@
 //    last runs may go on in its neighbours, so they go to the next level as two partial sums
 //    (keys still sorted), until one chunk holds every entry. No key's load falls on one
 //    thread, whatever the scalars (all equal, all 0 or 1).
-// 4. Window sums W_w = Σ_b b·B_b: a thread per segment of buckets (running sums, then the
-//    segment's offset times its plain sum), the segments of a window added by step 3.
+// 4. Window sums W_w = Σ_b b·B_b, level by level: a thread per segment of 16 buckets writes its
+//    weighted sum (running sums) and its plain sum; the weighted sums of a window are added by
+//    step 3, the plain sums are the next level's values, down to one segment per window; a
+//    thread per window then combines the levels (combine_levels), four doublings a level.
+//    A segment's offset multiple is never computed.
 // 5. On the host: Σ_w 2^(c·w)·W_w.
 #pragma once
 
@@ -174,41 +177,60 @@ void sum_runs(typename bucket_t::mem_t* totals, uint32_t* next_keys,
     next_sums[2 * t + 1] = sum;
 }
 
-// Step 4: thread t sums segment j = t % per_window of window w = t / per_window into
-// Σ_i (j·SEGMENT + i + 1)·B[j·SEGMENT + i], keyed w for step 3.
+// Step 4, one level over `len` values X of each window, in segments of `seg` (seg divides len):
+// thread t, segment k = t % (len/seg) of window w = t / (len/seg), writes its weighted sum
+// Σ_i (i + 1)·X[k·seg + i], keyed w for step 3, and its plain sum Σ_i X[k·seg + i], a value
+// of the next level.
 template<class bucket_t>
 __launch_bounds__(ADD_THREADS) __global__
-void window_segments(uint32_t* segment_keys, typename bucket_t::mem_t* segment_sums,
-                     const typename bucket_t::mem_t* buckets, uint32_t windows, uint32_t half)
+void segment_level(uint32_t* weighted_keys, typename bucket_t::mem_t* weighted_sums,
+                  typename bucket_t::mem_t* plain_sums, const typename bucket_t::mem_t* values,
+                  uint32_t windows, uint32_t len, uint32_t seg)
 {
-    const uint32_t per_window = half / SEGMENT;
+    const uint32_t per_window = len / seg;
     const uint32_t t = (threadIdx.x + blockIdx.x * blockDim.x) / bucket_t::degree;
     if (t >= windows * per_window)
         return;
-    const uint32_t w = t / per_window, j = t % per_window;
-    const typename bucket_t::mem_t* b = buckets + (size_t)w * half + (size_t)j * SEGMENT;
+    const typename bucket_t::mem_t* x = values + (size_t)t * seg;
     bucket_t running, weighted;
     running.inf();
     weighted.inf();
-    for (uint32_t i = SEGMENT; i-- > 0;) {
-        const bucket_t bucket = b[i];
-        running.add(bucket);
-        weighted.add(running); // + Σ_{i' ≥ i} B[i']: B[i] counted i + 1 times in the end
+    for (uint32_t i = seg; i-- > 0;) {
+        const bucket_t value = x[i];
+        running.add(value);
+        weighted.add(running); // + Σ_{i' ≥ i} X[i']: X[i] counted i + 1 times in the end
     }
-    // The segment's buckets lie j·SEGMENT further on: + (j·SEGMENT)·running.
-    const uint32_t offset = j * SEGMENT;
-    if (offset != 0) {
-        bucket_t multiple = running;
-        for (int bit = 30 - __clz(offset); bit >= 0; bit--) {
-            const bucket_t twice = multiple;
-            multiple.add(twice);
-            if ((offset >> bit) & 1)
-                multiple.add(running);
+    weighted_keys[t] = t / per_window;
+    weighted_sums[t] = weighted;
+    plain_sums[t] = running;
+}
+
+// Step 4's end, a thread per window: F(X) = Σ_b (b + 1)·X_b over the window's buckets from the
+// levels' weighted sums A_l (each level's segments added by step 3) and the plain sum P of
+// all its buckets. With segments of SEGMENT, F(X) = A_1 + SEGMENT·(F(R) − P), R the
+// segments' plain sums (Σ_k k·R_k = F(R) − P(R), and P(R) = P); at the last level, one segment
+// per window, F = A_L.
+template<class bucket_t>
+__launch_bounds__(ADD_THREADS) __global__
+void combine_levels(typename bucket_t::mem_t* window_sums, const typename bucket_t::mem_t* level_sums,
+                    const typename bucket_t::mem_t* plain_totals, uint32_t windows, uint32_t levels)
+{
+    const uint32_t w = (threadIdx.x + blockIdx.x * blockDim.x) / bucket_t::degree;
+    if (w >= windows)
+        return;
+    bucket_t minus_total = plain_totals[w];
+    minus_total.cneg(true);
+    bucket_t f = level_sums[(size_t)(levels - 1) * windows + w];
+    for (uint32_t l = levels - 1; l-- > 0;) {
+        f.add(minus_total);
+        for (uint32_t d = 1; d < SEGMENT; d *= 2) {
+            const bucket_t twice = f;
+            f.add(twice);
         }
-        weighted.add(multiple);
+        const bucket_t a = level_sums[(size_t)l * windows + w];
+        f.add(a);
     }
-    segment_keys[t] = w;
-    segment_sums[t] = weighted;
+    window_sums[w] = f;
 }
 
 // Step 3 to the end, from a first level already launched into `next` (2 entries per chunk of
@@ -333,25 +355,52 @@ public:
             sum_buckets(buckets.data() + (size_t)first_window * half, points, scalars, n, mont,
                         first_window, std::min(group, windows - first_window));
 
-        // Step 4, its segments added by step 3 into the window sums.
+        // Step 4, level by level (segments of SEGMENT, the last level one segment per window);
+        // the weighted sums of a level added by step 3 into its row of level_sums.
+        uint32_t levels = 0;
+        for (uint32_t len = half;; len /= SEGMENT) {
+            levels++;
+            if (len <= SEGMENT)
+                break;
+        }
         const size_t segments = (size_t)windows * (half / SEGMENT);
         const size_t segments_next = next_level_entries(segments, LATER_CHUNK);
         dev_ptr_t<uint32_t> segment_keys[3] = {{segments, s}, {segments_next, s},
                                                {next_level_entries(segments_next, LATER_CHUNK), s}};
         dev_ptr_t<bucket_mem_t> segment_sums[3] = {{segments, s}, {segments_next, s},
                                                    {next_level_entries(segments_next, LATER_CHUNK), s}};
-        window_segments<bucket_t><<<add_blocks<bucket_t>(segments), ADD_THREADS, 0, s>>>(
-            segment_keys[0].data(), segment_sums[0].data(), buckets.data(), windows, half);
+        // The plain sums, ping-ponged between levels (level l + 1 reads what level l wrote).
+        dev_ptr_t<bucket_mem_t> plain[2] = {{segments, s}, {std::max<size_t>(segments / SEGMENT, windows), s}};
+        dev_ptr_t<bucket_mem_t> level_sums{(size_t)levels * windows, s};
+        const bucket_mem_t* values = buckets.data();
+        uint32_t len = half;
+        for (uint32_t l = 0; l < levels; l++) {
+            const uint32_t seg = std::min(SEGMENT, len);
+            const size_t level_segments = (size_t)windows * (len / seg);
+            bucket_mem_t* row = level_sums.data() + (size_t)l * windows;
+            const bool last = seg == len;
+            // At the last level the weighted sums are the row itself (one segment per window).
+            segment_level<bucket_t><<<add_blocks<bucket_t>(level_segments), ADD_THREADS, 0, s>>>(
+                segment_keys[0].data(), last ? row : segment_sums[0].data(), plain[l % 2].data(),
+                values, windows, len, seg);
+            CUDA_OK(cudaGetLastError());
+            if (!last) {
+                const size_t chunks = (level_segments + LATER_CHUNK - 1) / LATER_CHUNK;
+                sum_runs<bucket_t><<<add_blocks<bucket_t>(chunks), ADD_THREADS, 0, s>>>(
+                    row, segment_keys[1].data(), segment_sums[1].data(), segment_keys[0].data(),
+                    partial_entries<bucket_t>{segment_sums[0].data()}, level_segments, LATER_CHUNK,
+                    UINT32_MAX);
+                CUDA_OK(cudaGetLastError());
+                sum_later_levels<bucket_t>(s, row, chunks, segment_keys[1].data(),
+                                           segment_sums[1].data(), segment_keys[2].data(),
+                                           segment_sums[2].data());
+            }
+            values = plain[l % 2].data();
+            len /= seg;
+        }
+        combine_levels<bucket_t><<<add_blocks<bucket_t>(windows), ADD_THREADS, 0, s>>>(
+            d_window_sums.data(), level_sums.data(), values, windows, levels);
         CUDA_OK(cudaGetLastError());
-        const size_t segment_chunks = (segments + LATER_CHUNK - 1) / LATER_CHUNK;
-        sum_runs<bucket_t><<<add_blocks<bucket_t>(segment_chunks), ADD_THREADS, 0, s>>>(
-            d_window_sums.data(), segment_keys[1].data(), segment_sums[1].data(),
-            segment_keys[0].data(), partial_entries<bucket_t>{segment_sums[0].data()}, segments,
-            LATER_CHUNK, UINT32_MAX);
-        CUDA_OK(cudaGetLastError());
-        sum_later_levels<bucket_t>(s, d_window_sums.data(), segment_chunks, segment_keys[1].data(),
-                                   segment_sums[1].data(), segment_keys[2].data(),
-                                   segment_sums[2].data());
         // The scratch above is freed in stream order as it goes out of scope.
     }
 

@@ -92,9 +92,9 @@ pub enum SplitPolicy {
 /// for comparing them in one binary).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum MsmChoice {
-    /// cuzk's own (cuda/msm.cuh) where it is measured faster, every MSM of up to 2^22 points
-    /// (G1 and G2), a full-width witness's H, L, A, B_G1 and B_G2 MSMs at the same time when
-    /// each has at most 2^20 points; sppark's for the larger ones.
+    /// cuzk's own (cuda/msm.cuh), measured faster at every size (2^16 … 2^27 points, G1 and
+    /// G2): every MSM, and a full-width witness's H, L, A, B_G1 and B_G2 MSMs at the same time
+    /// when each has at most 2^20 points.
     #[default]
     Cuzk,
     /// sppark's everywhere, one MSM after another.

@@ -61,7 +61,7 @@ fn next_level_entries(m: u64, chunk: u64) -> u64 {
 /// Device memory one MSM of `n` points takes besides its points and scalars, as cuda/msm.cuh's
 /// `msm_on_stream` allocates it (for one group of windows: keys, entries, cub's temporary
 /// storage ≈ one more array, the first two run-sum levels' partial sums; the buckets, the
-/// window segments), for buckets (xyzz) of `bucket_bytes`.
+/// window sums' levels), for buckets (xyzz) of `bucket_bytes`.
 pub(super) fn scratch_bytes(n: u64, bucket_bytes: u64) -> u64 {
     let c = digit_bits(n);
     let (windows, half) = (windows_of(c), 1u64 << (c - 1));
@@ -70,7 +70,24 @@ pub(super) fn scratch_bytes(n: u64, bucket_bytes: u64) -> u64 {
     let first = next_level_entries(m, FIRST_CHUNK);
     let second = next_level_entries(first, LATER_CHUNK);
     let partial = 4 + bucket_bytes;
-    5 * 4 * m + (first + second) * partial + (windows * half + 1) * bucket_bytes + 2 * windows * (half / SEGMENT) * partial
+    // Step 4: the first level's segments and two run-sum levels over them, the plain sums'
+    // two buffers, a row of sums per level.
+    let segments = windows * (half / SEGMENT);
+    let segments_next = next_level_entries(segments, LATER_CHUNK);
+    let step4 = (segments + segments_next + next_level_entries(segments_next, LATER_CHUNK)) * partial
+        + (segments + (segments / SEGMENT).max(windows)) * bucket_bytes
+        + levels(half) * windows * bucket_bytes;
+    5 * 4 * m + (first + second) * partial + (windows * half + 1) * bucket_bytes + step4
+}
+
+/// Step 4's levels for `half` buckets a window: segments of SEGMENT down to one a window.
+fn levels(half: u64) -> u64 {
+    let (mut levels, mut len) = (1, half);
+    while len > SEGMENT {
+        levels += 1;
+        len /= SEGMENT;
+    }
+    levels
 }
 
 /// One MSM from host points and scalars, for the tests and benchmarks (`internals`).
