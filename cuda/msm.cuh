@@ -42,10 +42,10 @@ constexpr uint32_t SEGMENT = 16;
 // The narrowest and widest digits: buckets per window from 128 (each window's segments a
 // whole number) to 2^21 (a group's keys stay below 2^31).
 constexpr uint32_t MIN_BITS = 8, MAX_BITS = 22;
-// What a bucket costs in step 4 (its load, two additions of xyzz points) against an entry in
-// steps 1–3 (sorting it, one mixed addition): measured 11–16× in G1 and G2 (run 82: a bucket
-// ≈ 5.3 ns in G1, 20 ns in G2; an entry ≈ 0.47 ns and 1.4 ns).
-constexpr double BUCKET_COST = 12;
+// What a bucket costs in step 4 (its load, its additions on each level) against an entry in
+// steps 1–3 (sorting it, one mixed addition): with it the model's width is within 1 % of the
+// best measured at every size, G1 2^16 … 2^27 and G2 2^20 … 2^26 (run 84, docs/PERFORMANCE.md).
+constexpr double BUCKET_COST = 4;
 // The most entries one group of windows sorts (steps 1–3): 4 GiB of keys and entries.
 constexpr size_t GROUP_ITEMS = (size_t)1 << 28;
 // Scalars are below r < 2^255.
