@@ -10,7 +10,7 @@ use super::sys;
 
 /// The most points for which cuzk's MSM runs in place of sppark's under [`MsmChoice::Cuzk`]: all
 /// it takes (cuda/msm.cuh's MAX_POINTS). Measured faster at every size from 2^16 to 2^27, in G1
-/// and G2 (docs/PERFORMANCE.md, run 82).
+/// and G2 (docs/PERFORMANCE.md, runs 82–84).
 pub(super) const OWN_MSM_MAX_POINTS: usize = 1 << 30;
 
 /// Which implementation (`sys::MSM_*`) computes an MSM of `n` points under `choice`.
