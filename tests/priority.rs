@@ -1,7 +1,8 @@
 //! Priorities, in a process of its own (the engine is one per process): a call of a higher
 //! class (WindowPoSt, WinningPoSt) takes the backend's turn at the next partition boundary,
-//! before sealing calls that were waiting for it longer, and WinningPoSt before WindowPoSt. On the CPU backend (explicitly), whose turn orders the MSMs of
-//! partitions exactly as a device's turn orders its GPU phases.
+//! before sealing calls that were waiting for it longer, and WinningPoSt before WindowPoSt. On
+//! the CPU backend (explicitly), whose turn orders the MSMs of partitions exactly as a device's
+//! turn orders its GPU phases.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -52,7 +53,7 @@ fn higher_classes_overtake_waiting_sealing_calls_at_the_partition_boundary() {
         priority: Some(priority),
         ..Default::default()
     };
-    let (window, winning) = (class(Priority::WindowPost), class(Priority::WinningPost));
+    let (window_options, winning_options) = (class(Priority::WindowPost), class(Priority::WinningPost));
 
     let start = Instant::now();
     let prove = |seed, options: &ProveOptions| {
@@ -74,9 +75,9 @@ fn higher_classes_overtake_waiting_sealing_calls_at_the_partition_boundary() {
         let second = scope.spawn(|| prove(2, &normal));
         wait_for_proving(&engine, |n| n == 2);
         // Then a WindowPoSt, and last a WinningPoSt.
-        let window = scope.spawn(|| prove(3, &window));
+        let window = scope.spawn(|| prove(3, &window_options));
         wait_for_proving(&engine, |n| n == 3);
-        let winning = scope.spawn(|| prove(4, &winning));
+        let winning = scope.spawn(|| prove(4, &winning_options));
         (
             first.join().unwrap(),
             second.join().unwrap(),
