@@ -10,9 +10,7 @@ use rayon::prelude::*;
 pub(crate) fn extend_parallel<T: Copy + Send + Sync>(out: &mut Vec<T>, parts: &[&[T]]) {
     let lengths: Vec<usize> = parts.iter().map(|p| p.len()).collect();
     fill_tiles(out, &lengths, |i, dst| {
-        for (d, s) in dst.iter_mut().zip(parts[i]) {
-            d.write(*s);
-        }
+        dst.write_copy_of_slice(parts[i]);
     });
 }
 
@@ -39,6 +37,21 @@ pub(crate) fn extend_selected<T: Copy + Send + Sync>(out: &mut Vec<T>, src: &[T]
 /// Appends `lengths.iter().sum()` elements to `out`: tile i, the next `lengths[i]` slots,
 /// written by `fill(i, tile)` on all cores, which must write every slot of its tile.
 fn fill_tiles<T: Copy + Send + Sync>(out: &mut Vec<T>, lengths: &[usize], fill: impl Fn(usize, &mut [MaybeUninit<T>]) + Sync) {
+    let filled = try_fill_tiles(out, lengths, |i, tile| {
+        fill(i, tile);
+        Ok::<(), std::convert::Infallible>(())
+    });
+    let Ok(_) = filled;
+}
+
+/// [`fill_tiles`] with a `fill` that may fail and returns something per tile (in tile order):
+/// on an error `out` keeps its length (whatever was written stays unused) and the error is
+/// returned; on success every `fill` has written each slot of its tile.
+pub(crate) fn try_fill_tiles<T: Copy + Send + Sync, R: Send, E: Send>(
+    out: &mut Vec<T>,
+    lengths: &[usize],
+    fill: impl Fn(usize, &mut [MaybeUninit<T>]) -> Result<R, E> + Sync,
+) -> Result<Vec<R>, E> {
     let start = out.len();
     let total: usize = lengths.iter().sum();
     out.reserve_exact(total);
@@ -49,12 +62,18 @@ fn fill_tiles<T: Copy + Send + Sync>(out: &mut Vec<T>, lengths: &[usize], fill: 
         tiles.push(head);
         spare = tail;
     }
-    tiles.into_par_iter().enumerate().for_each(|(i, tile)| fill(i, tile));
-    // SAFETY: the tiles cover the `total` slots after `start` exactly and `fill` wrote every
-    // slot of each (extend_parallel copies a part of the tile's length; extend_selected the
-    // chunk's kept elements, counted above with the same pure `keep`); T is Copy (nothing to
-    // drop).
+    let results = tiles
+        .into_par_iter()
+        .enumerate()
+        .map(|(i, tile)| fill(i, tile))
+        .collect::<Result<Vec<R>, E>>()?;
+    // SAFETY: the tiles cover the `total` slots after `start` exactly and every `fill` returned
+    // Ok, having written every slot of its tile (extend_parallel copies a part of the tile's
+    // length, extend_selected the chunk's kept elements, counted above with the same pure
+    // `keep`, the segmented witness a segment's values of the tile's length); T is Copy
+    // (nothing to drop).
     unsafe { out.set_len(start + total) };
+    Ok(results)
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@ use rayon::prelude::*;
 
 use super::witness::{synthesize_witness, Witness};
 use crate::cancel::CancelToken;
-use crate::parallel::extend_parallel;
+use crate::parallel::{extend_parallel, try_fill_tiles};
 
 /// A circuit that synthesizes as a prefix followed by `num_segments()` segments, where each
 /// segment uses the prefix's variables and its own, never another segment's.
@@ -108,38 +108,112 @@ fn prefix_mismatch(segment: usize) -> SynthesisError {
     )))
 }
 
-/// The witness of the whole circuit, equal to `synthesize_witness(Segments::all(circuit))`,
-/// with the segments synthesized in parallel on the current rayon pool.
-pub fn synthesize_witness_parallel<C: SegmentedCircuit>(circuit: &C, cancel: Option<&CancelToken>) -> Result<Witness, SynthesisError> {
-    let prefix = synthesize_witness(Segments::prefix(circuit), cancel)?;
-    let segments = (0..circuit.num_segments())
-        .into_par_iter()
-        .map(|i| circuit.segment_witness(i, cancel))
-        .collect::<Result<Vec<_>, _>>()?;
-    let (p_inputs, p_aux) = (prefix.input_assignment.len(), prefix.aux_assignment.len());
-    for (i, segment) in segments.iter().enumerate() {
+/// What a segment adds to the prefix.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct OwnSize {
+    inputs: usize,
+    aux: usize,
+    constraints: usize,
+}
+
+impl OwnSize {
+    /// The size of what `segment` (segment `i`) adds to `prefix`, after checking that it starts
+    /// with the prefix.
+    fn of(prefix: &Witness, i: usize, segment: &Witness) -> Result<Self, SynthesisError> {
         if !(segment.input_assignment.starts_with(&prefix.input_assignment) && segment.aux_assignment.starts_with(&prefix.aux_assignment)) {
             return Err(prefix_mismatch(i));
         }
+        // Each segment's count includes the prefix's constraints (its input constraints too).
+        Ok(OwnSize {
+            inputs: segment.input_assignment.len() - prefix.input_assignment.len(),
+            aux: segment.aux_assignment.len() - prefix.aux_assignment.len(),
+            constraints: segment.num_constraints - prefix.num_constraints,
+        })
     }
+}
+
+/// Why the segments were not put in place as they were made.
+enum NotInPlace {
+    Failed(SynthesisError),
+    /// A segment adds more or fewer variables than the first.
+    Uneven,
+}
+
+/// The witness of the whole circuit, equal to `synthesize_witness(Segments::all(circuit))`,
+/// with the segments synthesized in parallel on the current rayon pool.
+///
+/// When every segment adds as many variables as the first (a PoSt's slots do), each is copied to
+/// its place in the whole as soon as it is made, while it is still in cache: the whole's memory
+/// is written once, and no segment outlives its task (a 32GiB WindowPoSt partition's 2 349
+/// segments hold 4 GB). Otherwise the segments are all made, then copied.
+pub fn synthesize_witness_parallel<C: SegmentedCircuit>(circuit: &C, cancel: Option<&CancelToken>) -> Result<Witness, SynthesisError> {
+    let prefix = synthesize_witness(Segments::prefix(circuit), cancel)?;
+    let n = circuit.num_segments();
+    if n == 0 {
+        return Ok(prefix);
+    }
+    let first = circuit.segment_witness(0, cancel)?;
+    let size = OwnSize::of(&prefix, 0, &first)?;
+    let (p_inputs, p_aux) = (prefix.input_assignment.len(), prefix.aux_assignment.len());
+    let mut aux_assignment = prefix.aux_assignment.clone();
+    let placed = try_fill_tiles(&mut aux_assignment, &vec![size.aux; n], |i, tile| {
+        let made;
+        let segment = match i {
+            0 => &first,
+            _ => {
+                made = circuit.segment_witness(i, cancel).map_err(NotInPlace::Failed)?;
+                &made
+            }
+        };
+        if OwnSize::of(&prefix, i, segment).map_err(NotInPlace::Failed)? != size {
+            return Err(NotInPlace::Uneven);
+        }
+        tile.write_copy_of_slice(&segment.aux_assignment[p_aux..]);
+        Ok(segment.input_assignment[p_inputs..].to_vec())
+    });
+    match placed {
+        Ok(inputs) => {
+            let mut input_assignment = prefix.input_assignment;
+            input_assignment.extend(inputs.into_iter().flatten());
+            Ok(Witness {
+                input_assignment,
+                aux_assignment,
+                num_constraints: prefix.num_constraints + n * size.constraints,
+            })
+        }
+        Err(NotInPlace::Failed(e)) => Err(e),
+        Err(NotInPlace::Uneven) => {
+            drop(aux_assignment);
+            let mut segments = (1..n)
+                .into_par_iter()
+                .map(|i| circuit.segment_witness(i, cancel))
+                .collect::<Result<Vec<_>, _>>()?;
+            segments.insert(0, first);
+            assemble(prefix, &segments)
+        }
+    }
+}
+
+/// The prefix followed by what each of `segments` adds to it, copied on all cores.
+fn assemble(prefix: Witness, segments: &[Witness]) -> Result<Witness, SynthesisError> {
+    let sizes = segments
+        .iter()
+        .enumerate()
+        .map(|(i, s)| OwnSize::of(&prefix, i, s))
+        .collect::<Result<Vec<_>, _>>()?;
+    let (p_inputs, p_aux) = (prefix.input_assignment.len(), prefix.aux_assignment.len());
     let Witness {
         mut input_assignment,
         mut aux_assignment,
-        mut num_constraints,
+        num_constraints,
     } = prefix;
-    // Copied on all cores: a 32GiB WindowPoSt partition's 2 349 segments hold 4 GB.
     let own = |values: fn(&Witness) -> &[Scalar], skip: usize| segments.iter().map(|s| &values(s)[skip..]).collect::<Vec<_>>();
     extend_parallel(&mut input_assignment, &own(|s| &s.input_assignment, p_inputs));
     extend_parallel(&mut aux_assignment, &own(|s| &s.aux_assignment, p_aux));
-    // Each segment's count includes the prefix's constraints (its input constraints too).
-    let prefix_constraints = num_constraints;
-    for segment in &segments {
-        num_constraints += segment.num_constraints - prefix_constraints;
-    }
     Ok(Witness {
         input_assignment,
         aux_assignment,
-        num_constraints,
+        num_constraints: num_constraints + sizes.iter().map(|s| s.constraints).sum::<usize>(),
     })
 }
 
@@ -154,10 +228,11 @@ mod tests {
     /// A prefix (an input x and an aux y = x²) and segments that each allocate aux and input
     /// variables, use the prefix's, and bring their own coefficients. With `prefix_varies`,
     /// the prefix allocates one variable per segment before the first it is followed by (not a
-    /// segmented circuit).
+    /// segmented circuit); with `uneven`, segment i allocates i % 3 more aux variables.
     struct Toy {
         segments: usize,
         prefix_varies: bool,
+        uneven: bool,
     }
 
     impl SegmentedCircuit for Toy {
@@ -189,6 +264,15 @@ mod tests {
                 );
                 let bit = cs.alloc(|| "bit", || Ok(Scalar::from(i as u64 % 2)))?;
                 cs.enforce(|| "bit", |lc| lc + bit, |lc| lc + CS::one() - bit, |lc| lc);
+                for extra in 0..if self.uneven { i % 3 } else { 0 } {
+                    let e = cs.alloc(|| "extra", || Ok(Scalar::from(extra as u64)))?;
+                    cs.enforce(
+                        || "extra",
+                        |lc| lc + e,
+                        |lc| lc + CS::one(),
+                        |lc| lc + (Scalar::from(extra as u64), CS::one()),
+                    );
+                }
             }
             Ok(())
         }
@@ -196,19 +280,24 @@ mod tests {
 
     #[test]
     fn parallel_synthesis_equals_sequential() {
-        for segments in [0, 1, 2, 7] {
+        for (segments, uneven) in [(0, false), (1, false), (2, false), (7, false), (2, true), (7, true)] {
             let toy = Toy {
                 segments,
                 prefix_varies: false,
+                uneven,
             };
             let sequential = synthesize_witness(Segments::all(&toy), None).unwrap();
             assert_eq!(
                 synthesize_witness_parallel(&toy, None).unwrap(),
                 sequential,
-                "{segments} segments: witness"
+                "{segments} segments (uneven: {uneven}): witness"
             );
             let shape = CircuitShape::extract(Segments::all(&toy)).unwrap();
-            assert_eq!(CircuitShape::extract_parallel(&toy).unwrap(), shape, "{segments} segments: shape");
+            assert_eq!(
+                CircuitShape::extract_parallel(&toy).unwrap(),
+                shape,
+                "{segments} segments (uneven: {uneven}): shape"
+            );
             assert_eq!(shape.num_inputs(), 2 + segments);
             // The parallel shape accepts the parallel witness.
             SynthesizedCircuit::from_shape(&shape, synthesize_witness_parallel(&toy, None).unwrap()).unwrap();
@@ -220,6 +309,7 @@ mod tests {
         let toy = Toy {
             segments: 3,
             prefix_varies: true,
+            uneven: false,
         };
         assert!(synthesize_witness_parallel(&toy, None).unwrap_err().to_string().contains("prefix"));
         assert!(CircuitShape::extract_parallel(&toy).unwrap_err().to_string().contains("prefix"));
