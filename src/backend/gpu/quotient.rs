@@ -32,10 +32,10 @@ pub(super) enum HInput {
     Witness { shape: Arc<CircuitShape>, witness: DeviceWitness },
 }
 
-/// H's MSM is split into chunks of this many points (a 32GiB partition's 2^27: four of
-/// 0.28 s instead of one of 1.10 s) so that a WinningPoSt waits for one chunk, not the whole.
-/// Smaller MSMs run whole: a chunk costs a fixed launch overhead.
-pub(super) const H_MSM_CHUNK: usize = 1 << 25;
+/// H's MSM is split into chunks of this many points (a 32GiB partition's 2^27 in two) so that a
+/// WinningPoSt waits for one chunk, not the whole. Smaller MSMs run whole: each chunk costs its
+/// own bucket reduction, so fewer, larger chunks are faster (docs/PERFORMANCE.md).
+pub(super) const H_MSM_CHUNK: usize = 1 << 26;
 
 impl GpuBackend {
     /// H's coefficients on the device, left in the context's buffers of `set`: from a, b, c
