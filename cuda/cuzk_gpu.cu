@@ -34,8 +34,6 @@ static_assert(offsetof(cuzk_gpu_points, query) == 8 && offsetof(cuzk_gpu_points,
               offsetof(cuzk_gpu_points, n) == 24, "cuzk_gpu_points");
 // A wider `query` would fit in the padding after it, unseen by the size and offsets.
 static_assert(sizeof(cuzk_gpu_points::query) == 4, "cuzk_gpu_points");
-static_assert(sizeof(cuzk_gpu_key_points) == 80, "cuzk_gpu_key_points");
-static_assert(offsetof(cuzk_gpu_key_points, n) == 40, "cuzk_gpu_key_points");
 static_assert(sizeof(cuzk_gpu_memory) == 32, "cuzk_gpu_memory");
 static_assert(sizeof(cuzk_gpu_csr_host) == 32, "cuzk_gpu_csr_host");
 static_assert(offsetof(cuzk_gpu_csr_host, nonzeros) == 24, "cuzk_gpu_csr_host");
@@ -255,13 +253,21 @@ extern "C" int cuzk_gpu_inject_fault(cuzk_gpu_context* ctx, cuzk_gpu_message* ms
 }
 #endif
 
-extern "C" int cuzk_gpu_key_upload(cuzk_gpu_context* ctx, const cuzk_gpu_key_points* points,
-                                   const cuzk_gpu_staging* staging, cuzk_gpu_key** out,
-                                   cuzk_gpu_message* msg)
+extern "C" int cuzk_gpu_key_alloc(cuzk_gpu_context* ctx, const size_t n[CUZK_GPU_QUERIES],
+                                  cuzk_gpu_key** out, cuzk_gpu_message* msg)
 {
     return guarded(msg, [&] {
         *out = nullptr;
-        *out = upload_key(*ctx, *points, staging);
+        *out = alloc_key(*ctx, n);
+    });
+}
+
+extern "C" int cuzk_gpu_key_upload(cuzk_gpu_context* ctx, cuzk_gpu_key* key, uint32_t query,
+                                   size_t first, size_t count, const void* host,
+                                   const cuzk_gpu_staging* staging, cuzk_gpu_message* msg)
+{
+    return guarded(msg, [&] {
+        upload_key_points(*ctx, *key, query, first, count, host, staging);
     });
 }
 

@@ -92,12 +92,6 @@ typedef struct {
     size_t n;
 } cuzk_gpu_points;
 
-/* The host points of a key to upload: n[q] points at host[q] for each query q. */
-typedef struct {
-    const void *host[CUZK_GPU_QUERIES];
-    size_t n[CUZK_GPU_QUERIES];
-} cuzk_gpu_key_points;
-
 /* Device memory as the driver sees it, and what this context keeps allocated. */
 typedef struct {
     uint64_t total;
@@ -189,9 +183,13 @@ int cuzk_gpu_device_reset(int device, cuzk_gpu_message *msg);
 int cuzk_gpu_inject_fault(cuzk_gpu_context *ctx, cuzk_gpu_message *msg);
 #endif
 
-/* Copies a key's points to the device; *out owns them until cuzk_gpu_key_free. */
-int cuzk_gpu_key_upload(cuzk_gpu_context *ctx, const cuzk_gpu_key_points *points,
-                        const cuzk_gpu_staging *staging, cuzk_gpu_key **out,
+/* Device memory for a key of n[q] points in each query q; *out owns it until
+ * cuzk_gpu_key_free. The points are copied in by cuzk_gpu_key_upload, in parts. */
+int cuzk_gpu_key_alloc(cuzk_gpu_context *ctx, const size_t n[CUZK_GPU_QUERIES],
+                       cuzk_gpu_key **out, cuzk_gpu_message *msg);
+/* Copies `count` points of query `query` from `host` to the key's points first..first+count. */
+int cuzk_gpu_key_upload(cuzk_gpu_context *ctx, cuzk_gpu_key *key, uint32_t query, size_t first,
+                        size_t count, const void *host, const cuzk_gpu_staging *staging,
                         cuzk_gpu_message *msg);
 void cuzk_gpu_key_free(cuzk_gpu_key *key);
 

@@ -25,22 +25,36 @@ struct cuzk_gpu_key {
     }
 };
 
-static cuzk_gpu_key* upload_key(cuzk_gpu_context& ctx, const cuzk_gpu_key_points& points,
-                                const cuzk_gpu_staging* staging)
+// All of a key's device memory at once, so that a key that does not fit fails before any of
+// it is copied.
+static cuzk_gpu_key* alloc_key(cuzk_gpu_context& ctx, const size_t npoints[CUZK_GPU_QUERIES])
 {
     std::unique_ptr<cuzk_gpu_key> key{new cuzk_gpu_key(ctx.gpu)};
     ctx.gpu.select();
-    stream_t& stream = ctx.gpu[0];
     for (uint32_t q = 0; q < CUZK_GPU_QUERIES; q++) {
-        const size_t bytes = points.n[q] * point_bytes(q);
-        if (bytes == 0)
+        if (npoints[q] == 0)
             continue;
-        CUDA_OK(cudaMalloc(&key->d_points[q], bytes));
-        key->npoints[q] = points.n[q];
-        staged_htod(ctx, stream, key->d_points[q], points.host[q], bytes, staging);
+        CUDA_OK(cudaMalloc(&key->d_points[q], npoints[q] * point_bytes(q)));
+        key->npoints[q] = npoints[q];
     }
-    stream.sync();
     return key.release();
+}
+
+// One part of a query's points: a key is copied in parts, so that its holder can let other
+// calls prove between them.
+static void upload_key_points(cuzk_gpu_context& ctx, cuzk_gpu_key& key, uint32_t query,
+                              size_t first, size_t count, const void* host,
+                              const cuzk_gpu_staging* staging)
+{
+    if (query >= CUZK_GPU_QUERIES || first > key.npoints[query] ||
+        count > key.npoints[query] - first)
+        throw std::invalid_argument("the key part lies outside the key's points");
+    ctx.gpu.select();
+    stream_t& stream = ctx.gpu[0];
+    const size_t bytes = point_bytes(query);
+    staged_htod(ctx, stream, (char*)key.d_points[query] + first * bytes, host, count * bytes,
+                staging);
+    stream.sync();
 }
 
 // The device address of an MSM's points when they are resident, checked against the query.

@@ -23,7 +23,8 @@ type Config struct {
 	// 0 means 3/4 of the device's memory. Least recently used keys are evicted beyond it; a
 	// key larger than it is streamed from host memory on every call.
 	GPUKeyMemoryBudget uint64
-	// PinnedPoolBytes is the pinned host memory per GPU for staging copies; 0 means 128 MiB.
+	// PinnedPoolBytes is the pinned host memory per GPU for staging copies; 0 means 128 MiB,
+	// also the least.
 	PinnedPoolBytes uint64
 	// HostMemoryBudget bounds the host memory of synthesized partitions waiting to be proven
 	// (how far synthesis runs ahead of proving); 0 means a quarter of the machine's memory.

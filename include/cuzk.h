@@ -214,7 +214,7 @@ typedef struct cuzk_config {
   // memory. Least recently used keys are evicted beyond it; a key larger than it is
   // streamed from host memory on every call (cuzk_timings.key_residency says so).
   uint64_t gpu_key_memory_budget;
-  // Pinned host memory per GPU for staging copies, in bytes; 0: 128 MiB.
+  // Pinned host memory per GPU for staging copies, in bytes; 0: 128 MiB, also the least.
   uint64_t pinned_pool_bytes;
   // Host memory for synthesized partitions waiting to be proven, in bytes (bounds how far
   // synthesis runs ahead of proving); 0: a quarter of the machine's memory.

@@ -135,6 +135,11 @@ impl Turn {
 }
 
 impl TurnGuard<'_> {
+    /// The class the turn is held for.
+    pub fn priority(&self) -> Priority {
+        self.priority
+    }
+
     /// When calls of class `from` or above wait (`from` above the holder's class), lets them
     /// have the turn and waits to take it back, before any call below `from`; returns how long
     /// it made way, None when none of them was waiting. Only between phases whose device

@@ -24,7 +24,7 @@ pub struct EngineConfig {
     /// memory. Keys beyond it are evicted least recently used first; a key larger than it is
     /// streamed from host memory on every call.
     pub gpu_key_memory_budget: u64,
-    /// Pinned host memory per GPU for staging copies, in bytes; 0: 128 MiB.
+    /// Pinned host memory per GPU for staging copies, in bytes; 0: 128 MiB, also the least.
     pub pinned_pool_bytes: u64,
     /// Synthesize by building every linear combination (bellperson's way) instead of
     /// generating the witness and multiplying it with the circuit's R1CS matrices, extracted

@@ -78,7 +78,7 @@ pub struct cuzk_config {
     /// memory. Least recently used keys are evicted beyond it; a key larger than it is
     /// streamed from host memory on every call (cuzk_timings.key_residency says so).
     pub gpu_key_memory_budget: u64,
-    /// Pinned host memory per GPU for staging copies, in bytes; 0: 128 MiB.
+    /// Pinned host memory per GPU for staging copies, in bytes; 0: 128 MiB, also the least.
     pub pinned_pool_bytes: u64,
     // Revision 3.
     /// Host memory for synthesized partitions waiting to be proven, in bytes (bounds how far

@@ -63,8 +63,9 @@ impl Device {
         } else {
             memory / 4 * 3
         };
+        // Two buffers at least: a call that makes way while it uploads a key holds one.
         let pool = if config.pinned_pool_bytes > 0 {
-            config.pinned_pool_bytes
+            config.pinned_pool_bytes.max(2 * STAGING_BUFFER_BYTES as u64)
         } else {
             DEFAULT_PINNED_POOL_BYTES
         };
@@ -202,10 +203,28 @@ impl Device {
         Ok(())
     }
 
+    /// Between two parts of a key upload by the holder of `turn`: lets waiting WinningPoSts
+    /// prove (an upload uses no buffer set). For that class only, so that one call at most
+    /// makes way holding a staging buffer and theirs finds the pool's other one free.
+    pub(super) fn make_way_in_upload(&self, turn: &mut TurnGuard<'_>, t: &mut Timings) -> Result<()> {
+        match turn.priority() {
+            Priority::WinningPost => Ok(()),
+            _ => self.make_way(turn, Priority::WinningPost, t),
+        }
+    }
+
     /// The key's copy in this device's memory, uploaded now if it is not there (timed into
     /// `srs_upload_ns`) for a call of `class`; `None` when it is larger than the budget or its
-    /// room is held by keys of higher classes (see `resident`). Call inside the turn.
-    pub(super) fn resident_key(&self, key: &ProvingKey, class: Priority, staging: &sys::Staging, t: &mut Timings) -> Result<Option<Arc<DeviceKey>>> {
+    /// room is held by keys of higher classes (see `resident`). Call inside the turn, holding
+    /// `staging`; `between` runs between two parts of the upload (`make_way_in_upload`).
+    pub(super) fn resident_key(
+        &self,
+        key: &ProvingKey,
+        class: Priority,
+        staging: &sys::Staging,
+        t: &mut Timings,
+        between: &mut dyn FnMut(&mut Timings) -> Result<()>,
+    ) -> Result<Option<Arc<DeviceKey>>> {
         let key_ref = KeyRef {
             id: key.id(),
             label: key.label().to_string(),
@@ -214,7 +233,8 @@ impl Device {
             class,
         };
         let start = Instant::now();
-        let residency = match self.keys.get(&key_ref, || DeviceKey::upload(&self.ctx, key, staging)) {
+        let waited_before = t.proving_wait_ns;
+        let residency = match self.keys.get(&key_ref, || DeviceKey::upload(&self.ctx, key, staging, &mut || between(t))) {
             // The budget is a plan; the device may hold less (other processes use it too).
             Err(e) if e.status == Status::OutOfMemory => {
                 log::warn!(
@@ -230,7 +250,8 @@ impl Device {
         match residency {
             Residency::Resident { copy, loaded } => {
                 if loaded {
-                    t.srs_upload_ns += nanos(start.elapsed());
+                    // The time it made way is the proving wait's.
+                    t.srs_upload_ns += nanos(start.elapsed()).saturating_sub(t.proving_wait_ns - waited_before);
                     log::info!(
                         "{} resident on device {} ({} MiB) in {:.2?}",
                         key.label(),

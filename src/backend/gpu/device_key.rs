@@ -2,7 +2,6 @@
 //! device's budgeted cache of them, and where one MSM's points are read from, the resident
 //! copy or host memory (a key larger than the budget is streamed per call).
 
-use std::ffi::c_void;
 use std::ptr::NonNull;
 
 use super::context::Context;
@@ -17,27 +16,53 @@ pub(super) struct DeviceKey(NonNull<sys::Key>);
 unsafe impl Send for DeviceKey {}
 unsafe impl Sync for DeviceKey {}
 
+/// A key is copied to the device in parts of at most this many bytes (0.1–0.15 s each over
+/// PCIe), and its holder lets waiting calls of higher classes prove between two parts: a
+/// 32GiB PoRep key is 45 GB, 2–3 s of copying.
+const UPLOAD_PART_BYTES: usize = 2 << 30;
+
 impl DeviceKey {
-    pub(super) fn upload(ctx: &Context, key: &ProvingKey, staging: &sys::Staging) -> Result<Self> {
-        let queries: [(*const c_void, usize); sys::QUERIES] = [
-            (key.h.as_ptr().cast(), key.h.len()),
-            (key.l.as_ptr().cast(), key.l.len()),
-            (key.a.as_ptr().cast(), key.a.len()),
-            (key.b_g1.as_ptr().cast(), key.b_g1.len()),
-            (key.b_g2.as_ptr().cast(), key.b_g2.len()),
-        ];
-        let points = sys::KeyPoints {
-            host: queries.map(|q| q.0),
-            n: queries.map(|q| q.1),
-        };
+    /// The key's points copied to the device, in parts; `between` runs between two parts (the
+    /// caller making way).
+    pub(super) fn upload(ctx: &Context, key: &ProvingKey, staging: &sys::Staging, between: &mut dyn FnMut() -> Result<()>) -> Result<Self> {
+        fn query<P>(points: &[P]) -> (*const u8, usize, usize) {
+            (points.as_ptr().cast(), points.len(), size_of::<P>())
+        }
+        let queries = [query(&key.h), query(&key.l), query(&key.a), query(&key.b_g1), query(&key.b_g2)];
         let ctx = ctx.ptr()?;
         let mut out = std::ptr::null_mut();
-        // SAFETY: the key's vectors hold the given numbers of blst affine points and outlive
-        // the synchronous call; the staging halves belong to this call.
-        call("uploading the proving key", |msg| unsafe {
-            sys::cuzk_gpu_key_upload(ctx, &points, staging, &mut out, msg)
+        // SAFETY: out-pointer to a local; the counts are the query lengths.
+        call("allocating device memory for the proving key", |msg| unsafe {
+            sys::cuzk_gpu_key_alloc(ctx, &queries.map(|q| q.1), &mut out, msg)
         })?;
-        NonNull::new(out).map(DeviceKey).ok_or_else(|| Error::internal("device key is NULL"))
+        let copy = NonNull::new(out).map(DeviceKey).ok_or_else(|| Error::internal("device key is NULL"))?;
+        let mut parts = 0;
+        for (q, &(host, n, point_bytes)) in queries.iter().enumerate() {
+            let per_part = (UPLOAD_PART_BYTES / point_bytes).max(1);
+            for first in (0..n).step_by(per_part) {
+                if parts > 0 {
+                    between()?;
+                }
+                parts += 1;
+                let count = per_part.min(n - first);
+                // SAFETY: points first..first+count of the query's vector (blst affine points,
+                // the device's layout), which outlives the synchronous call; the copy has room
+                // for the query's n points; the staging halves belong to this call.
+                call("uploading the proving key", |msg| unsafe {
+                    sys::cuzk_gpu_key_upload(
+                        ctx,
+                        copy.0.as_ptr(),
+                        q as u32,
+                        first,
+                        count,
+                        host.add(first * point_bytes).cast(),
+                        staging,
+                        msg,
+                    )
+                })?;
+            }
+        }
+        Ok(copy)
     }
 }
 

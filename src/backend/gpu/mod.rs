@@ -69,7 +69,8 @@ pub struct GpuConfig {
     /// Device memory per device for resident proving keys; 0: 3/4 of the device's memory
     /// (the rest is for the NTT buffers and MSM scratch of the calls).
     pub key_memory_budget: u64,
-    /// Pinned host memory per device for staging copies; 0: DEFAULT_PINNED_POOL_BYTES.
+    /// Pinned host memory per device for staging copies; 0: DEFAULT_PINNED_POOL_BYTES, also the
+    /// least.
     pub pinned_pool_bytes: u64,
     pub split: SplitPolicy,
     pub msm: MsmChoice,
@@ -337,7 +338,7 @@ impl GpuBackend {
         let on_device = || -> Result<MsmResults> {
             device.check_usable()?;
             let copy = device.with_staging(t, |staging, t| {
-                let copy = device.resident_key(key, priority, staging, t)?;
+                let copy = device.resident_key(key, priority, staging, t, &mut |t| device.make_way_in_upload(&mut device_turn, t))?;
                 let mut input = h_input;
                 if let HInput::Witness { shape, witness } = input {
                     input = match device.make_shape_resident(&shape, domain.log_size, staging, t)? {
@@ -473,11 +474,13 @@ impl Backend for GpuBackend {
         check_not_a_worker(pool)?;
         let mut upload_ns = 0;
         for device in self.devices.iter().filter(|d| !d.is_quarantined()) {
-            let _turn = device.turn.take(class);
+            let mut turn = device.turn.take(class);
             let mut t = Timings::new();
             let mut upload = || -> Result<()> {
                 let buffer = device.staging.acquire(&mut t.pin_ns)?;
-                device.resident_key(key, class, &staging(&buffer), &mut t).map(drop)
+                device
+                    .resident_key(key, class, &staging(&buffer), &mut t, &mut |t| device.make_way_in_upload(&mut turn, t))
+                    .map(drop)
             };
             upload().map_err(|e| device.after_failure(e))?;
             upload_ns += t.srs_upload_ns;

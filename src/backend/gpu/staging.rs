@@ -7,9 +7,9 @@ use super::sys::{self, call};
 use crate::backend::pinned::{PinnedMemory, PooledBuffer};
 use crate::error::{Error, Result, Status};
 
-/// Pinned staging per device unless configured: one buffer of two 32 MiB halves is what one
-/// call uses at a time (GPU phases of a device are ordered); the second serves a key upload
-/// from another thread.
+/// Pinned staging per device unless configured (and at least): one buffer of two 32 MiB halves
+/// is what one call uses at a time (GPU phases of a device are ordered); the second serves the
+/// WinningPoSts a call lets prove while it holds the first, uploading a key.
 pub const DEFAULT_PINNED_POOL_BYTES: u64 = 128 << 20;
 pub(super) const STAGING_BUFFER_BYTES: usize = 64 << 20;
 

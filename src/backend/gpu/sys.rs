@@ -81,12 +81,6 @@ pub(super) struct Points {
 }
 
 #[repr(C)]
-pub(super) struct KeyPoints {
-    pub(super) host: [*const c_void; QUERIES],
-    pub(super) n: [usize; QUERIES],
-}
-
-#[repr(C)]
 #[derive(Default)]
 pub(super) struct Memory {
     pub(super) total: u64,
@@ -143,11 +137,15 @@ extern "C" {
     pub(super) fn cuzk_gpu_device_reset(device: c_int, msg: *mut Message) -> c_int;
     #[cfg(feature = "fault-injection")]
     pub(super) fn cuzk_gpu_inject_fault(ctx: *mut Context, msg: *mut Message) -> c_int;
+    pub(super) fn cuzk_gpu_key_alloc(ctx: *mut Context, n: *const [usize; QUERIES], out: *mut *mut Key, msg: *mut Message) -> c_int;
     pub(super) fn cuzk_gpu_key_upload(
         ctx: *mut Context,
-        points: *const KeyPoints,
+        key: *mut Key,
+        query: u32,
+        first: usize,
+        count: usize,
+        host: *const c_void,
         staging: *const Staging,
-        out: *mut *mut Key,
         msg: *mut Message,
     ) -> c_int;
     pub(super) fn cuzk_gpu_key_free(key: *mut Key);
@@ -304,7 +302,6 @@ const _: () = assert!(size_of::<Staging>() == 24 && offset_of!(Staging, bytes) =
 const _: () = assert!(size_of::<Points>() == 32 && offset_of!(Points, query) == 8 && offset_of!(Points, host) == 16 && offset_of!(Points, n) == 24);
 // A wider `query` would fit in the padding after it, unseen by the size and offsets.
 const _: () = assert!(field_bytes(|p: &Points| &p.query) == 4);
-const _: () = assert!(size_of::<KeyPoints>() == 80 && offset_of!(KeyPoints, n) == 40);
 const _: () = assert!(size_of::<Memory>() == 32);
 const _: () = assert!(size_of::<CsrHost>() == 32 && offset_of!(CsrHost, nonzeros) == 24);
 const _: () = assert!(size_of::<ShapeHost>() == 128 && offset_of!(ShapeHost, coefficients) == 96 && offset_of!(ShapeHost, variables) == 120);
