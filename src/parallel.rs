@@ -9,9 +9,15 @@ use rayon::prelude::*;
 /// allocation.
 pub(crate) fn extend_parallel<T: Copy + Send + Sync>(out: &mut Vec<T>, parts: &[&[T]]) {
     let lengths: Vec<usize> = parts.iter().map(|p| p.len()).collect();
-    fill_tiles(out, &lengths, |i, dst| {
-        dst.write_copy_of_slice(parts[i]);
-    });
+    fill_tiles(out, &lengths, |i, dst| write_copy(dst, parts[i]));
+}
+
+/// Writes `src` into `dst`, of the same length (`write_copy_of_slice` is newer than our MSRV).
+pub(crate) fn write_copy<T: Copy>(dst: &mut [MaybeUninit<T>], src: &[T]) {
+    assert_eq!(dst.len(), src.len(), "a copy into a slot range of another length");
+    for (d, s) in dst.iter_mut().zip(src) {
+        d.write(*s);
+    }
 }
 
 /// Appends to `out` the elements of `src` that `keep(index, element)` keeps, in order, on all

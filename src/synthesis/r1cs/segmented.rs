@@ -16,7 +16,7 @@ use rayon::prelude::*;
 
 use super::witness::{synthesize_witness, Witness};
 use crate::cancel::CancelToken;
-use crate::parallel::{extend_parallel, try_fill_tiles};
+use crate::parallel::{extend_parallel, try_fill_tiles, write_copy};
 
 /// A circuit that synthesizes as a prefix followed by `num_segments()` segments, where each
 /// segment uses the prefix's variables and its own, never another segment's.
@@ -168,7 +168,7 @@ pub fn synthesize_witness_parallel<C: SegmentedCircuit>(circuit: &C, cancel: Opt
         if OwnSize::of(&prefix, i, segment).map_err(NotInPlace::Failed)? != size {
             return Err(NotInPlace::Uneven);
         }
-        tile.write_copy_of_slice(&segment.aux_assignment[p_aux..]);
+        write_copy(tile, &segment.aux_assignment[p_aux..]);
         Ok(segment.input_assignment[p_inputs..].to_vec())
     });
     match placed {
