@@ -45,8 +45,8 @@ mod verifier;
 pub use config::{EngineConfig, IdlePolicy, MsmChoice, ShapeCacheLocation, SplitPolicy, DEFAULT_PARAMETER_CACHE, MAX_DEVICES, SHAPE_CACHE_DIR_NAME};
 pub use estimate::MemoryEstimate;
 use keys::KeyStore;
-pub use pipeline::ProofOutput;
 use pipeline::{MemoryBudget, Occupancy};
+pub use pipeline::{PartitionSpan, ProofOutput};
 use shapes::ShapeCache;
 pub use status::{
     DeviceHealth, DeviceStatus, EngineStatus, HostKeyStatus, MemoryReleased, PipelineStatus, PoolUsage, PreloadReport, ResidentKey, ResidentShape,

@@ -36,12 +36,27 @@ use crate::synthesis::SynthesizedCircuit;
 use crate::timings::{nanos, timed, Timings};
 
 /// A proof made by the pipeline: its bytes (192 bytes per partition, filecoin-proofs'
-/// format), its timings and those of each of its partitions (in order).
+/// format), its timings and those of each of its partitions, and when each partition was in
+/// which stage (both in partition order).
 #[derive(Clone, Debug)]
 pub struct ProofOutput {
     pub proof: Vec<u8>,
     pub timings: Timings,
     pub partitions: Vec<Timings>,
+    pub spans: Vec<PartitionSpan>,
+}
+
+/// When one partition of a call went through the pipeline's stages, in nanoseconds from the
+/// call's start, and the proving lane that proved it: with its timings, what a timeline of the
+/// call is drawn from (`cuzk-bench porep-sector`, scripts/timeline-svg.py).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct PartitionSpan {
+    pub synthesis_start_ns: u64,
+    pub synthesized_ns: u64,
+    /// A lane took it (the wait before is for a free lane).
+    pub proving_start_ns: u64,
+    pub proven_ns: u64,
+    pub lane: usize,
 }
 
 /// What synthesis hands to proving, in order.
@@ -56,13 +71,15 @@ enum Job<'e> {
         timings: Timings,
     },
     /// Partition `k` of sector `index`, holding `share` of the memory budget, counted as
-    /// `waiting` for proving since `synthesized_at`; `timings` are its synthesis's.
+    /// `waiting` for proving since `synthesized_at` (its synthesis began at
+    /// `synthesis_started`); `timings` are its synthesis's.
     Partition {
         index: usize,
         k: usize,
         synthesized: SynthesizedCircuit,
         share: BudgetShare,
         waiting: Counted<'e>,
+        synthesis_started: Instant,
         synthesized_at: Instant,
         timings: Box<Timings>,
     },
@@ -280,6 +297,7 @@ fn synthesize_proof<'e>(
             synthesized,
             share,
             waiting,
+            synthesis_started: synthesis_start,
             synthesized_at: Instant::now(),
             timings: Box::new(timings),
         };
@@ -294,8 +312,8 @@ struct Proving {
     job: Arc<dyn ProofJob>,
     key: Arc<ProvingKey>,
     timings: Timings,
-    /// Each partition's proof bytes and timings, by partition.
-    proofs: Vec<Option<(Vec<u8>, Timings)>>,
+    /// Each partition's proof bytes, timings and span, by partition.
+    proofs: Vec<Option<(Vec<u8>, Timings, PartitionSpan)>>,
     /// Partitions not proven yet; the lane that proves the last one finishes the sector.
     remaining: usize,
     /// Set when a partition failed or synthesis gave up on the sector: its other partitions
@@ -310,6 +328,7 @@ struct LaneJob<'e> {
     synthesized: SynthesizedCircuit,
     share: BudgetShare,
     waiting: Counted<'e>,
+    synthesis_started: Instant,
     synthesized_at: Instant,
     timings: Timings,
 }
@@ -333,13 +352,14 @@ fn prove_jobs<'e>(
     // the device turns) in order.
     let (to_lanes, from_dispatch) = mpsc::sync_channel::<LaneJob<'e>>(0);
     let from_dispatch = Mutex::new(from_dispatch);
+    let (from_dispatch, record) = (&from_dispatch, &record);
     std::thread::scope(|scope| {
-        for _ in 0..lanes.max(1) {
-            scope.spawn(|| loop {
+        for lane in 0..lanes.max(1) {
+            scope.spawn(move || loop {
                 let Ok(job) = from_dispatch.lock().unwrap_or_else(|p| p.into_inner()).recv() else {
                     return;
                 };
-                if let Some((index, result)) = prove_partition(engine, backend, options, start, job) {
+                if let Some((index, result)) = prove_partition(engine, backend, options, start, lane, job) {
                     record(index, result);
                 }
             });
@@ -380,6 +400,7 @@ fn prove_jobs<'e>(
                     synthesized,
                     share,
                     waiting,
+                    synthesis_started,
                     synthesized_at,
                     timings,
                 } => {
@@ -392,6 +413,7 @@ fn prove_jobs<'e>(
                         synthesized,
                         share,
                         waiting,
+                        synthesis_started,
                         synthesized_at,
                         timings: *timings,
                     };
@@ -405,13 +427,14 @@ fn prove_jobs<'e>(
     });
 }
 
-/// Proves partition `job.k` of its sector on a lane; when it was the sector's last, the
-/// sector's result.
+/// Proves partition `job.k` of its sector on proving lane `lane`; when it was the sector's
+/// last, the sector's result.
 fn prove_partition(
     engine: &Engine,
     backend: &dyn Backend,
     options: &ProveOptions,
     start: Instant,
+    lane: usize,
     job: LaneJob,
 ) -> Option<(usize, Result<ProofOutput>)> {
     let LaneJob {
@@ -420,10 +443,19 @@ fn prove_partition(
         synthesized,
         share,
         waiting,
+        synthesis_started,
         synthesized_at,
         mut timings,
     } = job;
     drop(waiting);
+    let since_start = |at: Instant| nanos(at.saturating_duration_since(start));
+    let mut span = PartitionSpan {
+        synthesis_start_ns: since_start(synthesis_started),
+        synthesized_ns: since_start(synthesized_at),
+        proving_start_ns: since_start(Instant::now()),
+        proven_ns: 0,
+        lane,
+    };
     timings.proving_wait_ns = nanos(synthesized_at.elapsed());
     let key = {
         let sector = sector.lock().unwrap_or_else(|p| p.into_inner());
@@ -451,6 +483,7 @@ fn prove_partition(
     let mut bytes = Vec::with_capacity(GROTH_PROOF_BYTES);
     let written = proved.and_then(|proof| write_proof(&proof, &mut bytes, &mut timings));
     timings.total_ns += nanos(synthesized_at.elapsed());
+    span.proven_ns = since_start(Instant::now());
     drop(share);
     let mut sector = sector.lock().unwrap_or_else(|p| p.into_inner());
     if sector.failed {
@@ -460,7 +493,7 @@ fn prove_partition(
         sector.failed = true;
         return Some((sector.index, Err(error)));
     }
-    sector.proofs[k] = Some((bytes, timings));
+    sector.proofs[k] = Some((bytes, timings, span));
     sector.remaining -= 1;
     if sector.remaining > 0 {
         return None;
@@ -476,14 +509,16 @@ fn write_proof(proof: &Proof<Bls12>, bytes: &mut Vec<u8>, t: &mut Timings) -> Re
 /// A proof's result once all its partitions are proven: its bytes and timings in partition
 /// order, self-verified when configured and the job has something to verify against.
 fn finish_sector(engine: &Engine, options: &ProveOptions, sector: &mut Proving, start: Instant) -> Result<ProofOutput> {
-    let (mut bytes, mut partitions) = (
+    let (mut bytes, mut partitions, mut spans) = (
         Vec::with_capacity(sector.proofs.len() * GROTH_PROOF_BYTES),
         Vec::with_capacity(sector.proofs.len()),
+        Vec::with_capacity(sector.proofs.len()),
     );
-    for (proof, timings) in sector.proofs.drain(..).flatten() {
+    for (proof, timings, span) in sector.proofs.drain(..).flatten() {
         bytes.extend_from_slice(&proof);
         sector.timings.merge(&timings);
         partitions.push(timings);
+        spans.push(span);
     }
     options.check_cancel()?;
     let mut timings = sector.timings;
@@ -506,6 +541,7 @@ fn finish_sector(engine: &Engine, options: &ProveOptions, sector: &mut Proving, 
         proof: bytes,
         timings,
         partitions,
+        spans,
     })
 }
 

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use cuzk::engine::{Engine, ProveOptions};
+use cuzk::engine::{Engine, PartitionSpan, ProveOptions};
 use cuzk::internals::{porep, synthesize_with_shape, MadeUpSector, SectorInput, SynthesizedCircuit};
 use cuzk::timings::Timings;
 use cuzk::{with_tree_shape, CircuitShape};
@@ -14,7 +14,7 @@ use filecoin_proofs::types::MerkleTreeTrait;
 use filecoin_proofs_api::RegisteredSealProof;
 use serde::Serialize;
 
-use crate::record::{rounded, RunMemory, RunMemoryFields, TimingFields};
+use crate::record::{rounded, seconds, RunMemory, RunMemoryFields, TimingFields};
 use crate::Bench;
 
 /// What a call proving `sectors` sectors measured.
@@ -36,19 +36,63 @@ struct SectorRun<'a> {
     device_partitions: Vec<u64>,
     synthesis_busy_fraction: f64,
     proving_busy_fraction: f64,
+    /// From the call's start to the first sector's last partition proven.
+    first_sector_proven_s: f64,
     partition_timings: Vec<PartitionTiming>,
 }
 
 /// One partition's timings in a sector call, in seconds; fields in alphabetical order, as the
-/// records have always had them.
+/// records have always had them. The `*_at_s` fields are times from the call's start and, with
+/// the durations, what scripts/timeline-svg.py draws: synthesis from `synthesis_at_s` to
+/// `synthesized_at_s`, the wait for a free lane until `proving_at_s`, then on `lane` the host
+/// work before the device turn (`host_prep_s`), the wait for the turn (`turn_wait_s`), the
+/// device phases (`device_s`), and the rest until `proven_at_s`.
 #[derive(Serialize)]
 struct PartitionTiming {
+    device_s: f64,
+    host_prep_s: f64,
+    lane: usize,
     partition: i32,
+    proven_at_s: f64,
+    proving_at_s: f64,
     proving_wait_s: f64,
     sector: u32,
+    synthesis_at_s: f64,
     synthesis_s: f64,
+    synthesized_at_s: f64,
     total_s: f64,
+    turn_wait_s: f64,
     witness_s: f64,
+}
+
+impl PartitionTiming {
+    fn new(p: &Timings, span: &PartitionSpan) -> Self {
+        let s = |ns: u64| seconds(ns, 4);
+        let msms = match p.msm_at_once_ns {
+            0 => p.msm_h_ns + p.msm_l_ns + p.msm_a_ns + p.msm_b_g1_ns + p.msm_b_g2_ns,
+            wall => wall,
+        };
+        let spmv_on_device = if p.spmv_on_device == 1 { p.spmv_ns } else { 0 };
+        let device = p.srs_upload_ns + p.shape_upload_ns + p.pin_h2d_ns + spmv_on_device + p.ntt_ns + p.batch_add_ns + msms;
+        // The proving wait holds the wait for a free lane, then the wait for the device turn.
+        let lane_wait = span.proving_start_ns - span.synthesized_ns;
+        PartitionTiming {
+            device_s: s(device),
+            host_prep_s: s(p.prep_msm_ns + p.witness_upload_ns),
+            lane: span.lane,
+            partition: p.partition_index,
+            proven_at_s: s(span.proven_ns),
+            proving_at_s: s(span.proving_start_ns),
+            proving_wait_s: s(p.proving_wait_ns),
+            sector: p.sector_index,
+            synthesis_at_s: s(span.synthesis_start_ns),
+            synthesis_s: s(p.synthesis_ns),
+            synthesized_at_s: s(span.synthesized_ns),
+            total_s: s(p.total_ns),
+            turn_wait_s: s(p.proving_wait_ns.saturating_sub(lane_wait)),
+            witness_s: s(p.witness_ns),
+        }
+    }
 }
 
 /// Whole made-up sectors through the engine's pipeline (`Engine::prove_sectors`), several per
@@ -85,17 +129,13 @@ pub fn run(bench: &Bench) -> Result<()> {
             let after = engine.status();
             let mut sum = Timings::new();
             let mut partition_timings = Vec::new();
+            let mut first_sector_proven_ns = u64::MAX;
             for result in results {
                 let proven = result?;
                 sum.merge(&proven.timings);
-                partition_timings.extend(proven.partitions.iter().map(|p| PartitionTiming {
-                    partition: p.partition_index,
-                    proving_wait_s: p.proving_wait_ns as f64 / 1e9,
-                    sector: p.sector_index,
-                    synthesis_s: p.synthesis_ns as f64 / 1e9,
-                    total_s: p.total_ns as f64 / 1e9,
-                    witness_s: p.witness_ns as f64 / 1e9,
-                }));
+                partition_timings.extend(proven.partitions.iter().zip(&proven.spans).map(|(p, span)| PartitionTiming::new(p, span)));
+                let last = proven.spans.iter().map(|span| span.proven_ns).max().unwrap_or_default();
+                first_sector_proven_ns = first_sector_proven_ns.min(last);
             }
             sum.total_ns = (wall * 1e9) as u64;
             let busy = |ns: u64| ns as f64 / 1e9 / wall;
@@ -120,6 +160,7 @@ pub fn run(bench: &Bench) -> Result<()> {
                 device_partitions,
                 synthesis_busy_fraction: rounded(busy(after.pipeline.synthesis_busy_ns - before.pipeline.synthesis_busy_ns), 3),
                 proving_busy_fraction: rounded(busy(after.pipeline.proving_busy_ns - before.pipeline.proving_busy_ns), 3),
+                first_sector_proven_s: seconds(first_sector_proven_ns, 3),
                 partition_timings,
             };
             bench.report(&label, run, wall, &measured, Some(&engine));
