@@ -68,6 +68,20 @@ fn two_lanes_prove_partitions_at_once_and_keep_their_order() {
     assert!(proven.proof == expected, "the sector's proof is not its partitions' proofs in order");
     let order: Vec<i32> = proven.partitions.iter().map(|t| t.partition_index).collect();
     assert_eq!(order, [0, 1]);
+
+    // Each partition's span: its stages in order, synthesis one partition after the other,
+    // proving on two lanes (both partitions were proving at once).
+    let spans = &proven.spans;
+    assert_eq!(spans.len(), 2, "{spans:?}");
+    for span in spans {
+        assert!(
+            span.synthesis_start_ns <= span.synthesized_ns && span.synthesized_ns <= span.proving_start_ns && span.proving_start_ns < span.proven_ns,
+            "{span:?}"
+        );
+        assert!(span.lane < 2, "{span:?}");
+    }
+    assert!(spans[0].synthesized_ns <= spans[1].synthesis_start_ns, "{spans:?}");
+    assert_ne!(spans[0].lane, spans[1].lane, "{spans:?}");
 }
 
 fn fixed(rs: (Scalar, Scalar)) -> CircuitOptions {
