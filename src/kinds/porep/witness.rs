@@ -16,6 +16,8 @@
 //! and the Poseidon column hashes and tree_c / tree_r_last paths (`kinds::poseidon`,
 //! `kinds::por`) are computed natively, not by running their gadgets.
 
+use std::mem::MaybeUninit;
+
 use bellperson::gadgets::boolean::{AllocatedBit, Boolean};
 use bellperson::gadgets::multipack;
 use bellperson::gadgets::num::AllocatedNum;
@@ -43,7 +45,7 @@ use super::{PartitionCircuit, TreeDomain};
 use crate::cancel::CancelToken;
 use crate::kinds::por;
 use crate::kinds::poseidon::poseidon_hash;
-use crate::synthesis::r1cs::{Witness, WitnessCs};
+use crate::synthesis::r1cs::{NotInPlace, PartBuffers, Placed, Witness, WitnessCs};
 
 type PieceDomain = <DefaultPieceHasher as Hasher>::Domain;
 
@@ -115,8 +117,12 @@ fn column_levels<Tree: 'static + MerkleTreeTrait>(column: &ColumnProof<TreePath<
 /// One task of a challenge, in the order `StackedCircuit` synthesizes them.
 #[derive(Clone, Copy)]
 enum Part {
-    /// The data leaf and its inclusion in comm_d.
+    /// The data leaf.
     DataLeaf,
+    /// Level `h` of the data leaf's inclusion path to comm_d (see [`DataPath`]).
+    DataLevel(usize),
+    /// The path's index bits packed into public inputs, and its root checked against comm_d.
+    DataRoot,
     /// Parent column `j` (DRG parents, then expander parents): its rows, its hash, and the
     /// hash's inclusion in comm_c.
     Parent(usize),
@@ -127,6 +133,12 @@ enum Part {
 }
 
 /// The witness of `circuit`, equal to `synthesize_witness(circuit)` (tests/r1cs.rs).
+///
+/// Challenge 0 is made first; every challenge allocates the same variables (the gadgets'
+/// choices depend on constants, not on values), so its parts' lengths give every other
+/// challenge's place in the whole, and the other challenges are written straight into it as
+/// their parts are made. Should a challenge not fit its place, the rest are all made, then
+/// copied.
 pub fn partition_witness<Tree: 'static + MerkleTreeTrait>(
     circuit: &PartitionCircuit<Tree>,
     cancel: Option<&CancelToken>,
@@ -143,25 +155,31 @@ pub fn partition_witness<Tree: 'static + MerkleTreeTrait>(
         StackedCircuit::<Tree, DefaultPieceHasher>::synthesize::<WitnessCs>,
     );
     let missing = || SynthesisError::AssignmentMissing;
-    let mut tasks = Vec::new();
-    for (i, proof) in proofs.iter().enumerate() {
+
+    // Challenge i's parts, in the order `StackedCircuit` synthesizes them.
+    let parts_of = |i: usize| {
+        let proof = &proofs[i];
         let parents = proof.drg_parents_proofs.len() + proof.exp_parents_proofs.len();
-        tasks.push((i, Part::DataLeaf));
-        tasks.extend((0..parents).map(|j| (i, Part::Parent(j))));
-        tasks.push((i, Part::Challenge));
-        tasks.extend((1..=circuit.num_layers).map(|l| (i, Part::Layer(l))));
-    }
-    let parts = tasks
-        .par_iter()
-        .map(|&(i, part)| {
+        let levels = circuit.proofs[i].comm_d_proofs.path().len();
+        let mut parts = vec![Part::DataLeaf];
+        parts.extend((0..levels).map(Part::DataLevel));
+        parts.push(Part::DataRoot);
+        parts.extend((0..parents).map(Part::Parent));
+        parts.push(Part::Challenge);
+        parts.extend((1..=circuit.num_layers).map(Part::Layer));
+        parts
+    };
+    // One part of challenge i, made in `cs`, and the label it computes (a layer's).
+    let make_part =
+        |i: usize, part: Part, data_path: &DataPath, mut cs: WitnessCs| -> Result<(WitnessCs, Option<AllocatedNum<Scalar>>), SynthesisError> {
             let proof = &proofs[i];
-            let mut cs = WitnessCs::part(cancel);
             let mut label = None;
             match part {
                 Part::DataLeaf => {
-                    let leaf = AllocatedNum::alloc(&mut cs, || proof.data_leaf.ok_or_else(missing))?;
-                    data_leaf_inclusion(&mut cs, &circuit.proofs[i].comm_d_proofs, &prefix.comm_d, &leaf, cancel)?;
+                    AllocatedNum::alloc(&mut cs, || proof.data_leaf.ok_or_else(missing))?;
                 }
+                Part::DataLevel(height) => data_path.level(&mut cs, height)?,
+                Part::DataRoot => data_path.root(&mut cs, &prefix.comm_d)?,
                 Part::Parent(j) => {
                     let drg = proof.drg_parents_proofs.len();
                     let column = if j < drg {
@@ -203,94 +221,144 @@ pub fn partition_witness<Tree: 'static + MerkleTreeTrait>(
                 }
             }
             Ok((cs, label))
-        })
-        .collect::<Result<Vec<_>, SynthesisError>>()?;
+        };
+    // Challenge i's tail over its layers' labels: the encoding, its inclusion in comm_r_last,
+    // the labels' column hash and its inclusion in comm_c.
+    let make_tail = |i: usize, labels: &[AllocatedNum<Scalar>]| -> Result<WitnessCs, SynthesisError> {
+        let vanilla = &circuit.proofs[i];
+        let key = labels.last().ok_or_else(missing)?;
+        let mut cs = WitnessCs::part(cancel);
+        let leaf = AllocatedNum::alloc(WitnessCs::part(None), || proofs[i].data_leaf.ok_or_else(missing))?;
+        let encoded = encode(&mut cs, key, &leaf)?;
+        por::inclusion(&mut cs, &encoded, &por::levels(&vanilla.comm_r_last_proof), &prefix.comm_r_last)?;
+        let column_hash = hash_column(&mut cs, labels)?;
+        por::inclusion(
+            &mut cs,
+            &column_hash,
+            &column_levels::<Tree>(&vanilla.replica_column_proofs.c_x)?,
+            &prefix.comm_c,
+        )?;
+        Ok(cs)
+    };
+    // Challenge i whole, its parts on all cores, then its tail.
+    let make_challenge = |i: usize| -> Result<Vec<WitnessCs>, SynthesisError> {
+        let data_path = DataPath::of(&circuit.proofs[i].comm_d_proofs, proofs[i].data_leaf)?;
+        let parts = parts_of(i)
+            .into_par_iter()
+            .map(|part| make_part(i, part, &data_path, WitnessCs::part(cancel)))
+            .collect::<Result<Vec<_>, _>>()?;
+        let labels: Vec<_> = parts.iter().filter_map(|(_, label)| label.clone()).collect();
+        let tail = make_tail(i, &labels)?;
+        Ok(parts.into_iter().map(|(cs, _)| cs).chain([tail]).collect())
+    };
+    // Challenge i written into `tile`, its place: each part, then the tail, into its slots of
+    // `layout` as soon as it is made, on the buffers of parts placed before.
+    let buffers = PartBuffers::default();
+    let place_challenge = |i: usize, layout: &[usize], tile: &mut [MaybeUninit<Scalar>]| -> Result<Vec<Placed>, NotInPlace> {
+        let parts = parts_of(i);
+        if parts.len() + 1 != layout.len() {
+            return Err(NotInPlace::Uneven);
+        }
+        let mut slots = Vec::with_capacity(layout.len());
+        let mut rest = tile;
+        for &n in layout {
+            let (slot, after) = std::mem::take(&mut rest).split_at_mut_checked(n).ok_or(NotInPlace::Uneven)?;
+            slots.push(slot);
+            rest = after;
+        }
+        let tail_slot = slots.pop().expect("a tail");
+        let data_path = DataPath::of(&circuit.proofs[i].comm_d_proofs, proofs[i].data_leaf)?;
+        let parts = parts
+            .into_par_iter()
+            .zip(slots)
+            .map(|(part, slot)| {
+                let (cs, label) = make_part(i, part, &data_path, buffers.part(cancel))?;
+                Ok((buffers.place(cs, slot)?, label))
+            })
+            .collect::<Result<Vec<_>, NotInPlace>>()?;
+        let labels: Vec<_> = parts.iter().filter_map(|(_, label)| label.clone()).collect();
+        let tail = buffers.place(make_tail(i, &labels)?, tail_slot)?;
+        Ok(parts.into_iter().map(|(placed, _)| placed).chain([tail]).collect())
+    };
 
-    // Per challenge: its parts, then its tail over the labels.
-    let per_challenge = parts.len() / proofs.len().max(1);
-    let mut challenges: Vec<Vec<(WitnessCs, Option<AllocatedNum<Scalar>>)>> = Vec::with_capacity(proofs.len());
-    let mut parts = parts.into_iter();
-    for _ in 0..proofs.len() {
-        challenges.push(parts.by_ref().take(per_challenge).collect());
+    let Some(first) = (!proofs.is_empty()).then(|| make_challenge(0)).transpose()? else {
+        return Ok(whole.into_witness());
+    };
+    let layout: Vec<usize> = first.iter().map(WitnessCs::aux_len).collect();
+    whole.append_all(first);
+    let rest = vec![layout.iter().sum(); proofs.len() - 1];
+    match whole.try_append_in_place(&rest, |k, tile| place_challenge(k + 1, &layout, tile)) {
+        Ok(()) => {}
+        Err(NotInPlace::Failed(e)) => return Err(e),
+        Err(NotInPlace::Uneven) => {
+            log::warn!("a PoRep challenge's witness does not fit the place challenge 0's gives it: challenges made apart, then copied");
+            let made = (1..proofs.len()).into_par_iter().map(make_challenge).collect::<Result<Vec<_>, _>>()?;
+            whole.append_all(made.into_iter().flatten().collect());
+        }
     }
-    let tails = challenges
-        .par_iter()
-        .zip(proofs.par_iter().zip(&circuit.proofs))
-        .map(|(parts, (proof, vanilla))| {
-            let labels: Vec<_> = parts.iter().filter_map(|(_, label)| label.clone()).collect();
-            let key = labels.last().ok_or_else(missing)?;
-            let mut cs = WitnessCs::part(cancel);
-            let leaf = AllocatedNum::alloc(WitnessCs::part(None), || proof.data_leaf.ok_or_else(missing))?;
-            let encoded = encode(&mut cs, key, &leaf)?;
-            por::inclusion(&mut cs, &encoded, &por::levels(&vanilla.comm_r_last_proof), &prefix.comm_r_last)?;
-            let column_hash = hash_column(&mut cs, &labels)?;
-            por::inclusion(
-                &mut cs,
-                &column_hash,
-                &column_levels::<Tree>(&vanilla.replica_column_proofs.c_x)?,
-                &prefix.comm_c,
-            )?;
-            Ok(cs)
-        })
-        .collect::<Result<Vec<_>, SynthesisError>>()?;
-    let in_order = challenges
-        .into_iter()
-        .zip(tails)
-        .flat_map(|(parts, tail)| parts.into_iter().map(|(part, _)| part).chain([tail]));
-    whole.append_all(in_order.collect());
     Ok(whole.into_witness())
 }
 
 /// `enforce_inclusion` of the data leaf in comm_d (`PoRCircuit` over the binary SHA-256 tree:
-/// per level an index bit, the sibling, their ordering and a 2-block SHA-256), its levels in
-/// parallel: the native hashes give every level's input node, allocated in a scratch system
-/// (the previous level's hash is an allocated number too), and the levels' variables are
-/// appended in order, then the packed index bits (public inputs) and the root check.
-fn data_leaf_inclusion(
-    cs: &mut WitnessCs,
-    proof: &MerkleProof<DefaultPieceHasher, U2>,
-    root: &AllocatedNum<Scalar>,
-    leaf: &AllocatedNum<Scalar>,
-    cancel: Option<&CancelToken>,
-) -> Result<(), SynthesisError> {
-    type Sha256 = <DefaultPieceHasher as Hasher>::Function;
-    let path = proof.path();
-    let mut nodes = vec![proof.leaf()];
-    for (siblings, index) in &path {
-        let node = *nodes.last().expect("the leaf");
-        let sibling = siblings.first().copied().ok_or(SynthesisError::AssignmentMissing)?;
-        nodes.push(if index & 1 == 0 {
-            Sha256::hash2(&node, &sibling)
-        } else {
-            Sha256::hash2(&sibling, &node)
-        });
-    }
-    let levels = path
-        .par_iter()
-        .zip(&nodes)
-        .enumerate()
-        .map(|(height, ((siblings, index), node))| {
-            let mut part = WitnessCs::part(cancel);
-            let node = match height {
-                0 => leaf.clone(),
-                _ => AllocatedNum::alloc(WitnessCs::part(None), || Ok((*node).into()))?,
+/// per level an index bit, the sibling, their ordering and a 2-block SHA-256, then the packed
+/// index bits as public inputs and the root check), one level at a time: the native hashes give
+/// every level's input node, allocated in a scratch system (only values are read), so that the
+/// levels are made in parallel as parts of their own.
+struct DataPath {
+    /// Per level: the node hashed there (the leaf at level 0), its sibling, and whether the
+    /// node is the right child.
+    levels: Vec<(Scalar, Scalar, bool)>,
+    /// The root the path hashes to.
+    root: Scalar,
+}
+
+impl DataPath {
+    fn of(proof: &MerkleProof<DefaultPieceHasher, U2>, leaf: Option<Scalar>) -> Result<Self, SynthesisError> {
+        type Sha256 = <DefaultPieceHasher as Hasher>::Function;
+        let mut node = proof.leaf();
+        let mut levels = Vec::new();
+        for (siblings, index) in proof.path() {
+            let sibling = siblings.first().copied().ok_or(SynthesisError::AssignmentMissing)?;
+            let right = index & 1 == 1;
+            // Level 0 hashes the circuit's data leaf (the proof's leaf in a valid proof).
+            let hashed = match levels.is_empty() {
+                true => leaf.ok_or(SynthesisError::AssignmentMissing)?,
+                false => node.into(),
             };
-            let bit = Boolean::from(AllocatedBit::alloc(&mut part, Some(index & 1 == 1))?);
-            let sibling = AllocatedNum::alloc(&mut part, || Ok(siblings[0].into()))?;
-            let inserted = insert(&mut part, &node, std::slice::from_ref(&bit), &[sibling])?;
-            let parent = hash_leaves(&mut part, &inserted)?;
-            Ok((part, bit, parent))
-        })
-        .collect::<Result<Vec<_>, SynthesisError>>()?;
-    let (mut bits, mut computed_root) = (Vec::new(), leaf.clone());
-    for (part, bit, parent) in levels {
-        cs.append(part);
-        bits.push(bit);
-        computed_root = parent;
+            levels.push((hashed, sibling.into(), right));
+            node = if right {
+                Sha256::hash2(&sibling, &node)
+            } else {
+                Sha256::hash2(&node, &sibling)
+            };
+        }
+        Ok(DataPath { levels, root: node.into() })
     }
-    multipack::pack_into_inputs(&mut *cs, &bits)?;
-    constraint::equal(cs, || "enforce root is correct", &computed_root, root);
-    Ok(())
+
+    /// Level `height`: the index bit, the sibling, their ordering and the parent's hash.
+    fn level(&self, cs: &mut WitnessCs, height: usize) -> Result<(), SynthesisError> {
+        let &(node, sibling, right) = self.levels.get(height).ok_or(SynthesisError::AssignmentMissing)?;
+        let node = AllocatedNum::alloc(WitnessCs::part(None), || Ok(node))?;
+        let bit = Boolean::from(AllocatedBit::alloc(&mut *cs, Some(right))?);
+        let sibling = AllocatedNum::alloc(&mut *cs, || Ok(sibling))?;
+        let inserted = insert(&mut *cs, &node, std::slice::from_ref(&bit), &[sibling])?;
+        hash_leaves(cs, &inserted)?;
+        Ok(())
+    }
+
+    /// The index bits packed into inputs, and the computed root checked against `root`.
+    fn root(&self, cs: &mut WitnessCs, root: &AllocatedNum<Scalar>) -> Result<(), SynthesisError> {
+        let mut scratch = WitnessCs::part(None);
+        let bits = self
+            .levels
+            .iter()
+            .map(|&(_, _, right)| Ok(Boolean::from(AllocatedBit::alloc(&mut scratch, Some(right))?)))
+            .collect::<Result<Vec<_>, SynthesisError>>()?;
+        multipack::pack_into_inputs(&mut *cs, &bits)?;
+        let computed_root = AllocatedNum::alloc(&mut scratch, || Ok(self.root))?;
+        constraint::equal(cs, || "enforce root is correct", &computed_root, root);
+        Ok(())
+    }
 }
 
 /// `create_label_circuit`'s label (storage-proofs-porep): the SHA-256 of the replica id, the

@@ -25,4 +25,5 @@ pub use shape::CoefficientStats;
 pub use shape_file::FORMAT_VERSION as SHAPE_FILE_VERSION;
 #[cfg(feature = "internals")]
 pub use witness::synthesize_witness;
+pub(crate) use witness::{NotInPlace, PartBuffers, Placed};
 pub use witness::{Witness, WitnessCs};

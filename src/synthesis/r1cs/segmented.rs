@@ -14,7 +14,7 @@ use bellperson::{Circuit, ConstraintSystem, SynthesisError};
 use blstrs::Scalar;
 use rayon::prelude::*;
 
-use super::witness::{synthesize_witness, Witness};
+use super::witness::{synthesize_witness, NotInPlace, Witness};
 use crate::cancel::CancelToken;
 use crate::parallel::{extend_parallel, try_fill_tiles, write_copy};
 
@@ -130,13 +130,6 @@ impl OwnSize {
             constraints: segment.num_constraints - prefix.num_constraints,
         })
     }
-}
-
-/// Why the segments were not put in place as they were made.
-enum NotInPlace {
-    Failed(SynthesisError),
-    /// A segment adds more or fewer variables than the first.
-    Uneven,
 }
 
 /// The witness of the whole circuit, equal to `synthesize_witness(Segments::all(circuit))`,

@@ -2,13 +2,16 @@
 //! closures, so none of the linear combinations that dominate classic synthesis is built; the
 //! constraints come from the circuit's [`super::CircuitShape`] instead.
 
+use std::mem::MaybeUninit;
+use std::sync::Mutex;
+
 use bellperson::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
 use blstrs::Scalar;
 use ff::Field;
 
 use crate::cancel::check_cancel;
 use crate::cancel::CancelToken;
-use crate::parallel::extend_parallel;
+use crate::parallel::{extend_parallel, try_fill_tiles, write_copy};
 
 /// The assignment of one circuit, and how many constraints it enforced (its own plus one per
 /// input, as a prover counts them), so that it can be checked against a shape.
@@ -18,6 +21,60 @@ pub struct Witness {
     pub input_assignment: Vec<Scalar>,
     pub aux_assignment: Vec<Scalar>,
     pub num_constraints: usize,
+}
+
+/// What a part written in place ([`WitnessCs::place`]) adds besides its aux values.
+pub(crate) struct Placed {
+    inputs: Vec<Scalar>,
+    constraints: usize,
+}
+
+/// The aux buffers of parts written in place ([`WitnessCs::try_append_in_place`]): a placed
+/// part's buffer is reused by a later part, so that its memory is not faulted in (the kernel
+/// zeroing every page) anew for every part. At most one buffer per part being made at once;
+/// freed with `self`.
+#[derive(Default)]
+pub(crate) struct PartBuffers(Mutex<Vec<Vec<Scalar>>>);
+
+impl PartBuffers {
+    /// A system for a part (as [`WitnessCs::part`]) on a reused buffer.
+    pub(crate) fn part(&self, cancel: Option<&CancelToken>) -> WitnessCs {
+        let aux = self.0.lock().unwrap_or_else(|p| p.into_inner()).pop().unwrap_or_default();
+        WitnessCs {
+            aux_assignment: aux,
+            ..WitnessCs::part(cancel)
+        }
+    }
+
+    /// Writes `part`'s aux values into `tile`, their place in a whole, keeps its buffer for
+    /// the next part, and returns the rest of it; `Uneven` when `tile` is not their length
+    /// (nothing is written then).
+    pub(crate) fn place(&self, part: WitnessCs, tile: &mut [MaybeUninit<Scalar>]) -> Result<Placed, NotInPlace> {
+        if tile.len() != part.aux_assignment.len() {
+            return Err(NotInPlace::Uneven);
+        }
+        write_copy(tile, &part.aux_assignment);
+        let mut aux = part.aux_assignment;
+        aux.clear();
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).push(aux);
+        Ok(Placed {
+            inputs: part.input_assignment,
+            constraints: part.num_constraints,
+        })
+    }
+}
+
+/// Why parts were not written in place as they were made.
+pub(crate) enum NotInPlace {
+    Failed(SynthesisError),
+    /// A part allocates more or fewer variables than its place has room for.
+    Uneven,
+}
+
+impl From<SynthesisError> for NotInPlace {
+    fn from(e: SynthesisError) -> Self {
+        NotInPlace::Failed(e)
+    }
 }
 
 /// The ConstraintSystem of witness-only synthesis.
@@ -138,14 +195,8 @@ impl WitnessCs {
         self.num_constraints += n;
     }
 
-    /// Appends everything `part` allocated and enforced, after everything in `self`.
-    pub fn append(&mut self, part: WitnessCs) {
-        self.input_assignment.extend_from_slice(&part.input_assignment);
-        self.aux_assignment.extend_from_slice(&part.aux_assignment);
-        self.num_constraints += part.num_constraints;
-    }
-
-    /// [`Self::append`] of every part in order, the aux values copied on all cores into one
+    /// Appends everything each of `parts` allocated and enforced, in order, after everything in
+    /// `self`: the aux values copied on all cores into one
     /// allocation (a 32GiB partition's witness is 4.2 GB: appended part by part it was copied
     /// on one core, and again whenever the vector grew).
     pub fn append_all(&mut self, parts: Vec<WitnessCs>) {
@@ -155,6 +206,29 @@ impl WitnessCs {
             self.input_assignment.extend_from_slice(&part.input_assignment);
             self.num_constraints += part.num_constraints;
         }
+    }
+
+    /// How many aux values this system allocated.
+    pub(crate) fn aux_len(&self) -> usize {
+        self.aux_assignment.len()
+    }
+
+    /// Appends parts whose aux lengths are known before they are made: tile `i`, the next
+    /// `lengths[i]` aux slots, is filled on all cores by `fill(i, tile)`, which places parts
+    /// ([`PartBuffers::place`]) covering the tile exactly and returns them in order. The whole's memory
+    /// is written once, each part while it is still in cache, and no part outlives its task. On
+    /// an error `self` is unchanged.
+    pub(crate) fn try_append_in_place(
+        &mut self,
+        lengths: &[usize],
+        fill: impl Fn(usize, &mut [MaybeUninit<Scalar>]) -> Result<Vec<Placed>, NotInPlace> + Sync,
+    ) -> Result<(), NotInPlace> {
+        let placed = try_fill_tiles(&mut self.aux_assignment, lengths, fill)?;
+        for part in placed.into_iter().flatten() {
+            self.input_assignment.extend(part.inputs);
+            self.num_constraints += part.constraints;
+        }
+        Ok(())
     }
 
     /// The witness of a whole circuit synthesized into `self` (which starts with ONE).
