@@ -12,6 +12,7 @@
 // staging, resident caches, the compact witness) unused.
 #![cfg_attr(not(feature = "cuda"), allow(dead_code, unused_imports))]
 
+mod allocator;
 mod backend;
 pub mod cancel;
 pub mod engine;

@@ -70,7 +70,10 @@ pub struct EngineConfig {
     /// keeps their freed pages, so a long-running process's RSS wanders by a few hundred MiB
     /// (docs/RELIABILITY.md, soak); 2 keeps it within 64 MiB. The setting is the whole
     /// process's and outlives the engine; it binds arenas created after it, so set it before
-    /// the process has many threads. Not glibc: any value but 0 is INVALID_ARGUMENT.
+    /// the process has many threads. Not glibc: any value but 0 is INVALID_ARGUMENT. With the
+    /// `jemalloc` feature (the default) cuzk's Rust allocations are jemalloc's
+    /// (src/allocator.rs), and this bounds what glibc serves: the C and CUDA side's, the host
+    /// program's.
     pub malloc_arena_max: u32,
 }
 

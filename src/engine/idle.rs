@@ -1,13 +1,12 @@
 //! Memory given back while the engine is idle, by a janitor thread of the engine's, never on
 //! a caller's thread.
 //!
-//! - Host memory the allocator keeps: a call allocates hundreds of MiB to GiBs of vectors on
-//!   many threads; glibc keeps what they free in per-thread arenas for reuse, so the process's
-//!   RSS stays up to hundreds of MiB above its live heap, and where it sits within that band
-//!   depends on which threads ran what (docs/RELIABILITY.md, soak). When the last call in
-//!   flight ends (a preload and an eviction count as calls), the janitor returns the arenas'
-//!   free pages to the OS (`malloc_trim`, tens of ms for a 2KiB C2's allocations), once per
-//!   idle period.
+//! - Host memory the allocators keep: a call allocates hundreds of MiB to GiBs of vectors on
+//!   many threads. jemalloc keeps every freed page for the next partition (src/allocator.rs),
+//!   and glibc keeps what the C side frees in per-thread arenas, so the process's RSS stays at
+//!   its high-water mark while calls run (docs/RELIABILITY.md, soak). When the last call in
+//!   flight ends (a preload and an eviction count as calls), the janitor returns the free
+//!   pages to the OS (`allocator::return_free_memory`), once per idle period.
 //! - With an idle policy (`IdlePolicy::release_after`), once the engine has been idle that
 //!   long it releases its keys, shapes and buffers (`Engine::release_memory`), once per idle
 //!   period.
@@ -153,21 +152,12 @@ impl Shared {
         }
     }
 
-    /// Returns the allocator's free pages to the OS (glibc; nothing elsewhere).
+    /// Hands the allocators' free pages back to the OS.
     fn trim(&self) {
         let start = Instant::now();
-        trim_host_memory();
+        crate::allocator::return_free_memory();
         self.trims.fetch_add(1, Ordering::Relaxed);
         log::debug!("free host memory returned to the OS in {:.2?}", start.elapsed());
-    }
-}
-
-/// Returns the allocator's free pages to the OS (glibc; nothing elsewhere).
-pub fn trim_host_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only walks the allocator's own free lists, under its locks.
-    unsafe {
-        libc::malloc_trim(0);
     }
 }
 

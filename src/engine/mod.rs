@@ -348,7 +348,7 @@ impl Engine {
         let on_backend = self.prover.backend.release_memory(&|label| kept_keys.contains(label));
         released.device_bytes = on_backend.device_bytes;
         released.pinned_bytes = on_backend.pinned_bytes;
-        idle::trim_host_memory();
+        crate::allocator::return_free_memory();
         released.duration_ns = crate::timings::nanos(start.elapsed());
         released
     }
