@@ -56,6 +56,40 @@ pub(crate) fn return_free_memory() {
     }
 }
 
+/// Bytes of live allocations: jemalloc's (its statistics refreshed first) and glibc's (small
+/// blocks and mmapped chunks over all arenas: the C side's, and Rust's without `jemalloc`). For
+/// the memory tests and the soak (`cuzk::internals`).
+#[cfg(any(test, feature = "internals"))]
+pub fn live_heap_bytes() -> u64 {
+    let mut bytes = 0u64;
+    #[cfg(feature = "jemalloc")]
+    {
+        let (mut epoch, mut allocated, mut len) = (1u64, 0usize, std::mem::size_of::<usize>());
+        // SAFETY: writing "epoch" (a u64) refreshes the statistics; "stats.allocated" is a
+        // size_t written into `allocated` (its length checked).
+        let status = unsafe {
+            tikv_jemalloc_sys::mallctl(c"epoch".as_ptr(), std::ptr::null_mut(), std::ptr::null_mut(), (&raw mut epoch).cast(), 8);
+            tikv_jemalloc_sys::mallctl(
+                c"stats.allocated".as_ptr(),
+                (&raw mut allocated).cast(),
+                &mut len,
+                std::ptr::null_mut(),
+                0,
+            )
+        };
+        if status == 0 && len == std::mem::size_of::<usize>() {
+            bytes += allocated as u64;
+        }
+    }
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        // SAFETY: mallinfo2 only reads the allocator's statistics.
+        let info = unsafe { libc::mallinfo2() };
+        bytes += (info.uordblks + info.hblkhd) as u64;
+    }
+    bytes
+}
+
 #[cfg(all(test, feature = "jemalloc"))]
 mod tests {
     use std::ffi::CStr;
@@ -92,6 +126,7 @@ mod tests {
         let address = std::hint::black_box(buffer.as_ptr()) as usize;
         let pages = resident_pages(address, len);
         assert!(pages >= len / 4096, "only {pages} pages of a written buffer are in memory");
+        assert!(super::live_heap_bytes() >= len as u64, "the live heap misses a 256 MiB buffer");
         drop(buffer);
         assert_eq!(resident_pages(address, len), pages, "a freed buffer's pages were handed back");
         super::return_free_memory();

@@ -36,6 +36,7 @@ pub use synthesis::r1cs::{CircuitShape, SegmentedCircuit, Whole};
 #[cfg(feature = "internals")]
 #[doc(hidden)]
 pub mod internals {
+    pub use crate::allocator::live_heap_bytes;
     pub use crate::backend::cpu::{CpuBackend, Domain};
     /// Tests only: faults on demand on the GPU (feature `fault-injection`).
     #[cfg(feature = "fault-injection")]

@@ -1,5 +1,5 @@
 //! `cuzk_engine_memory_estimate` (issue 24: a per-call memory estimate for Curio's scheduler):
-//! for every proof kind, the host memory a proof really takes (glibc's live heap, its peak
+//! for every proof kind, the host memory a proof really takes (the allocators' live heap, its peak
 //! sampled during the call, with nothing resident before it) stays within the estimate, and
 //! the estimate is within a small factor of it; the counts read from a key's file equal the
 //! decoded key's; bad arguments are clean errors. Its own process: the heap it measures is

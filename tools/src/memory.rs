@@ -1,5 +1,5 @@
 //! This process's memory as the soak and the memory-estimate test measure it: the resident set
-//! and glibc's live heap, and the live heap's peak over a stretch of work.
+//! and the allocators' live heap, and the live heap's peak over a stretch of work.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -16,11 +16,9 @@ pub fn rss_bytes() -> u64 {
         .map_or(0, |kib| kib << 10)
 }
 
-/// Bytes of live allocations: glibc's small-block and mmapped totals over all arenas.
+/// Bytes of live allocations, jemalloc's and glibc's (`cuzk::internals::live_heap_bytes`).
 pub fn heap_in_use_bytes() -> u64 {
-    // SAFETY: mallinfo2 only reads the allocator's statistics.
-    let info = unsafe { libc::mallinfo2() };
-    (info.uordblks + info.hblkhd) as u64
+    cuzk::internals::live_heap_bytes()
 }
 
 /// The live heap's high-water mark from `start` to `stop`, sampled by a thread of its own

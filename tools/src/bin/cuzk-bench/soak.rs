@@ -68,7 +68,7 @@ struct Counts {
 struct MemorySample {
     call: usize,
     rss_bytes: u64,
-    /// Bytes of live heap allocations (glibc's count): what a leak grows, where RSS also
+    /// Bytes of live heap allocations (jemalloc's and glibc's count): what a leak grows, where RSS also
     /// holds memory the allocator keeps for reuse.
     heap_in_use_bytes: u64,
     device_used_bytes: u64,
