@@ -19,16 +19,16 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 #[cfg(feature = "jemalloc")]
 #[used]
 #[export_name = "_rjem_malloc_conf"]
-static JEMALLOC_OPTIONS: CString = CString(c"dirty_decay_ms:-1,muzzy_decay_ms:-1".as_ptr());
+static JEMALLOC_OPTIONS: ConfString = ConfString(c"dirty_decay_ms:-1,muzzy_decay_ms:-1".as_ptr());
 
 /// A C string constant as a static of pointer type (what jemalloc's `malloc_conf` is).
 #[cfg(feature = "jemalloc")]
 #[repr(transparent)]
-struct CString(*const std::ffi::c_char);
+struct ConfString(*const std::ffi::c_char);
 
 // SAFETY: it points at a 'static, immutable string.
 #[cfg(feature = "jemalloc")]
-unsafe impl Sync for CString {}
+unsafe impl Sync for ConfString {}
 
 /// Hands the allocators' free pages back to the OS: jemalloc's (every arena's), and glibc's
 /// (the C and CUDA side's allocations, and Rust's without the `jemalloc` feature).
@@ -68,7 +68,13 @@ pub fn live_heap_bytes() -> u64 {
         // SAFETY: writing "epoch" (a u64) refreshes the statistics; "stats.allocated" is a
         // size_t written into `allocated` (its length checked).
         let status = unsafe {
-            tikv_jemalloc_sys::mallctl(c"epoch".as_ptr(), std::ptr::null_mut(), std::ptr::null_mut(), (&raw mut epoch).cast(), 8);
+            tikv_jemalloc_sys::mallctl(
+                c"epoch".as_ptr(),
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                (&raw mut epoch).cast(),
+                std::mem::size_of::<u64>(),
+            );
             tikv_jemalloc_sys::mallctl(
                 c"stats.allocated".as_ptr(),
                 (&raw mut allocated).cast(),

@@ -23,7 +23,7 @@ pub struct Witness {
     pub num_constraints: usize,
 }
 
-/// What a part written in place ([`WitnessCs::place`]) adds besides its aux values.
+/// What a part written in place ([`PartBuffers::place`]) adds besides its aux values.
 pub(crate) struct Placed {
     inputs: Vec<Scalar>,
     constraints: usize,
