@@ -40,10 +40,13 @@ type PipelineStatus struct {
 	ProvingBusyNs          uint64 `json:"proving_busy_ns"`
 }
 
-// HostKeyStatus is a proving key resident in host memory.
+// HostKeyStatus is a proving key the engine holds. Its points are in host memory only where
+// they are needed there (the CPU backend, a key streamed to the GPUs); a key resident on the
+// GPUs is read from its file as it is copied there.
 type HostKeyStatus struct {
-	Label string `json:"label"` // its file
-	Bytes uint64 `json:"bytes"`
+	Label       string `json:"label"`        // its file
+	Bytes       uint64 `json:"bytes"`        // its points in host memory (0: resident on the GPUs alone)
+	PointsBytes uint64 `json:"points_bytes"` // all its points
 }
 
 // DeviceStatus is one GPU and what the engine keeps on it.

@@ -32,7 +32,7 @@ unsafe impl Sync for ConfString {}
 
 /// Hands the allocators' free pages back to the OS: jemalloc's (every arena's), and glibc's
 /// (the C and CUDA side's allocations, and Rust's without the `jemalloc` feature).
-pub(crate) fn return_free_memory() {
+pub fn return_free_memory() {
     #[cfg(feature = "jemalloc")]
     // SAFETY: "arena.<MALLCTL_ARENAS_ALL>.purge" (4096 in jemalloc 5) takes and returns nothing.
     {

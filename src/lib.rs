@@ -36,7 +36,7 @@ pub use synthesis::r1cs::{CircuitShape, SegmentedCircuit, Whole};
 #[cfg(feature = "internals")]
 #[doc(hidden)]
 pub mod internals {
-    pub use crate::allocator::live_heap_bytes;
+    pub use crate::allocator::{live_heap_bytes, return_free_memory};
     pub use crate::backend::cpu::{CpuBackend, Domain};
     /// Tests only: faults on demand on the GPU (feature `fault-injection`).
     #[cfg(feature = "fault-injection")]
@@ -46,7 +46,7 @@ pub mod internals {
     pub use crate::backend::{Backend, DeviceStatus};
     pub use crate::engine::MadeUpSector;
     pub use crate::engine::SectorInput;
-    pub use crate::groth16::{assemble, check_key_fits, decode_parameters, MsmResults};
+    pub use crate::groth16::{assemble, check_key_fits, MsmResults};
     pub use crate::kinds::porep;
     pub use crate::kinds::post;
     pub use crate::kinds::post::MadeUpPost;

@@ -47,14 +47,20 @@ fn preload_status_evict() {
     let keys = status["host_keys"].as_array().unwrap();
     assert_eq!(keys.len(), 1, "{status}");
     assert!(keys[0]["label"].as_str().unwrap().ends_with(".params"));
-    assert!(keys[0]["bytes"].as_u64().unwrap() > 1 << 20);
+    let (host_bytes, points_bytes) = (keys[0]["bytes"].as_u64().unwrap(), keys[0]["points_bytes"].as_u64().unwrap());
+    assert!(points_bytes > 1 << 20, "{status}");
     // The circuit's R1CS shape is extracted too (from a blank circuit), for the first proof.
     let shapes = status["circuit_shapes"].as_array().unwrap();
     assert_eq!(shapes.len(), 1, "{status}");
     assert!(shapes[0]["constraints"].as_u64().unwrap() > 2_000_000 && shapes[0]["bytes"].as_u64().unwrap() > 1 << 20);
     match status["backend"].as_str().unwrap() {
-        "cpu" => assert_eq!((upload_ns, status["devices"].as_array().unwrap().len()), (0, 0)),
-        "gpu" => assert!(upload_ns > 0 && status["devices"][0]["resident_keys"][0]["loaded"] == true, "{status}"),
+        // The CPU proves from the points in host memory; a key resident on the device is not
+        // also held there.
+        "cpu" => assert_eq!((upload_ns, status["devices"].as_array().unwrap().len(), host_bytes), (0, 0, points_bytes)),
+        "gpu" => assert!(
+            upload_ns > 0 && status["devices"][0]["resident_keys"][0]["loaded"] == true && host_bytes == 0,
+            "{status}"
+        ),
         other => panic!("backend {other}"),
     }
     assert_eq!(preload(&engine, proof).expect("preload"), (0, 0), "a resident key is not read again");
@@ -84,11 +90,9 @@ fn preload_status_evict() {
                 result.expect("preload after evict").0
             })
             .collect();
-        assert_eq!(
-            loads.iter().filter(|&&ns| ns > 0).count(),
-            1,
-            "an evicted key is read again, once: {loads:?}"
-        );
+        // One call opens the file and one (the same or another) decodes its points.
+        let reading = loads.iter().filter(|&&ns| ns > 0).count();
+        assert!((1..=2).contains(&reading), "an evicted key is read again, once: {loads:?}");
     });
 }
 

@@ -84,9 +84,26 @@ fn check_gpu_equals_bellperson(constraints: usize, bit_heavy: bool, key_kind: Ke
     check_circuit_equals_bellperson(circuit, &inputs, key_kind, &mut rng, &what);
 }
 
+/// `key` (made in memory) as the engine reads a parameter file: written in bellperson's format
+/// and opened, its points decoded from the file where a call needs them (the file's name is
+/// gone; the key keeps it open).
+fn read_from_file(key: ProvingKey) -> ProvingKey {
+    use std::io::Write;
+    let path = std::env::temp_dir().join(format!("cuzk-gpu-test-key-{}-{}", std::process::id(), key.id()));
+    let mut file = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+    key.held_host_points().unwrap().write(&mut file).unwrap();
+    file.flush().unwrap();
+    drop(file);
+    let opened = ProvingKey::open(std::fs::File::open(&path).unwrap(), path.display().to_string()).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    opened
+}
+
 /// The GPU against bellperson's CPU prover on `circuit` (public inputs `inputs`) with fixed r,
 /// s: the same bytes with the 0/1 split forced on and forced off (the cost model picks one of
-/// the two), with the key resident in device memory and streamed from host memory, with a, b, c
+/// the two), with the key read from a parameter file, resident in device memory (its points
+/// decoded from the file part by part as they are uploaded, or uploaded from host memory after a
+/// streamed configuration decoded them there) and streamed from host memory, with a, b, c
 /// from classic synthesis (host) and computed on the device from the circuit's resident
 /// matrices and compact witness, with cuzk's MSM (a full-width witness's MSMs at once) and
 /// sppark's; with a real key the proof verifies.
@@ -105,8 +122,13 @@ fn check_circuit_equals_bellperson<C: bellperson::Circuit<Scalar> + Clone + Send
     let key_s = start.elapsed().as_secs_f64();
     let (r, s) = (Scalar::random(&mut *rng), Scalar::random(&mut *rng));
     let start = Instant::now();
-    let expected = proof_bytes(&create_proof_batch(vec![circuit.clone()], &*params, vec![r], vec![s]).unwrap().remove(0));
+    let expected = proof_bytes(
+        &create_proof_batch(vec![circuit.clone()], &*params.held_host_points().unwrap(), vec![r], vec![s])
+            .unwrap()
+            .remove(0),
+    );
     let bellperson_s = start.elapsed().as_secs_f64();
+    let params = read_from_file(params);
     let shape = Arc::new(CircuitShape::extract(circuit.clone()).unwrap());
     for (policy, residency, products_on_device, msm) in [
         (SplitPolicy::Always, KeyResidency::Resident, false, MsmChoice::Cuzk),
@@ -129,6 +151,11 @@ fn check_circuit_equals_bellperson<C: bellperson::Circuit<Scalar> + Clone + Send
         }
         .expect("GPU proof");
         assert_eq!(t.key_residency, residency as u32);
+        assert_eq!(
+            params.host_bytes() > 0,
+            residency == KeyResidency::Streamed,
+            "{what}: the host holds the points of a streamed key, and none of a resident one"
+        );
         // A domain of size 1 has no H: no a, b, c are computed anywhere.
         let has_h = shape.num_constraints() > 1;
         assert_eq!(
@@ -554,7 +581,8 @@ fn porep_2k_key_cold_warm_evicted_preloaded() {
     let status = engine.status();
     eprintln!("status: {}", serde_json::to_string(&status).unwrap());
     assert_eq!(status.host_keys.len(), 1);
-    let key_bytes = status.host_keys[0].bytes;
+    assert_eq!(status.host_keys[0].bytes, 0, "a key resident on the device is not held in host memory");
+    let key_bytes = status.host_keys[0].points_bytes;
     for device in &status.devices {
         assert_eq!(device.resident_keys.len(), 1, "{device:?}");
         assert_eq!(device.resident_keys[0].bytes, key_bytes);
@@ -632,6 +660,11 @@ fn release_memory_frees_the_device_and_the_next_call_proves() {
     for device in &held.devices {
         assert!(device.resident_keys.len() == 2 && device.witness_buffer_bytes > 0, "{device:?}");
     }
+    assert!(
+        held.host_keys.len() == 2 && held.host_keys.iter().all(|k| k.bytes == 0 && k.points_bytes > 0),
+        "keys resident on the device are not held in host memory: {:?}",
+        held.host_keys
+    );
 
     let released = engine.release_memory(true);
     let status = engine.status();
@@ -656,7 +689,7 @@ fn release_memory_frees_the_device_and_the_next_call_proves() {
         );
     }
     assert!(
-        released.device_bytes > 0 && released.host_key_bytes > 0 && released.pinned_bytes > 0,
+        released.device_bytes > 0 && released.host_key_bytes == 0 && released.pinned_bytes > 0,
         "{released:?}"
     );
 
@@ -683,7 +716,11 @@ fn device_memory_flat_over_60_proofs() {
     let circuit = RandomCircuit::new(&mut rng, 1 << 18, true);
     let key = synthetic_key(&synthesize(circuit.clone(), None).unwrap(), 5);
     let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
-    let expected = proof_bytes(&create_proof_batch(vec![circuit.clone()], &*key, vec![r], vec![s]).unwrap().remove(0));
+    let expected = proof_bytes(
+        &create_proof_batch(vec![circuit.clone()], &*key.held_host_points().unwrap(), vec![r], vec![s])
+            .unwrap()
+            .remove(0),
+    );
     let gpu = gpu_prover(SplitPolicy::CostModel, KeyResidency::Resident, true, MsmChoice::Cuzk);
     let shape = Arc::new(CircuitShape::extract(circuit.clone()).unwrap());
     let options = CircuitOptions {
@@ -786,7 +823,11 @@ fn device_fault_fails_only_its_call() {
         "fault test",
     );
     let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
-    let expected = proof_bytes(&create_proof_batch(vec![circuit.clone()], &*key, vec![r], vec![s]).unwrap().remove(0));
+    let expected = proof_bytes(
+        &create_proof_batch(vec![circuit.clone()], &*key.held_host_points().unwrap(), vec![r], vec![s])
+            .unwrap()
+            .remove(0),
+    );
     let shape = Arc::new(CircuitShape::extract(circuit.clone()).unwrap());
     let options = CircuitOptions {
         randomness: Some((r, s)),

@@ -37,8 +37,8 @@ fn a_one_byte_budget_keeps_one_partition_in_memory() {
     ));
     // What the engine counts for one synthesized partition on the CPU backend: a, b, c over
     // the domain and the assignment, 32 bytes a scalar.
-    let domain = key.h.len() as u64 + 1;
-    let partition_bytes = 32 * (3 * domain + key.l.len() as u64 + key.vk.ic.len() as u64);
+    let sizes = key.query_sizes();
+    let partition_bytes = 32 * (3 * sizes.domain() + sizes.variables());
 
     std::fs::write("/proc/self/clear_refs", "5").expect("resetting the peak RSS (clear_refs 5)");
     let baseline = proc_status_bytes("VmRSS");

@@ -40,7 +40,7 @@ fn check_circuit<C: bellperson::Circuit<Scalar> + Clone + Send + Sync>(
     );
     let (r, s) = (Scalar::random(&mut *rng), Scalar::random(&mut *rng));
 
-    let expected: Proof<Bls12> = create_proof_batch(vec![circuit.clone()], &*params, vec![r], vec![s])
+    let expected: Proof<Bls12> = create_proof_batch(vec![circuit.clone()], &*params.held_host_points().unwrap(), vec![r], vec![s])
         .expect("bellperson proof")
         .remove(0);
     let options = CircuitOptions {

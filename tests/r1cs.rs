@@ -193,7 +193,9 @@ fn split_path_proof_equals_bellperson() {
         let circuit = RandomCircuit::new(&mut rng, constraints, bit_heavy);
         let params = cuzk::ProvingKey::new(generate_random_parameters::<Bls12, _, _>(circuit.clone(), &mut rng).unwrap(), "setup");
         let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
-        let theirs = create_proof_batch(vec![circuit.clone()], &*params, vec![r], vec![s]).unwrap().remove(0);
+        let theirs = create_proof_batch(vec![circuit.clone()], &*params.held_host_points().unwrap(), vec![r], vec![s])
+            .unwrap()
+            .remove(0);
         let synthesized = split_path(&circuit);
         let prover = Prover::new(BackendChoice::Cpu, &EngineConfig::default()).unwrap();
         let options = CircuitOptions {

@@ -133,10 +133,12 @@ pub trait Backend: Send + Sync {
         timings: &mut Timings,
     ) -> Result<MsmResults>;
 
-    /// Makes `key` resident where the backend keeps keys (every device), for calls of `class`
-    /// (which keys it may displace); returns the upload time, 0 when it was already there or
-    /// the backend keeps nothing. Called as `compute_msms` is.
-    fn preload(&self, _key: &ProvingKey, _class: Priority, _pool: &ThreadPool) -> Result<u64> {
+    /// Makes `key` ready for calls of `class`: resident where the backend keeps keys (every
+    /// device; `class` says which keys it may displace), else its points decoded in host memory
+    /// (timed into `decode_ns`). Returns the upload time, 0 when it was already there or the
+    /// backend keeps nothing. Called as `compute_msms` is.
+    fn preload(&self, key: &ProvingKey, _class: Priority, pool: &ThreadPool, decode_ns: &mut u64) -> Result<u64> {
+        key.host_points(pool, decode_ns)?;
         Ok(0)
     }
 
@@ -177,6 +179,10 @@ pub trait Backend: Send + Sync {
 /// `Engine::memory_estimate`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CallMemory {
+    /// Host memory of the proving key's points: none for a key resident on the devices (its
+    /// points are read from the parameter file as they are copied there), all of them for
+    /// the CPU and for a streamed key.
+    pub host_key_bytes: u64,
     /// Host working memory of one proving lane: the scalar classes of the MSMs and the
     /// compact witness; on the CPU, the quotient's scalars too.
     pub host_lane_bytes: u64,

@@ -21,7 +21,8 @@ pub struct MemoryEstimate {
     /// Partition circuits one call proves.
     pub partitions: u64,
     /// Host memory the engine keeps for the kind between calls (a preload makes it): the
-    /// proving key's points and the circuit's shape.
+    /// proving key's points (none for a key resident on the devices: they are read from the
+    /// parameter file as they are copied there) and the circuit's shape.
     pub host_resident_bytes: u64,
     /// Host memory a call adds while it runs: its partitions synthesized and waiting or in
     /// proving (as many as the engine's host memory budget lets wait, at least one), the
@@ -56,7 +57,7 @@ impl Engine {
         let call_bytes = waiting + lanes * call.host_lane_bytes;
         Ok(MemoryEstimate {
             partitions,
-            host_resident_bytes: sizes.points_bytes() + shape_bytes,
+            host_resident_bytes: call.host_key_bytes + shape_bytes,
             host_call_bytes: call_bytes + call_bytes / CALL_OVERHEAD_SHARE + CALL_OVERHEAD_FLOOR,
             device_resident_bytes: call.device_resident_bytes,
             device_call_bytes: call.device_call_bytes,

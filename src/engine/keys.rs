@@ -1,6 +1,8 @@
-//! Proving and verifying keys, read from a filecoin-proofs parameter cache directory once and
-//! kept in memory, keyed by file identity (path, size, modification time) so that a replaced
-//! file is read again. Concurrent first requests for one key read it once.
+//! Proving and verifying keys of a filecoin-proofs parameter cache directory, opened once and
+//! kept, keyed by file identity (path, size, modification time) so that a replaced file is read
+//! again. Concurrent first requests for one key open it once. A proving key keeps its file open
+//! and decodes its points where a call needs them (`ProvingKey`): part by part into device
+//! memory, or whole into host memory.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -15,7 +17,7 @@ use once_cell::sync::OnceCell;
 
 use super::digests::DigestTable;
 use crate::error::{Error, Result, Status};
-use crate::groth16::{decode_parameters, ProvingKey, QuerySizes};
+use crate::groth16::{ProvingKey, QuerySizes};
 use crate::timings::nanos;
 
 /// A file as the engine caches what it read from it: a replaced file has another identity.
@@ -128,10 +130,11 @@ impl KeyStore {
         self.digests.as_ref().map_or(Ok(()), |table| table.check(path, file, identity))
     }
 
-    /// The proving key in `path`, its points decoded on `pool`; `load_ns` gets the time spent
-    /// reading it (0 when resident). Never called on one of `pool`'s threads: a worker waiting
-    /// for another call's load could be the very worker that load's decoding waits for
-    /// (rayon runs other queued jobs while a worker waits for its own), a deadlock.
+    /// The proving key in `path` (its verifying key and query sizes read, its points not yet);
+    /// `load_ns` gets the time spent opening it (0 when held). Never called on one of `pool`'s
+    /// threads, which decode its points: a worker waiting for another call's load would hold a
+    /// worker that call's decoding may wait for (rayon runs other queued jobs while a worker
+    /// waits for its own).
     pub fn proving_key(&self, path: &Path, pool: &rayon::ThreadPool, load_ns: &mut u64) -> Result<Arc<ProvingKey>> {
         if pool.current_thread_index().is_some() {
             return Err(Error::internal(
@@ -141,13 +144,9 @@ impl KeyStore {
         let start = Instant::now();
         let (key, loaded) = self.proving.get(path, |file, identity| {
             self.check_digest(path, &file, identity)?;
-            // SAFETY: the map is only read while the file is open; a parameter file changed
-            // under a running prover is a corrupt key either way (its identity, size and
-            // mtime, makes the next call read it again).
-            let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| corrupt(path, e))?;
-            let key = pool.install(|| decode_parameters(&map)).map_err(|e| corrupt(path, e))?;
-            log::info!("loaded proving key {} in {:.2?}", path.display(), start.elapsed());
-            Ok(ProvingKey::new(key, path.display().to_string()))
+            let key = ProvingKey::open(file, path.display().to_string()).map_err(|e| corrupt(path, e))?;
+            log::info!("opened proving key {} in {:.2?}", path.display(), start.elapsed());
+            Ok(key)
         })?;
         if loaded {
             *load_ns += nanos(start.elapsed());
@@ -166,13 +165,13 @@ impl KeyStore {
         QuerySizes::read(&mut BufReader::new(file)).map_err(|e| corrupt(path, e))
     }
 
-    /// Drops the proving key of `path` from host memory (calls using it keep it until they
-    /// end); true when it was resident.
+    /// Forgets the proving key of `path` (calls using it keep it until they end); true when it
+    /// was held.
     pub fn evict_proving_key(&self, path: &Path) -> bool {
         self.proving.forget(path)
     }
 
-    /// The proving keys resident in host memory.
+    /// The proving keys held (their points in host memory or not).
     pub fn resident_proving_keys(&self) -> Vec<Arc<ProvingKey>> {
         self.proving.resident()
     }

@@ -307,7 +307,10 @@ impl Engine {
         let key = self
             .keys
             .proving_key(&self.proving_key_path(&id), &self.prover.pool, &mut report.srs_load_ns)?;
-        report.srs_upload_ns = self.prover.backend.preload(&key, proof.class(), &self.prover.pool)?;
+        report.srs_upload_ns = self
+            .prover
+            .backend
+            .preload(&key, proof.class(), &self.prover.pool, &mut report.srs_load_ns)?;
         let mut t = Timings::new();
         self.cached_shape(&id, source, &mut t)?;
         report.shape_extract_ns = t.shape_extract_ns;
@@ -340,8 +343,9 @@ impl Engine {
         let kept_keys: HashSet<String> = kept_circuits.iter().map(|id| self.proving_key_path(id).display().to_string()).collect();
         let mut released = MemoryReleased::default();
         for key in self.keys.resident_proving_keys() {
+            let host_bytes = key.host_bytes();
             if !kept_keys.contains(key.label()) && self.keys.evict_proving_key(Path::new(key.label())) {
-                released.host_key_bytes += key.points_bytes();
+                released.host_key_bytes += host_bytes;
             }
         }
         released.host_shape_bytes = self.shapes.evict_unless(|id| kept_circuits.contains(id));
@@ -405,7 +409,8 @@ impl Engine {
                 .iter()
                 .map(|k| HostKeyStatus {
                     label: k.label().to_string(),
-                    bytes: k.points_bytes(),
+                    bytes: k.host_bytes(),
+                    points_bytes: k.points_bytes(),
                 })
                 .collect(),
             circuit_shapes: self.shapes.status(),

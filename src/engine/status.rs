@@ -4,12 +4,15 @@ pub use super::pipeline::PipelineStatus;
 pub use super::shapes::ShapeStatus;
 pub use crate::backend::{DeviceHealth, DeviceStatus, PoolUsage, ResidentKey, ResidentShape};
 
-/// A proving key resident in host memory (engine status).
+/// A proving key the engine holds (engine status): its file open, its points decoded in host
+/// memory only where they are needed there (the CPU backend, a key streamed to the devices).
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct HostKeyStatus {
     pub label: String,
-    /// Bytes of its points.
+    /// Bytes of its points in host memory: 0 for a key resident on the devices alone.
     pub bytes: u64,
+    /// Bytes of all its points (what a device copy or the host copy holds).
+    pub points_bytes: u64,
 }
 
 /// What the engine holds and does (`cuzk_engine_status`, as JSON).
@@ -40,7 +43,7 @@ pub struct EngineStatus {
 /// What `Engine::release_memory` gave back.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct MemoryReleased {
-    /// Proving keys dropped from host memory (their points).
+    /// Host memory of the proving keys dropped (their points held on the host).
     pub host_key_bytes: u64,
     /// Circuit shapes (R1CS matrices) dropped from host memory.
     pub host_shape_bytes: u64,

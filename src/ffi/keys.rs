@@ -130,7 +130,7 @@ fn evict(engine: *const cuzk_engine, proof: impl FnOnce() -> Result<RegisteredPr
 pub struct cuzk_memory_released {
     /// sizeof(cuzk_memory_released) as the caller compiled it.
     pub struct_size: u32,
-    /// Proving keys dropped from host memory.
+    /// Host memory of the proving keys dropped (their points held on the host).
     pub host_key_bytes: u64,
     /// Circuit shapes (R1CS matrices) dropped from host memory.
     pub host_shape_bytes: u64,
@@ -203,7 +203,8 @@ pub struct cuzk_memory_estimate {
     /// Partition circuits one call proves.
     pub partitions: u64,
     /// Host memory the engine keeps for the kind between calls (what a preload makes
-    /// resident): the proving key's points and the circuit's shape.
+    /// resident): the proving key's points (none for a key resident on the GPUs: they are read
+    /// from the parameter file as they are copied there) and the circuit's shape.
     pub host_resident_bytes: u64,
     /// Host memory one call adds while it runs: its synthesized partitions (as many as the
     /// engine's host memory budget lets wait, at least one) and each proving lane's working

@@ -37,16 +37,17 @@ pub struct QueryLayout {
 pub fn check_key_fits(key: &ProvingKey, circuit: &SynthesizedCircuit, domain_size: usize) -> Result<QueryLayout> {
     let num_inputs = circuit.input_assignment.len();
     let b_inputs = circuit.b_input_density.count_ones();
+    let sizes = key.query_sizes();
     let expect = [
-        ("h", key.h.len(), domain_size - 1),
-        ("l", key.l.len(), circuit.aux_assignment.len()),
-        ("a", key.a.len(), num_inputs + circuit.a_aux_density.count_ones()),
-        ("b_g1", key.b_g1.len(), b_inputs + circuit.b_aux_density.count_ones()),
-        ("b_g2", key.b_g2.len(), b_inputs + circuit.b_aux_density.count_ones()),
-        ("ic", key.vk.ic.len(), num_inputs),
+        ("h", sizes.h, domain_size - 1),
+        ("l", sizes.l, circuit.aux_assignment.len()),
+        ("a", sizes.a, num_inputs + circuit.a_aux_density.count_ones()),
+        ("b_g1", sizes.b_g1, b_inputs + circuit.b_aux_density.count_ones()),
+        ("b_g2", sizes.b_g2, b_inputs + circuit.b_aux_density.count_ones()),
+        ("ic", sizes.ic, num_inputs),
     ];
     for (query, have, want) in expect {
-        if have != want {
+        if have != want as u64 {
             return Err(Error::new(
                 Status::ParametersInvalid,
                 format!("proving key does not match the circuit: query {query} has {have} points, the circuit needs {want}"),

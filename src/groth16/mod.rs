@@ -5,4 +5,4 @@ mod assembly;
 mod params;
 
 pub use assembly::{assemble, check_key_fits, MsmResults, QueryLayout};
-pub use params::{decode_parameters, ProvingKey, QuerySizes};
+pub use params::{KeyPoint, ProvingKey, QuerySizes};

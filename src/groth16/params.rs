@@ -1,21 +1,42 @@
-//! Proving keys: bellperson's parameters with every point decoded, and an identity that device
-//! copies of the points are keyed by; the params file format decoded on all cores.
+//! Proving keys: bellperson's parameters, and an identity that device copies of the points are
+//! keyed by. A key read from a params file keeps only its verifying key and its queries' sizes
+//! in memory; its points are decoded from the file on all cores when a call needs them: part by
+//! part as they are copied to a device, or whole into host memory for the CPU backend and for a
+//! key streamed to the device. So a key resident on the GPU is not also held in host RAM.
 
-use std::io::{self, ErrorKind};
-use std::ops::Deref;
+use std::fs::File;
+use std::io::{self, BufReader, ErrorKind, Read, Seek};
+use std::os::unix::fs::FileExt;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::SystemTime;
 
 use bellperson::groth16::{Parameters, VerifyingKey};
 use blstrs::{Bls12, G1Affine, G2Affine};
 use group::prime::PrimeCurveAffine;
 use group::UncompressedEncoding;
 use rayon::prelude::*;
+use rayon::ThreadPool;
 
-/// A Groth16 proving key with every point decoded (kept resident by the engine), with an
-/// identity that device-side copies of its points are keyed by.
+use crate::error::{Error, Result, Status};
+
+/// The queries of a proving key, in the params file's order (and cuda/cuzk_gpu.h's numbering).
+pub const QUERY_NAMES: [&str; 5] = ["h", "l", "a", "b_g1", "b_g2"];
+
+/// A point of a proving key's query as the file stores it (uncompressed) and memory holds it.
+pub trait KeyPoint: UncompressedEncoding + PrimeCurveAffine + Send + Sync {}
+impl KeyPoint for G1Affine {}
+impl KeyPoint for G2Affine {}
+
+/// A Groth16 proving key, with an identity that device-side copies of its points are keyed by.
 pub struct ProvingKey {
-    params: Parameters<Bls12>,
+    pub vk: VerifyingKey<Bls12>,
+    sizes: QuerySizes,
+    /// The params file the points are read from; None for a key made in memory, whose host
+    /// points are always held.
+    file: Option<KeyFile>,
+    /// The points decoded in host memory, while held.
+    host: Mutex<Option<Arc<Parameters<Bls12>>>>,
     id: u64,
     label: String,
     /// Copies of this key elsewhere (device memory) hold a `Weak` of it: once the key is gone
@@ -23,17 +44,61 @@ pub struct ProvingKey {
     alive: Arc<()>,
 }
 
+/// An open params file: where each query's points start, and the file's length and
+/// modification time when it was opened (a file changed since is refused, not decoded).
+struct KeyFile {
+    file: File,
+    starts: [u64; 5],
+    len: u64,
+    modified: Option<SystemTime>,
+}
+
+/// Points decoded per task: one read from the file and one pass over them (6 MiB of G1).
+const DECODE_CHUNK_POINTS: usize = 1 << 16;
+
+fn next_id() -> u64 {
+    static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+    NEXT_ID.fetch_add(1, Ordering::Relaxed)
+}
+
 impl ProvingKey {
-    /// Wraps decoded parameters; `label` names the key in logs and the engine status (the
-    /// file path for keys read from disk). Every call gives a new identity.
+    /// Wraps parameters made in memory (their points stay held); `label` names the key in logs
+    /// and the engine status. Every call gives a new identity.
     pub fn new(params: Parameters<Bls12>, label: impl Into<String>) -> Self {
-        static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+        let sizes = QuerySizes::of(&params);
         ProvingKey {
-            params,
-            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            vk: params.vk.clone(),
+            sizes,
+            file: None,
+            host: Mutex::new(Some(Arc::new(params))),
+            id: next_id(),
             label: label.into(),
             alive: Arc::new(()),
         }
+    }
+
+    /// A key read from the params file `file` (bellperson's format, `Parameters::write`: the
+    /// verifying key, then h, l, a, b_g1 as a big-endian u32 count and uncompressed G1 points,
+    /// b_g2 the same in G2):
+    /// its verifying key and query sizes now (a few small reads), its points when a call needs
+    /// them. `label` names it (the path).
+    pub fn open(file: File, label: impl Into<String>) -> io::Result<Self> {
+        let meta = file.metadata()?;
+        let (vk, sizes, starts) = read_layout(&mut BufReader::new(&file))?;
+        Ok(ProvingKey {
+            vk,
+            sizes,
+            file: Some(KeyFile {
+                file,
+                starts,
+                len: meta.len(),
+                modified: meta.modified().ok(),
+            }),
+            host: Mutex::new(None),
+            id: next_id(),
+            label: label.into(),
+            alive: Arc::new(()),
+        })
     }
 
     pub fn id(&self) -> u64 {
@@ -48,21 +113,130 @@ impl ProvingKey {
         Arc::downgrade(&self.alive)
     }
 
-    /// Bytes of the points of the five queries in affine form (what a device copy holds).
+    /// Bytes of the points of the five queries in affine form (what a device copy holds, and
+    /// the host copy when held).
     pub fn points_bytes(&self) -> u64 {
-        self.query_sizes().points_bytes()
+        self.sizes.points_bytes()
     }
 
     pub fn query_sizes(&self) -> QuerySizes {
-        let p = &self.params;
-        QuerySizes {
-            ic: p.vk.ic.len() as u64,
-            h: p.h.len() as u64,
-            l: p.l.len() as u64,
-            a: p.a.len() as u64,
-            b_g1: p.b_g1.len() as u64,
-            b_g2: p.b_g2.len() as u64,
+        self.sizes
+    }
+
+    fn held(&self) -> std::sync::MutexGuard<'_, Option<Arc<Parameters<Bls12>>>> {
+        self.host.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The points in host memory, when held (none are decoded here).
+    pub fn held_host_points(&self) -> Option<Arc<Parameters<Bls12>>> {
+        self.held().clone()
+    }
+
+    /// Bytes of points held in host memory.
+    pub fn host_bytes(&self) -> u64 {
+        if self.held().is_some() {
+            self.points_bytes()
+        } else {
+            0
         }
+    }
+
+    /// The points in host memory, decoded from the file on `pool` and then held when they are
+    /// not; `decode_ns` gets the time spent decoding. Concurrent callers decode once: they wait
+    /// for it on their own threads, never on one of `pool`'s workers (one waiting there could
+    /// be the worker the decoding needs: rayon runs queued jobs on a worker that waits), so a
+    /// call from one is an error.
+    pub fn host_points(&self, pool: &ThreadPool, decode_ns: &mut u64) -> Result<Arc<Parameters<Bls12>>> {
+        if pool.current_thread_index().is_some() {
+            return Err(Error::internal(format!(
+                "the points of {} were asked for on one of the engine's workers (it may wait for a decoding that needs that worker)",
+                self.label
+            )));
+        }
+        let mut held = self.held();
+        if let Some(points) = &*held {
+            return Ok(Arc::clone(points));
+        }
+        let start = std::time::Instant::now();
+        let points = pool.install(|| -> Result<_> {
+            Ok(Arc::new(Parameters {
+                vk: self.vk.clone(),
+                h: Arc::new(self.read_query::<G1Affine>(0)?),
+                l: Arc::new(self.read_query::<G1Affine>(1)?),
+                a: Arc::new(self.read_query::<G1Affine>(2)?),
+                b_g1: Arc::new(self.read_query::<G1Affine>(3)?),
+                b_g2: Arc::new(self.read_query::<G2Affine>(4)?),
+            }))
+        })?;
+        *decode_ns += crate::timings::nanos(start.elapsed());
+        log::info!("decoded {} into host memory in {:.2?}", self.label, start.elapsed());
+        *held = Some(Arc::clone(&points));
+        Ok(points)
+    }
+
+    /// Drops the host copy of the points of a key read from a file (calls using it keep it until
+    /// they end): the next call that needs them decodes them again. Returns the bytes it held;
+    /// 0 for a key made in memory, which has no other copy.
+    pub fn release_host_points(&self) -> u64 {
+        if self.file.is_none() {
+            return 0;
+        }
+        match self.held().take() {
+            Some(_) => self.points_bytes(),
+            None => 0,
+        }
+    }
+
+    /// Points `first..first + out.len()` of query `query` decoded from the file into `out` (on
+    /// the current rayon pool). Only for a key read from a file.
+    pub fn read_points<P: KeyPoint>(&self, query: usize, first: usize, out: &mut [P]) -> Result<()> {
+        let key_file = self
+            .file
+            .as_ref()
+            .ok_or_else(|| Error::internal(format!("{} was made in memory: it has no file to read points from", self.label)))?;
+        self.read_points_from(key_file, query, first, out)
+            .map_err(|e| Error::new(Status::ParametersInvalid, format!("corrupt parameter file {}: {e}", self.label)))
+    }
+
+    fn read_points_from<P: KeyPoint>(&self, key_file: &KeyFile, query: usize, first: usize, out: &mut [P]) -> io::Result<()> {
+        key_file.check_unchanged()?;
+        let point_bytes = P::Uncompressed::default().as_ref().len();
+        let start = key_file.starts[query] + (first * point_bytes) as u64;
+        let first_bad = AtomicUsize::new(usize::MAX);
+        out.par_chunks_mut(DECODE_CHUNK_POINTS).enumerate().try_for_each(|(c, chunk)| {
+            let mut raw = vec![0u8; chunk.len() * point_bytes];
+            key_file
+                .file
+                .read_exact_at(&mut raw, start + (c * DECODE_CHUNK_POINTS * point_bytes) as u64)?;
+            if let Err(i) = decode_points(&raw, chunk) {
+                first_bad.fetch_min(first + c * DECODE_CHUNK_POINTS + i, Ordering::Relaxed);
+            }
+            io::Result::Ok(())
+        })?;
+        match first_bad.into_inner() {
+            usize::MAX => Ok(()),
+            i => Err(bad_point(i, QUERY_NAMES[query])),
+        }
+    }
+
+    /// The whole of query `query` from the file.
+    fn read_query<P: KeyPoint>(&self, query: usize) -> Result<Vec<P>> {
+        let mut points = vec![P::identity(); self.sizes.counts()[query] as usize];
+        self.read_points(query, 0, &mut points)?;
+        Ok(points)
+    }
+}
+
+impl KeyFile {
+    fn check_unchanged(&self) -> io::Result<()> {
+        let meta = self.file.metadata()?;
+        if meta.len() != self.len || meta.modified().ok() != self.modified {
+            return Err(io::Error::new(
+                ErrorKind::InvalidData,
+                "the parameter file changed on disk since it was opened (its next use reads it again)",
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -85,6 +259,22 @@ impl QuerySizes {
     pub const G1_BYTES: u64 = 96;
     pub const G2_BYTES: u64 = 192;
 
+    fn of(p: &Parameters<Bls12>) -> Self {
+        QuerySizes {
+            ic: p.vk.ic.len() as u64,
+            h: p.h.len() as u64,
+            l: p.l.len() as u64,
+            a: p.a.len() as u64,
+            b_g1: p.b_g1.len() as u64,
+            b_g2: p.b_g2.len() as u64,
+        }
+    }
+
+    /// The points of each query, in `QUERY_NAMES`' order.
+    pub fn counts(&self) -> [u64; 5] {
+        [self.h, self.l, self.a, self.b_g1, self.b_g2]
+    }
+
     pub fn points_bytes(&self) -> u64 {
         Self::G1_BYTES * (self.h + self.l + self.a + self.b_g1) + Self::G2_BYTES * self.b_g2
     }
@@ -99,113 +289,70 @@ impl QuerySizes {
         self.ic + self.l
     }
 
-    /// Reads the counts of a params file (bellperson's format, see `decode_parameters`)
+    /// Reads the counts of a params file (bellperson's format, see `ProvingKey::open`)
     /// without decoding its points: a few small reads, whatever the key's size.
-    pub fn read(file: &mut (impl io::Read + io::Seek)) -> io::Result<Self> {
-        let truncated = || io::Error::new(ErrorKind::UnexpectedEof, "parameter file is truncated");
-        let vk = VerifyingKey::<Bls12>::read(&mut *file)?;
-        let mut next = |point_bytes: u64| -> io::Result<u64> {
-            let mut count = [0u8; 4];
-            file.read_exact(&mut count).map_err(|e| match e.kind() {
-                ErrorKind::UnexpectedEof => truncated(),
-                _ => e,
-            })?;
-            let count = u64::from(u32::from_be_bytes(count));
-            file.seek(io::SeekFrom::Current((count * point_bytes) as i64))?;
-            Ok(count)
-        };
-        let sizes = QuerySizes {
-            ic: vk.ic.len() as u64,
-            h: next(Self::G1_BYTES)?,
-            l: next(Self::G1_BYTES)?,
-            a: next(Self::G1_BYTES)?,
-            b_g1: next(Self::G1_BYTES)?,
-            b_g2: next(Self::G2_BYTES)?,
-        };
-        // A seek past the end succeeds: the file must be long enough for the last query.
-        let end = file.stream_position()?;
+    pub fn read(file: &mut (impl Read + Seek)) -> io::Result<Self> {
+        read_layout(file).map(|(_, sizes, _)| sizes)
+    }
+}
+
+/// The verifying key of a params file, its queries' sizes and where each query's points start.
+fn read_layout(file: &mut (impl Read + Seek)) -> io::Result<(VerifyingKey<Bls12>, QuerySizes, [u64; 5])> {
+    let vk = VerifyingKey::<Bls12>::read(&mut *file)?;
+    let mut starts = [0; 5];
+    let mut counts = [0; 5];
+    for (q, name) in QUERY_NAMES.iter().enumerate() {
+        let truncated = || io::Error::new(ErrorKind::UnexpectedEof, format!("parameter file is truncated in query {name}"));
+        let mut count = [0u8; 4];
+        file.read_exact(&mut count).map_err(|e| match e.kind() {
+            ErrorKind::UnexpectedEof => truncated(),
+            _ => e,
+        })?;
+        counts[q] = u64::from(u32::from_be_bytes(count));
+        starts[q] = file.stream_position()?;
+        let point_bytes = if q == 4 { QuerySizes::G2_BYTES } else { QuerySizes::G1_BYTES };
+        let end = starts[q] + counts[q] * point_bytes;
+        // A seek past the end succeeds: the file must be long enough for the query.
         if file.seek(io::SeekFrom::End(0))? < end {
             return Err(truncated());
         }
-        Ok(sizes)
+        file.seek(io::SeekFrom::Start(end))?;
     }
+    let [h, l, a, b_g1, b_g2] = counts;
+    let sizes = QuerySizes {
+        ic: vk.ic.len() as u64,
+        h,
+        l,
+        a,
+        b_g1,
+        b_g2,
+    };
+    Ok((vk, sizes, starts))
 }
 
-impl Deref for ProvingKey {
-    type Target = Parameters<Bls12>;
-
-    fn deref(&self) -> &Parameters<Bls12> {
-        &self.params
-    }
-}
-
-/// Decodes bellperson's params format (`Parameters::write`: the verifying key, then h, l, a,
-/// b_g1 as a big-endian u32 count and uncompressed G1 points, b_g2 the same in G2) with the
-/// points of each query decoded in parallel. bellperson's own reader decodes one point at a
-/// time: 4.3–4.6 s for the 1.1 GB 2KiB key on the H200 machine, minutes for a 47 GB 32GiB key.
-/// Same checks as bellperson's unchecked read: every point on its curve, none at infinity.
-pub fn decode_parameters(bytes: &[u8]) -> io::Result<Parameters<Bls12>> {
-    let mut cursor = io::Cursor::new(bytes);
-    let vk = VerifyingKey::<Bls12>::read(&mut cursor)?;
-    let mut offset = cursor.position() as usize;
-    let h = decode_query::<G1Affine>(bytes, &mut offset, "h")?;
-    let l = decode_query::<G1Affine>(bytes, &mut offset, "l")?;
-    let a = decode_query::<G1Affine>(bytes, &mut offset, "a")?;
-    let b_g1 = decode_query::<G1Affine>(bytes, &mut offset, "b_g1")?;
-    let b_g2 = decode_query::<G2Affine>(bytes, &mut offset, "b_g2")?;
-    Ok(Parameters {
-        vk,
-        h: Arc::new(h),
-        l: Arc::new(l),
-        a: Arc::new(a),
-        b_g1: Arc::new(b_g1),
-        b_g2: Arc::new(b_g2),
-    })
-}
-
-/// The points of the query `name` starting at `offset` (moved past them). They are collected
-/// from an indexed iterator, which writes each point in place: collecting `Result`s instead
-/// gathers per-task vectors and copies them again (a 2KiB key decodes in 27–39 % less time,
-/// docs/PERFORMANCE.md). A point that does not decode is remembered by index and reported
-/// after the pass.
-fn decode_query<P>(bytes: &[u8], offset: &mut usize, name: &str) -> io::Result<Vec<P>>
-where
-    P: UncompressedEncoding + PrimeCurveAffine + Send,
-{
-    let truncated = || io::Error::new(ErrorKind::UnexpectedEof, format!("parameter file is truncated in query {name}"));
-    let count = bytes.get(*offset..*offset + 4).ok_or_else(truncated)?;
-    let count = u32::from_be_bytes(count.try_into().expect("4 bytes")) as usize;
+/// Decodes the uncompressed points `raw` into `out` (as many); Err(i): point i is not on its
+/// curve or is the point at infinity (the first such).
+fn decode_points<P: KeyPoint>(raw: &[u8], out: &mut [P]) -> std::result::Result<(), usize> {
     let point_bytes = P::Uncompressed::default().as_ref().len();
-    let start = *offset + 4;
-    let end = count
-        .checked_mul(point_bytes)
-        .and_then(|n| n.checked_add(start))
-        .filter(|&end| end <= bytes.len())
-        .ok_or_else(truncated)?;
-    *offset = end;
-    let first_bad = AtomicUsize::new(usize::MAX);
-    let points: Vec<P> = bytes[start..end]
-        .par_chunks(point_bytes)
-        .enumerate()
-        .map(|(i, chunk)| {
-            let mut repr = P::Uncompressed::default();
-            repr.as_mut().copy_from_slice(chunk);
-            match Option::<P>::from(P::from_uncompressed_unchecked(&repr)) {
-                Some(point) if !bool::from(point.is_identity()) => point,
-                _ => {
-                    first_bad.fetch_min(i, Ordering::Relaxed);
-                    P::identity()
-                }
+    let mut first_bad = None;
+    for (i, (chunk, point)) in raw.chunks_exact(point_bytes).zip(out.iter_mut()).enumerate() {
+        let mut repr = P::Uncompressed::default();
+        repr.as_mut().copy_from_slice(chunk);
+        match Option::<P>::from(P::from_uncompressed_unchecked(&repr)) {
+            Some(decoded) if !bool::from(decoded.is_identity()) => *point = decoded,
+            _ => {
+                first_bad.get_or_insert(i);
             }
-        })
-        .collect();
-    match first_bad.into_inner() {
-        usize::MAX => Ok(points),
-        i => Err(io::Error::new(
-            ErrorKind::InvalidData,
-            format!("point {i} of query {name} is not on its curve or is the point at infinity"),
-        )),
+        }
     }
+    first_bad.map_or(Ok(()), Err)
+}
+
+fn bad_point(i: usize, name: &str) -> io::Error {
+    io::Error::new(
+        ErrorKind::InvalidData,
+        format!("point {i} of query {name} is not on its curve or is the point at infinity"),
+    )
 }
 
 #[cfg(test)]
@@ -258,35 +405,98 @@ mod tests {
         (params, bytes, l_start)
     }
 
-    #[test]
-    fn decodes_what_bellperson_writes() {
-        let (params, bytes, _) = written_parameters();
-        let decoded = decode_parameters(&bytes).unwrap();
-        assert!(decoded.vk == params.vk);
-        assert_eq!(decoded.h, params.h);
-        assert_eq!(decoded.l, params.l);
-        assert_eq!(decoded.a, params.a);
-        assert_eq!(decoded.b_g1, params.b_g1);
-        assert_eq!(decoded.b_g2, params.b_g2);
+    fn pool() -> ThreadPool {
+        rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap()
+    }
+
+    fn key_file(bytes: &[u8], name: &str) -> (std::path::PathBuf, File) {
+        let path = std::env::temp_dir().join(format!("cuzk-params-{name}-{}", std::process::id()));
+        std::fs::write(&path, bytes).unwrap();
+        let file = File::open(&path).unwrap();
+        (path, file)
     }
 
     #[test]
-    fn a_bad_point_is_named_by_query_and_index() {
-        let (_, mut bytes, l_start) = written_parameters();
-        // Point 3 of l off its curve: its y changed.
-        bytes[l_start + 3 * 96 + 95] ^= 1;
-        let e = decode_parameters(&bytes).err().expect("off the curve");
-        assert_eq!(e.kind(), ErrorKind::InvalidData);
-        assert_eq!(e.to_string(), "point 3 of query l is not on its curve or is the point at infinity");
+    fn a_key_read_from_a_file_decodes_its_points_when_asked_and_releases_them() {
+        let (params, bytes, _) = written_parameters();
+        let (path, file) = key_file(&bytes, "open");
+        let key = ProvingKey::open(file, "k").unwrap();
+        assert!(key.vk == params.vk);
+        assert_eq!(key.query_sizes(), QuerySizes::of(&params));
+        assert_eq!(key.host_bytes(), 0, "opening reads no point");
+        assert!(key.held_host_points().is_none());
+        // A part of one query, as a device upload reads it.
+        let mut part = vec![G1Affine::identity(); 3];
+        key.read_points(2, 1, &mut part).unwrap();
+        assert_eq!(part, params.a[1..4]);
+        let mut part = vec![G2Affine::identity(); 2];
+        key.read_points(4, 1, &mut part).unwrap();
+        assert_eq!(part, params.b_g2[1..]);
+        // The whole key into host memory, held until released.
+        let mut decode_ns = 0;
+        let host = key.host_points(&pool(), &mut decode_ns).unwrap();
+        assert!(decode_ns > 0);
+        assert_eq!(
+            (&host.h, &host.l, &host.a, &host.b_g1, &host.b_g2),
+            (&params.h, &params.l, &params.a, &params.b_g1, &params.b_g2)
+        );
+        assert_eq!(key.host_bytes(), key.points_bytes());
+        let mut again_ns = 0;
+        assert!(Arc::ptr_eq(&host, &key.host_points(&pool(), &mut again_ns).unwrap()));
+        assert_eq!(again_ns, 0, "held points are not decoded again");
+        assert_eq!(key.release_host_points(), key.points_bytes());
+        assert_eq!(key.host_bytes(), 0);
+        assert_eq!(
+            key.host_points(&pool(), &mut again_ns).unwrap().l,
+            params.l,
+            "decoded again after the release"
+        );
+        // A key made in memory has nothing else to read its points from: never released.
+        let in_memory = ProvingKey::new(params.clone(), "m");
+        assert_eq!(in_memory.release_host_points(), 0);
+        assert_eq!(in_memory.host_bytes(), in_memory.points_bytes());
+        assert!(in_memory.read_points(0, 0, &mut [G1Affine::identity()]).is_err());
+        std::fs::remove_file(path).unwrap();
+    }
+
+    #[test]
+    fn a_bad_point_is_named_when_read_and_a_changed_file_is_refused() {
         // Point 1 of l the point at infinity (uncompressed: the infinity flag, all else zero).
         let (_, mut bytes, l_start) = written_parameters();
         bytes[l_start + 96..l_start + 2 * 96].fill(0);
         bytes[l_start + 96] = 0x40;
-        let e = decode_parameters(&bytes).err().expect("infinity");
-        assert!(e.to_string().starts_with("point 1 of query l "), "{e}");
-        // Cut inside b_g2.
-        let (_, bytes, _) = written_parameters();
-        let e = decode_parameters(&bytes[..bytes.len() - 10]).err().expect("truncated");
+        let (path, file) = key_file(&bytes, "infinity");
+        let e = ProvingKey::open(file, "k").unwrap().host_points(&pool(), &mut 0).err().unwrap();
+        assert_eq!(
+            e.message,
+            "corrupt parameter file k: point 1 of query l is not on its curve or is the point at infinity"
+        );
+        std::fs::remove_file(path).unwrap();
+        // Point 4 of l off its curve: its y changed.
+        let (_, mut bytes, l_start) = written_parameters();
+        bytes[l_start + 4 * 96 + 95] ^= 1;
+        let (path, file) = key_file(&bytes, "bad");
+        let key = ProvingKey::open(file, "k").unwrap();
+        let mut part = vec![G1Affine::identity(); 3];
+        key.read_points(1, 0, &mut part).unwrap();
+        let e = key.read_points(1, 2, &mut part).unwrap_err();
+        assert_eq!(e.status, Status::ParametersInvalid);
+        assert_eq!(
+            e.message,
+            "corrupt parameter file k: point 4 of query l is not on its curve or is the point at infinity"
+        );
+        assert!(key.host_points(&pool(), &mut 0).is_err());
+        assert_eq!(key.host_bytes(), 0, "a failed decode holds nothing");
+        // Rewritten in place (longer): refused instead of decoded.
+        let mut longer = bytes.clone();
+        longer.push(0);
+        std::fs::write(&path, &longer).unwrap();
+        let e = key.read_points(1, 0, &mut part).unwrap_err();
+        assert!(e.message.contains("changed on disk"), "{}", e.message);
+        // Cut inside b_g2: refused when opened.
+        std::fs::write(&path, &bytes[..bytes.len() - 10]).unwrap();
+        let e = ProvingKey::open(File::open(&path).unwrap(), "k").err().unwrap();
         assert_eq!(e.to_string(), "parameter file is truncated in query b_g2");
+        std::fs::remove_file(path).unwrap();
     }
 }

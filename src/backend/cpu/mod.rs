@@ -10,9 +10,11 @@ use super::turn::Turn;
 use super::{check_not_a_worker, Backend, BackendKind, CallMemory, Priority};
 use crate::cancel::CancelToken;
 use crate::error::{Error, Result};
-use crate::groth16::{check_key_fits, MsmResults, ProvingKey, QuerySizes};
+use crate::groth16::{check_key_fits, MsmResults, ProvingKey, QueryLayout, QuerySizes};
 use crate::synthesis::{Products, SynthesizedCircuit};
 use crate::timings::{timed, Timings};
+use bellperson::groth16::Parameters;
+use blstrs::Bls12;
 use rayon::ThreadPool;
 
 use self::ntt::quotient_coefficients;
@@ -61,6 +63,7 @@ impl Backend for CpuBackend {
     /// and the quotient's scalars, over the domain.
     fn call_memory(&self, sizes: &QuerySizes, _shape_bytes: u64) -> CallMemory {
         CallMemory {
+            host_key_bytes: sizes.points_bytes(),
             host_lane_bytes: PreparedMsms::max_bytes(sizes.variables()) + 32 * sizes.domain(),
             ..CallMemory::default()
         }
@@ -113,15 +116,24 @@ impl CpuBackend {
         t: &mut Timings,
     ) -> Result<MsmResults> {
         check_not_a_worker(pool)?;
-        let _turn = timed(&mut t.proving_wait_ns, || self.turn.take(priority));
-        cancel.check()?;
-        self.pool.install(|| Self::compute(key, circuit, cancel, t))
-    }
-
-    fn compute(key: &ProvingKey, circuit: SynthesizedCircuit, cancel: &CancelToken, t: &mut Timings) -> Result<MsmResults> {
         let domain = Domain::for_len(circuit.num_constraints())
             .ok_or_else(|| Error::invalid("circuit has more constraints than the field's 2^32 FFT domain"))?;
         let layout = check_key_fits(key, &circuit, domain.size())?;
+        // Decoded from the parameter file when the host does not hold them (timed as the key's
+        // load), before the turn.
+        let points = key.host_points(pool, &mut t.srs_load_ns)?;
+        let _turn = timed(&mut t.proving_wait_ns, || self.turn.take(priority));
+        cancel.check()?;
+        self.pool.install(|| Self::compute(&points, layout, circuit, cancel, t))
+    }
+
+    fn compute(
+        key: &Parameters<Bls12>,
+        layout: QueryLayout,
+        circuit: SynthesizedCircuit,
+        cancel: &CancelToken,
+        t: &mut Timings,
+    ) -> Result<MsmResults> {
         let SynthesizedCircuit {
             products,
             input_assignment,

@@ -24,6 +24,7 @@ use crate::error::{Error, Result, Status};
 use crate::groth16::ProvingKey;
 use crate::synthesis::r1cs::CircuitShape;
 use crate::timings::{nanos, KeyResidency, Timings};
+use rayon::ThreadPool;
 
 /// One CUDA device and what the backend keeps on it.
 pub(super) struct Device {
@@ -214,13 +215,16 @@ impl Device {
     }
 
     /// The key's copy in this device's memory, uploaded now if it is not there (timed into
-    /// `srs_upload_ns`) for a call of `class`; `None` when it is larger than the budget or its
-    /// room is held by keys of higher classes (see `resident`). Call inside the turn, holding
+    /// `srs_upload_ns`; its points decoded from the parameter file on `pool` as they go, when
+    /// the host does not hold them) for a call of `class`; `None` when it is larger than the
+    /// budget or its room is held by keys of higher classes (see `resident`). Once resident, the
+    /// host's copy of a key read from a file is dropped. Call inside the turn, holding
     /// `staging`; `between` runs between two parts of the upload (`make_way_in_upload`).
     pub(super) fn resident_key(
         &self,
         key: &ProvingKey,
         class: Priority,
+        pool: &ThreadPool,
         staging: &sys::Staging,
         t: &mut Timings,
         between: &mut dyn FnMut(&mut Timings) -> Result<()>,
@@ -234,7 +238,10 @@ impl Device {
         };
         let start = Instant::now();
         let waited_before = t.proving_wait_ns;
-        let residency = match self.keys.get(&key_ref, || DeviceKey::upload(&self.ctx, key, staging, &mut || between(t))) {
+        let residency = match self
+            .keys
+            .get(&key_ref, || DeviceKey::upload(&self.ctx, key, pool, staging, &mut || between(t)))
+        {
             // The budget is a plan; the device may hold less (other processes use it too).
             Err(e) if e.status == Status::OutOfMemory => {
                 log::warn!(
@@ -258,6 +265,15 @@ impl Device {
                         self.ordinal,
                         key_ref.bytes >> 20,
                         start.elapsed()
+                    );
+                }
+                let released = key.release_host_points();
+                if released > 0 {
+                    log::info!(
+                        "{}: host copy dropped ({} MiB), resident on device {}",
+                        key.label(),
+                        released >> 20,
+                        self.ordinal
                     );
                 }
                 t.key_residency = KeyResidency::Resident as u32;

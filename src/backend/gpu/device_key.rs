@@ -4,10 +4,14 @@
 
 use std::ptr::NonNull;
 
+use bellperson::groth16::Parameters;
+use blstrs::{Bls12, G1Affine, G2Affine};
+use rayon::ThreadPool;
+
 use super::context::Context;
 use super::sys::{self, call};
 use crate::error::{Error, Result};
-use crate::groth16::ProvingKey;
+use crate::groth16::{KeyPoint, ProvingKey, QuerySizes};
 
 /// A proving key's points in device memory (cuda/device_key.cuh).
 pub(super) struct DeviceKey(NonNull<sys::Key>);
@@ -21,48 +25,125 @@ unsafe impl Sync for DeviceKey {}
 /// 32GiB PoRep key is 45 GB, 2–3 s of copying.
 const UPLOAD_PART_BYTES: usize = 2 << 30;
 
+/// One part of a query as it is copied: where its points start and how many.
+#[derive(Clone, Copy)]
+struct Part {
+    query: usize,
+    first: usize,
+    count: usize,
+}
+
+/// A part's points decoded from the parameter file, in host memory the next part reuses.
+enum Decoded {
+    G1(Vec<G1Affine>),
+    G2(Vec<G2Affine>),
+}
+
+impl Decoded {
+    fn ptr(&self) -> *const u8 {
+        match self {
+            Decoded::G1(points) => points.as_ptr().cast(),
+            Decoded::G2(points) => points.as_ptr().cast(),
+        }
+    }
+
+    /// `part` of `key` read into this buffer (on the current rayon pool).
+    fn read(mut self, key: &ProvingKey, part: Part) -> Result<Self> {
+        fn fill<P: KeyPoint>(points: &mut Vec<P>, key: &ProvingKey, part: Part) -> Result<()> {
+            points.resize(part.count, P::identity());
+            key.read_points(part.query, part.first, points)
+        }
+        match (&mut self, part.query) {
+            (Decoded::G2(points), 4) => fill(points, key, part)?,
+            (Decoded::G1(points), 0..4) => fill(points, key, part)?,
+            (_, 4) => self = Decoded::G2(Vec::new()).read(key, part)?,
+            _ => self = Decoded::G1(Vec::new()).read(key, part)?,
+        }
+        Ok(self)
+    }
+}
+
 impl DeviceKey {
     /// The key's points copied to the device, in parts; `between` runs between two parts (the
-    /// caller making way).
-    pub(super) fn upload(ctx: &Context, key: &ProvingKey, staging: &sys::Staging, between: &mut dyn FnMut() -> Result<()>) -> Result<Self> {
-        fn query<P>(points: &[P]) -> (*const u8, usize, usize) {
-            (points.as_ptr().cast(), points.len(), size_of::<P>())
-        }
-        let queries = [query(&key.h), query(&key.l), query(&key.a), query(&key.b_g1), query(&key.b_g2)];
+    /// caller making way). From host memory when the host holds them; else each part is decoded
+    /// from the parameter file on `pool` while the part before it is copied, so that the host
+    /// never holds more than two parts.
+    pub(super) fn upload(
+        ctx: &Context,
+        key: &ProvingKey,
+        pool: &ThreadPool,
+        staging: &sys::Staging,
+        between: &mut dyn FnMut() -> Result<()>,
+    ) -> Result<Self> {
+        let counts = key.query_sizes().counts().map(|n| n as usize);
         let ctx = ctx.ptr()?;
         let mut out = std::ptr::null_mut();
         // SAFETY: out-pointer to a local; the counts are the query lengths.
         call("allocating device memory for the proving key", |msg| unsafe {
-            sys::cuzk_gpu_key_alloc(ctx, &queries.map(|q| q.1), &mut out, msg)
+            sys::cuzk_gpu_key_alloc(ctx, &counts, &mut out, msg)
         })?;
         let copy = NonNull::new(out).map(DeviceKey).ok_or_else(|| Error::internal("device key is NULL"))?;
-        let mut parts = 0;
-        for (q, &(host, n, point_bytes)) in queries.iter().enumerate() {
-            let per_part = (UPLOAD_PART_BYTES / point_bytes).max(1);
-            for first in (0..n).step_by(per_part) {
-                if parts > 0 {
+        let point_bytes = |query: usize| if query == 4 { QuerySizes::G2_BYTES } else { QuerySizes::G1_BYTES } as usize;
+        let parts: Vec<Part> = (0..5)
+            .flat_map(|query| {
+                let per_part = (UPLOAD_PART_BYTES / point_bytes(query)).max(1);
+                (0..counts[query]).step_by(per_part).map(move |first| Part {
+                    query,
+                    first,
+                    count: per_part.min(counts[query] - first),
+                })
+            })
+            .collect();
+        let send = |part: Part, host: *const u8| {
+            // SAFETY: `host` holds the part's `count` points (blst affine points, the device's
+            // layout) and outlives the synchronous call; the copy has room for the query's
+            // points; the staging halves belong to this call.
+            call("uploading the proving key", |msg| unsafe {
+                sys::cuzk_gpu_key_upload(ctx, copy.0.as_ptr(), part.query as u32, part.first, part.count, host.cast(), staging, msg)
+            })
+        };
+        if let Some(host) = key.held_host_points() {
+            for (i, &part) in parts.iter().enumerate() {
+                if i > 0 {
                     between()?;
                 }
-                parts += 1;
-                let count = per_part.min(n - first);
-                // SAFETY: points first..first+count of the query's vector (blst affine points,
-                // the device's layout), which outlives the synchronous call; the copy has room
-                // for the query's n points; the staging halves belong to this call.
-                call("uploading the proving key", |msg| unsafe {
-                    sys::cuzk_gpu_key_upload(
-                        ctx,
-                        copy.0.as_ptr(),
-                        q as u32,
-                        first,
-                        count,
-                        host.add(first * point_bytes).cast(),
-                        staging,
-                        msg,
-                    )
-                })?;
+                send(part, host_query(&host, part.query).wrapping_add(part.first * point_bytes(part.query)))?;
             }
+            return Ok(copy);
         }
+        std::thread::scope(|scope| -> Result<()> {
+            let read = |buffer: Decoded, part: Part| scope.spawn(move || pool.install(|| buffer.read(key, part)));
+            let mut spare = Some(Decoded::G1(Vec::new()));
+            let mut reading = parts.first().map(|&part| read(Decoded::G1(Vec::new()), part));
+            for (i, &part) in parts.iter().enumerate() {
+                let decoded = reading
+                    .take()
+                    .expect("each part is read before it is sent")
+                    .join()
+                    .unwrap_or_else(|_| Err(Error::internal("decoding a part of the proving key panicked")))?;
+                if let Some(&next) = parts.get(i + 1) {
+                    reading = Some(read(spare.take().expect("two buffers take turns"), next));
+                }
+                if i > 0 {
+                    between()?;
+                }
+                send(part, decoded.ptr())?;
+                spare = Some(decoded);
+            }
+            Ok(())
+        })?;
         Ok(copy)
+    }
+}
+
+/// Where query `query`'s points start in host memory.
+fn host_query(host: &Parameters<Bls12>, query: usize) -> *const u8 {
+    match query {
+        0 => host.h.as_ptr().cast(),
+        1 => host.l.as_ptr().cast(),
+        2 => host.a.as_ptr().cast(),
+        3 => host.b_g1.as_ptr().cast(),
+        _ => host.b_g2.as_ptr().cast(),
     }
 }
 
@@ -73,30 +154,66 @@ impl Drop for DeviceKey {
     }
 }
 
-/// Where one MSM's points are for the device: the resident copy's query, or host memory.
+/// Where one MSM's points are for the device: the resident copy's query, or host memory (a
+/// streamed key's points, or a tail the host gathered from them).
 pub(super) struct PointSource<'a> {
-    pub(super) resident: Option<&'a DeviceKey>,
+    resident: Option<&'a DeviceKey>,
+    host: Option<&'a Parameters<Bls12>>,
+    sizes: QuerySizes,
 }
 
-impl PointSource<'_> {
-    pub(super) fn points<P>(&self, query: u32, host: &[P]) -> sys::Points {
-        match self.resident {
-            Some(key) => sys::Points {
+impl<'a> PointSource<'a> {
+    /// The key's points: on the device when `resident`, else in `host`.
+    pub(super) fn new(resident: Option<&'a DeviceKey>, host: Option<&'a Parameters<Bls12>>, sizes: QuerySizes) -> Result<Self> {
+        if resident.is_none() && host.is_none() {
+            return Err(Error::internal("a streamed proving key without its points in host memory"));
+        }
+        Ok(PointSource { resident, host, sizes })
+    }
+
+    /// Query `query`'s points, all of them.
+    pub(super) fn points(&self, query: u32) -> sys::Points {
+        let n = self.sizes.counts()[query as usize] as usize;
+        match (self.resident, self.host) {
+            (Some(key), _) => sys::Points {
                 key: key.0.as_ptr(),
                 query,
                 host: std::ptr::null(),
-                n: host.len(),
+                n,
             },
-            None => sys::Points {
+            (None, Some(host)) => sys::Points {
                 key: std::ptr::null(),
                 query,
-                host: host.as_ptr().cast(),
-                n: host.len(),
+                host: host_query(host, query as usize).cast(),
+                n,
             },
+            (None, None) => unreachable!("PointSource::new refuses a source without points"),
         }
     }
 
-    pub(super) fn is_resident(&self) -> bool {
-        self.resident.is_some()
+    /// Points the host gathered for query `query`.
+    pub(super) fn gathered<P>(&self, query: u32, points: &[P]) -> sys::Points {
+        sys::Points {
+            key: std::ptr::null(),
+            query,
+            host: points.as_ptr().cast(),
+            n: points.len(),
+        }
+    }
+
+    /// The host's copy of G1 query `query` when the key is streamed (None when resident).
+    pub(super) fn streamed_g1(&self, query: u32) -> Option<&'a [G1Affine]> {
+        let host = self.host.filter(|_| self.resident.is_none())?;
+        Some(match query {
+            sys::QUERY_H => &host.h[..],
+            sys::QUERY_L => &host.l[..],
+            sys::QUERY_A => &host.a[..],
+            _ => &host.b_g1[..],
+        })
+    }
+
+    /// The host's copy of B_G2 when the key is streamed (None when resident).
+    pub(super) fn streamed_g2(&self) -> Option<&'a [G2Affine]> {
+        self.host.filter(|_| self.resident.is_none()).map(|host| &host.b_g2[..])
     }
 }

@@ -258,6 +258,13 @@ impl GpuBackend {
         // Whether the key will be resident decides where the tails are gathered; a key that
         // fits the budget is (or is about to be) resident.
         let resident = key.points_bytes() <= device.keys.budget();
+        // A streamed key's points cross from host memory: decoded there now if the host does
+        // not hold them (timed as the key's load), before the turn. A resident key's are read
+        // from its file as they are uploaded, and the host keeps none.
+        let host = match resident {
+            true => key.held_host_points(),
+            false => Some(key.host_points(pool, &mut t.srs_load_ns)?),
+        };
 
         // A mostly full-width witness (a PoSt's) crosses whole and its MSMs read their scalars
         // on the device (witness_msm.rs); any other is classified here, sent compactly, and
@@ -294,7 +301,7 @@ impl GpuBackend {
                 })
             }));
             let queries = timed(&mut t.prep_msm_ns, || {
-                pool.install(|| QueryMsms::split(p, key, self.split, resident, self.msm))
+                pool.install(|| QueryMsms::split(p, &key.query_sizes(), self.split, resident, self.msm))
             });
             let h_input = match products {
                 Products::Deferred(shape) => {
@@ -338,7 +345,7 @@ impl GpuBackend {
         let on_device = || -> Result<MsmResults> {
             device.check_usable()?;
             let copy = device.with_staging(t, |staging, t| {
-                let copy = device.resident_key(key, priority, staging, t, &mut |t| device.make_way_in_upload(&mut device_turn, t))?;
+                let copy = device.resident_key(key, priority, pool, staging, t, &mut |t| device.make_way_in_upload(&mut device_turn, t))?;
                 let mut input = h_input;
                 if let HInput::Witness { shape, witness } = input {
                     input = match device.make_shape_resident(&shape, domain.log_size, staging, t)? {
@@ -359,14 +366,20 @@ impl GpuBackend {
                 Self::quotient(device, buffers, input, domain.log_size, staging, t)?;
                 Ok(copy)
             })?;
-            let src = PointSource { resident: copy.as_deref() };
+            let host = match (&copy, &host) {
+                // Expected resident, but its room is held by keys of higher classes (or the
+                // device had less memory than planned): streamed after all.
+                (None, None) => Some(key.host_points(pool, &mut t.srs_load_ns)?),
+                _ => host.clone(),
+            };
+            let src = PointSource::new(copy.as_deref(), host.as_deref(), key.query_sizes())?;
             // Between the MSMs: every class above this call's, but while they read the witness
             // in this call's buffer set only the class whose calls use the other set.
             let let_in = match priority.above() {
                 Some(_) if queries.read_device_witness() => Some(Priority::WinningPost),
                 above => above,
             };
-            if let Some(msms) = queries.at_once(key, domain.log_size) {
+            if let Some(msms) = queries.at_once(&key.query_sizes(), domain.log_size) {
                 // Latency-bound sizes: H's MSM and the witness's all at the same time, making
                 // way once before them.
                 if let Some(from) = let_in {
@@ -375,13 +388,7 @@ impl GpuBackend {
                 fault::injection::fire_if_armed(device)?;
                 cancel.check()?;
                 let done = device.with_staging(t, |staging, _| {
-                    let points = [
-                        src.points(sys::QUERY_H, &key.h),
-                        src.points(sys::QUERY_L, &key.l),
-                        src.points(sys::QUERY_A, &key.a),
-                        src.points(sys::QUERY_B_G1, &key.b_g1),
-                        src.points(sys::QUERY_B_G2, &key.b_g2),
-                    ];
+                    let points = [sys::QUERY_H, sys::QUERY_L, sys::QUERY_A, sys::QUERY_B_G1, sys::QUERY_B_G2].map(|q| src.points(q));
                     Self::witness_msms_at_once(device, buffers, domain.log_size, &points, msms, staging)
                 })?;
                 let [h_ns, l_ns, a_ns, b_g1_ns, b_g2_ns, wall_ns] = done.times;
@@ -400,7 +407,7 @@ impl GpuBackend {
                     b_g2: done.b_g2,
                 });
             }
-            let h = Self::h_msm(device, buffers, &src, key, domain.log_size, self.msm, t, &mut |t| match buffers {
+            let h = Self::h_msm(device, buffers, &src, domain.log_size, self.msm, t, &mut |t| match buffers {
                 sys::SHARED_BUFFERS => device.make_way(&mut device_turn, Priority::WinningPost, t),
                 _ => Ok(()),
             })?;
@@ -419,11 +426,11 @@ impl GpuBackend {
                         1 => &mut t.msm_a_ns,
                         _ => &mut t.msm_b_g1_ns,
                     };
-                    queries.g1(q, device, buffers, &src, key, staging, pool, &mut t.batch_add_ns, msm_ns)
+                    queries.g1(q, device, buffers, &src, staging, pool, &mut t.batch_add_ns, msm_ns)
                 })?;
             }
             make_way(t)?;
-            let b_g2 = device.with_staging(t, |staging, t| queries.b_g2(device, buffers, &src, key, staging, pool, t))?;
+            let b_g2 = device.with_staging(t, |staging, t| queries.b_g2(device, buffers, &src, &key.query_sizes(), staging, pool, t))?;
             let [l, a, b_g1] = g1;
             Ok(MsmResults { h, l, a, b_g1, b_g2 })
         };
@@ -470,20 +477,29 @@ impl Backend for GpuBackend {
         Ok(Box::new(GpuCall { gpu: self, device, priority }))
     }
 
-    fn preload(&self, key: &ProvingKey, class: Priority, pool: &ThreadPool) -> Result<u64> {
+    /// Uploads the key to every usable device; a device where it is streamed (too large for
+    /// its budget, or its room held by keys of higher classes) needs its points in host
+    /// memory, decoded then.
+    fn preload(&self, key: &ProvingKey, class: Priority, pool: &ThreadPool, decode_ns: &mut u64) -> Result<u64> {
         check_not_a_worker(pool)?;
         let mut upload_ns = 0;
+        let mut streamed = false;
         for device in self.devices.iter().filter(|d| !d.is_quarantined()) {
             let mut turn = device.turn.take(class);
             let mut t = Timings::new();
-            let mut upload = || -> Result<()> {
+            let mut upload = || -> Result<bool> {
                 let buffer = device.staging.acquire(&mut t.pin_ns)?;
                 device
-                    .resident_key(key, class, &staging(&buffer), &mut t, &mut |t| device.make_way_in_upload(&mut turn, t))
-                    .map(drop)
+                    .resident_key(key, class, pool, &staging(&buffer), &mut t, &mut |t| {
+                        device.make_way_in_upload(&mut turn, t)
+                    })
+                    .map(|copy| copy.is_none())
             };
-            upload().map_err(|e| device.after_failure(e))?;
+            streamed |= upload().map_err(|e| device.after_failure(e))?;
             upload_ns += t.srs_upload_ns;
+        }
+        if streamed {
+            key.host_points(pool, decode_ns)?;
         }
         Ok(upload_ns)
     }
@@ -573,6 +589,7 @@ impl Backend for GpuBackend {
         let witness = SCALAR * variables;
         let gathered_on_host = if streamed { largest_g1 * g1 + sizes.b_g2 * g2 } else { 0 };
         CallMemory {
+            host_key_bytes: if streamed { key_bytes } else { 0 },
             host_lane_bytes: PreparedMsms::max_bytes(variables) + CompactWitness::max_bytes(variables) + variables.div_ceil(8) + gathered_on_host,
             device_resident_bytes: matrices + if streamed { 0 } else { key_bytes },
             device_call_bytes: 3 * SCALAR * sizes.domain() + witness + msm,

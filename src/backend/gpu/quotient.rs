@@ -16,7 +16,6 @@ use super::sys::{self, call, to_projective};
 use super::GpuBackend;
 use crate::backend::MsmChoice;
 use crate::error::{Error, Result};
-use crate::groth16::ProvingKey;
 use crate::synthesis::r1cs::CircuitShape;
 use crate::timings::{nanos, Timings};
 
@@ -107,7 +106,6 @@ impl GpuBackend {
         device: &Device,
         set: u32,
         src: &PointSource,
-        key: &ProvingKey,
         lg_domain: u32,
         msm: MsmChoice,
         t: &mut Timings,
@@ -119,7 +117,7 @@ impl GpuBackend {
             return Ok(h);
         }
         let ctx = device.ctx.ptr()?;
-        let h_points = src.points(sys::QUERY_H, &key.h);
+        let h_points = src.points(sys::QUERY_H);
         let mut first = 0;
         while first < npoints {
             between(t)?;

@@ -8,7 +8,7 @@
 use std::borrow::Cow;
 use std::time::Instant;
 
-use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective};
+use blstrs::{G1Projective, G2Projective};
 use group::Group;
 use rayon::ThreadPool;
 
@@ -21,7 +21,7 @@ use super::GpuBackend;
 use crate::backend::prep::{ClassifiedScalars, PreparedMsms};
 use crate::backend::{MsmChoice, SplitPolicy};
 use crate::error::Result;
-use crate::groth16::ProvingKey;
+use crate::groth16::QuerySizes;
 use crate::timings::{nanos, timed, Timings};
 
 /// The device's cost model of the 0/1 split, in ns per point, for each place the points can
@@ -90,7 +90,6 @@ impl SplitPolicy {
 /// from a resident key or the host gathers from a streamed one.
 pub(super) struct G1Msm<'a> {
     query: u32,
-    points: &'a [G1Affine],
     classes: Cow<'a, ClassifiedScalars>,
     /// The 1-scalars as the device's batch addition reads them; empty when there are none.
     ones_bitmap: Vec<u32>,
@@ -99,24 +98,15 @@ pub(super) struct G1Msm<'a> {
 
 impl<'a> G1Msm<'a> {
     /// Decides the split and makes the bitmap (before the device turn, on all cores).
-    fn plan(
-        name: &str,
-        query: u32,
-        points: &'a [G1Affine],
-        classes: &'a ClassifiedScalars,
-        policy: SplitPolicy,
-        resident: bool,
-        msm: MsmChoice,
-    ) -> Self {
-        let classes = policy.apply(name, points.len(), classes, resident);
+    fn plan(name: &str, query: u32, npoints: usize, classes: &'a ClassifiedScalars, policy: SplitPolicy, resident: bool, msm: MsmChoice) -> Self {
+        let classes = policy.apply(name, npoints, classes, resident);
         let ones_bitmap = if classes.ones.is_empty() {
             Vec::new()
         } else {
-            classes.ones_bitmap(points.len())
+            classes.ones_bitmap(npoints)
         };
         G1Msm {
             query,
-            points,
             classes,
             ones_bitmap,
             msm,
@@ -134,17 +124,17 @@ impl<'a> G1Msm<'a> {
         batch_ns: &mut u64,
         tail_ns: &mut u64,
     ) -> Result<G1Projective> {
-        let query = src.points(self.query, self.points);
+        let query = src.points(self.query);
         let ones = if self.classes.ones.is_empty() {
             G1Projective::identity()
         } else {
             timed(batch_ns, || GpuBackend::batch_add(device, &query, &self.ones_bitmap, staging))?
         };
         let tail = timed(tail_ns, || {
-            let host_tail = host_tail(src, self.points, &self.classes, pool);
+            let host_tail = host_tail(src.streamed_g1(self.query), &self.classes, pool);
             let tail_points = match &host_tail {
                 None => query,
-                Some(points) => src.points(self.query, points),
+                Some(points) => src.gathered(self.query, points),
             };
             GpuBackend::tail_msm(device, &tail_points, &self.classes, self.msm)
         })?;
@@ -173,17 +163,17 @@ const G1_QUERIES: [(&str, u32); 3] = [("L", sys::QUERY_L), ("A", sys::QUERY_A), 
 impl<'a> QueryMsms<'a> {
     /// Plans the split of every query from the host's classes `p` (before the device turn, on
     /// all cores).
-    pub(super) fn split(p: &'a PreparedMsms, key: &'a ProvingKey, policy: SplitPolicy, resident: bool, msm: MsmChoice) -> Self {
-        let points = [&key.l[..], &key.a[..], &key.b_g1[..]];
+    pub(super) fn split(p: &'a PreparedMsms, sizes: &QuerySizes, policy: SplitPolicy, resident: bool, msm: MsmChoice) -> Self {
+        let npoints = [sizes.l, sizes.a, sizes.b_g1].map(|n| n as usize);
         let classes = [&p.l, &p.a, &p.b];
-        let g1 = [0, 1, 2].map(|q| G1Msm::plan(G1_QUERIES[q].0, G1_QUERIES[q].1, points[q], classes[q], policy, resident, msm));
+        let g1 = [0, 1, 2].map(|q| G1Msm::plan(G1_QUERIES[q].0, G1_QUERIES[q].1, npoints[q], classes[q], policy, resident, msm));
         // B_G2 always splits (below): B_G1's bitmap unless its ones went to the tail.
         // A dense B_G1 tail serves B_G2 (below), ones included: no bitmap then.
-        let same_as_b_g1 = !matches!(g1[2].classes, Cow::Owned(ref c) if !c.dense) && key.b_g1.len() == key.b_g2.len();
+        let same_as_b_g1 = !matches!(g1[2].classes, Cow::Owned(ref c) if !c.dense) && sizes.b_g1 == sizes.b_g2;
         let b_g2_bitmap = if same_as_b_g1 || p.b.ones.is_empty() {
             Vec::new()
         } else {
-            p.b.ones_bitmap(key.b_g2.len())
+            p.b.ones_bitmap(sizes.b_g2 as usize)
         };
         QueryMsms::Split {
             g1: Box::new(g1),
@@ -201,10 +191,10 @@ impl<'a> QueryMsms<'a> {
 
     /// The witness MSMs when they run at once (`WitnessMsms::run_at_once`), else None: one
     /// after another by [`Self::g1`] and [`Self::b_g2`].
-    pub(super) fn at_once(&self, key: &ProvingKey, lg_domain: u32) -> Option<&WitnessMsms> {
+    pub(super) fn at_once(&self, sizes: &QuerySizes, lg_domain: u32) -> Option<&WitnessMsms> {
         let h = (1usize << lg_domain) - 1;
         match self {
-            QueryMsms::OnDevice(msms) if msms.run_at_once([h, key.l.len(), key.a.len(), key.b_g1.len()]) => Some(msms),
+            QueryMsms::OnDevice(msms) if msms.run_at_once([h, sizes.l as usize, sizes.a as usize, sizes.b_g1 as usize]) => Some(msms),
             _ => None,
         }
     }
@@ -218,7 +208,6 @@ impl<'a> QueryMsms<'a> {
         device: &Device,
         set: u32,
         src: &PointSource,
-        key: &ProvingKey,
         staging: &sys::Staging,
         pool: &ThreadPool,
         batch_ns: &mut u64,
@@ -227,9 +216,8 @@ impl<'a> QueryMsms<'a> {
         match self {
             QueryMsms::Split { g1, .. } => g1[q].run(device, src, staging, pool, batch_ns, msm_ns),
             QueryMsms::OnDevice(msms) => {
-                let points = [&key.l[..], &key.a[..], &key.b_g1[..]][q];
                 let query = [&msms.l, &msms.a, &msms.b][q];
-                let points = src.points(G1_QUERIES[q].1, points);
+                let points = src.points(G1_QUERIES[q].1);
                 timed(msm_ns, || {
                     GpuBackend::witness_msm(sys::cuzk_gpu_witness_msm, device, set, &points, msms, query, staging)
                 })
@@ -244,7 +232,7 @@ impl<'a> QueryMsms<'a> {
         device: &Device,
         set: u32,
         src: &PointSource,
-        key: &ProvingKey,
+        sizes: &QuerySizes,
         staging: &sys::Staging,
         pool: &ThreadPool,
         t: &mut Timings,
@@ -255,16 +243,16 @@ impl<'a> QueryMsms<'a> {
                 // size (docs/PERFORMANCE.md). Always split: the cost model was fitted to G1
                 // only. A dense B_G1 tail serves B_G2 too (same scalars, as many points).
                 let b_g1 = &g1[2];
-                let classes = if b_g1.classes.dense && key.b_g1.len() == key.b_g2.len() {
+                let classes = if b_g1.classes.dense && sizes.b_g1 == sizes.b_g2 {
                     &*b_g1.classes
                 } else {
                     b
                 };
                 let bitmap = if b_g2_bitmap.is_empty() { &b_g1.ones_bitmap } else { b_g2_bitmap };
-                GpuBackend::b_g2_msm(device, src, &key.b_g2, classes, bitmap, *msm, staging, pool, t)
+                GpuBackend::b_g2_msm(device, src, classes, bitmap, *msm, staging, pool, t)
             }
             QueryMsms::OnDevice(msms) => {
-                let points = src.points(sys::QUERY_B_G2, &key.b_g2);
+                let points = src.points(sys::QUERY_B_G2);
                 timed(&mut t.msm_b_g2_ns, || {
                     GpuBackend::witness_msm(sys::cuzk_gpu_witness_msm_g2, device, set, &points, msms, &msms.b, staging)
                 })
@@ -281,7 +269,6 @@ impl GpuBackend {
     pub(super) fn b_g2_msm(
         device: &Device,
         src: &PointSource,
-        points: &[G2Affine],
         classes: &ClassifiedScalars,
         ones_bitmap: &[u32],
         msm: MsmChoice,
@@ -289,7 +276,7 @@ impl GpuBackend {
         pool: &ThreadPool,
         t: &mut Timings,
     ) -> Result<G2Projective> {
-        let query = src.points(sys::QUERY_B_G2, points);
+        let query = src.points(sys::QUERY_B_G2);
         let start = Instant::now();
         let ones = if classes.ones.is_empty() {
             G2Projective::identity()
@@ -298,10 +285,10 @@ impl GpuBackend {
         };
         t.batch_add_ns += nanos(start.elapsed());
         let start = Instant::now();
-        let gathered = host_tail(src, points, classes, pool);
+        let gathered = host_tail(src.streamed_g2(), classes, pool);
         let tail_points = match &gathered {
             None => query,
-            Some(points) => src.points(sys::QUERY_B_G2, points),
+            Some(points) => src.gathered(sys::QUERY_B_G2, points),
         };
         let tail = Self::tail_msm_g2(device, &tail_points, classes, msm)?;
         t.msm_b_g2_ns += nanos(start.elapsed());
@@ -310,12 +297,12 @@ impl GpuBackend {
 }
 
 /// The tail's points as the device reads them from the host: None for a resident key (the
-/// device gathers them, or reads a dense tail in place); else the gathered tail points, or the
-/// whole query for a dense tail.
-fn host_tail<'p, P: Copy + Send + Sync>(src: &PointSource, points: &'p [P], classes: &ClassifiedScalars, pool: &ThreadPool) -> Option<Cow<'p, [P]>> {
-    match (src.is_resident(), classes.dense) {
-        (true, _) => None,
-        (false, true) => Some(Cow::Borrowed(points)),
-        (false, false) => Some(Cow::Owned(pool.install(|| gather_tail(points, classes)))),
-    }
+/// device gathers them, or reads a dense tail in place); else, from the streamed key's host
+/// copy of the query `streamed`, the gathered tail points, or the whole query for a dense tail.
+fn host_tail<'p, P: Copy + Send + Sync>(streamed: Option<&'p [P]>, classes: &ClassifiedScalars, pool: &ThreadPool) -> Option<Cow<'p, [P]>> {
+    let points = streamed?;
+    Some(match classes.dense {
+        true => Cow::Borrowed(points),
+        false => Cow::Owned(pool.install(|| gather_tail(points, classes))),
+    })
 }

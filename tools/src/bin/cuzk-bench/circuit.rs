@@ -103,7 +103,9 @@ fn bench_circuit<C: Circuit<Scalar> + Clone + Send + Sync>(
     if let Some(path) = &args.write_key {
         let start = Instant::now();
         let mut file = std::io::BufWriter::new(std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?);
-        key.write(&mut file)
+        key.held_host_points()
+            .context("a synthetic key is made in memory")?
+            .write(&mut file)
             .and_then(|()| file.flush())
             .with_context(|| format!("writing {}", path.display()))?;
         eprintln!("{label}: key written to {} in {:.1} s", path.display(), start.elapsed().as_secs_f64());
@@ -113,7 +115,13 @@ fn bench_circuit<C: Circuit<Scalar> + Clone + Send + Sync>(
         drop(synthesized);
         for run in 0..args.repeat {
             let start = Instant::now();
-            let proof = bellperson::groth16::create_proof_batch(vec![circuit.clone()], &*key, vec![Scalar::ONE], vec![Scalar::ONE])?.remove(0);
+            let proof = bellperson::groth16::create_proof_batch(
+                vec![circuit.clone()],
+                &*key.held_host_points().context("a synthetic key is made in memory")?,
+                vec![Scalar::ONE],
+                vec![Scalar::ONE],
+            )?
+            .remove(0);
             let wall = start.elapsed().as_secs_f64();
             let measured = CircuitRun {
                 timings: None,

@@ -89,7 +89,7 @@ fn bench_partition<Tree: 'static + MerkleTreeTrait>(bench: &Bench, proof: Regist
         let mut t = Timings::new();
         t.backend = engine.prover().backend_kind() as u32;
         t.shape_extract_ns = if run == 0 { shape_extract_ns } else { 0 };
-        let memory = RunMemory::start();
+        let mut memory = RunMemory::start();
         let start = Instant::now();
         // --compare-spmv: odd runs compute a, b, c on the host, beside the device's even runs.
         let host_products = args.compare_spmv && run % 2 == 1;

@@ -1,6 +1,9 @@
 //! `porep-sector`: whole sectors of made-up partitions (synthetic key, performance only)
 //! through the engine's pipeline.
 
+use std::fs::File;
+use std::io::Write;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -106,10 +109,13 @@ pub fn run(bench: &Bench) -> Result<()> {
     let partitions = args.partitions.unwrap_or(usize::from(config.partitions));
     let short = args.sector_size.short();
     let engine = bench.engine()?;
-    let key = porep_synthetic_key(&engine, proof, &format!("porep-{short}-sector"))?;
+    let what = format!("porep-{short}-sector");
+    let (key, key_source) = match &args.write_key {
+        None => (porep_synthetic_key(&engine, proof, &what)?, "synthetic key"),
+        Some(path) => (key_from_file(&engine, proof, path, &what)?, "synthetic key read from its params file"),
+    };
     for &sectors in &args.sectors {
-        let label =
-            format!("porep-{short}-sector x{sectors} ({partitions} partitions each; made-up vanilla proofs, synthetic key, performance only)");
+        let label = format!("porep-{short}-sector x{sectors} ({partitions} partitions each; made-up vanilla proofs, {key_source}, performance only)");
         for run in 0..args.repeat {
             let inputs: Vec<SectorInput> = (0..sectors)
                 .map(|i| {
@@ -122,7 +128,7 @@ pub fn run(bench: &Bench) -> Result<()> {
                 })
                 .collect();
             let before = engine.status();
-            let memory = RunMemory::start();
+            let mut memory = RunMemory::start();
             let start = Instant::now();
             let results = engine.prove_sectors(&inputs, &ProveOptions::default())?;
             let wall = start.elapsed().as_secs_f64();
@@ -186,6 +192,40 @@ pub(crate) fn porep_synthetic_key(engine: &Engine, proof: RegisteredSealProof, w
         start.elapsed().as_secs_f64()
     );
     Ok(key)
+}
+
+/// The synthetic key for `proof` as the engine reads a parameter file: written to `path` in
+/// bellperson's format unless the file is there (not timed), then opened from it, so that its
+/// points are decoded from the file where a call needs them (`ProvingKey::open`).
+fn key_from_file(engine: &Engine, proof: RegisteredSealProof, path: &Path, what: &str) -> Result<Arc<cuzk::ProvingKey>> {
+    if !path.exists() {
+        let key = porep_synthetic_key(engine, proof, what)?;
+        let start = Instant::now();
+        let partial = path.with_extension("partial");
+        let mut file = std::io::BufWriter::with_capacity(
+            64 << 20,
+            File::create(&partial).with_context(|| format!("creating {}", partial.display()))?,
+        );
+        key.held_host_points()
+            .context("a synthetic key is made in memory")?
+            .write(&mut file)
+            .and_then(|()| file.flush())
+            .with_context(|| format!("writing {}", partial.display()))?;
+        drop(file);
+        std::fs::rename(&partial, path)?;
+        eprintln!(
+            "{what}: key written to {} in {:.1} s (not timed)",
+            path.display(),
+            start.elapsed().as_secs_f64()
+        );
+        // Its pages go back to the OS: the runs' memory is the engine's.
+        drop(key);
+        cuzk::internals::return_free_memory();
+    }
+    let file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    Ok(Arc::new(
+        cuzk::ProvingKey::open(file, path.display().to_string()).with_context(|| format!("reading {}", path.display()))?,
+    ))
 }
 
 /// One made-up partition of `config`'s circuit, synthesized with a, b, c on the host.

@@ -1,7 +1,8 @@
 //! What a run reports: a table row on stderr and a JSON record on stdout, whose fields
 //! scripts/bench-table.py and scripts/peak-device-memory.py read.
 
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use blstrs::Scalar;
 use cuzk::engine::Engine;
@@ -227,31 +228,66 @@ impl Scalars {
 
 /// Host memory of one run apart from what the process held before it (keys, shapes): Linux
 /// resets the peak (VmHWM) on `clear_refs` 5, so the peak read at the end is the run's own.
+/// The kernel keeps no peak of anonymous memory (the heap: what a host budget bounds) apart
+/// from file-backed pages (a parameter file's page cache the process maps): a thread samples
+/// both every 20 ms.
 pub struct RunMemory {
     baseline_mib: Option<f64>,
+    baseline_anon_mib: Option<f64>,
+    sampler: Option<(Arc<AtomicBool>, std::thread::JoinHandle<[f64; 2]>)>,
 }
 
-/// A run's host memory: resident at its start and the peak since, null where the kernel does
-/// not say.
+/// A run's host memory: resident at its start and the peak since, and the sampled peaks of
+/// anonymous and file-backed resident memory; null where the kernel does not say.
 #[derive(Serialize)]
 pub struct RunMemoryFields {
     run_baseline_rss_mib: Option<u64>,
     run_peak_rss_mib: Option<u64>,
+    run_baseline_anon_mib: Option<u64>,
+    run_peak_anon_mib: Option<u64>,
+    run_peak_file_mib: Option<u64>,
 }
 
 impl RunMemory {
     pub fn start() -> Self {
         let reset = std::fs::write("/proc/self/clear_refs", "5").is_ok();
+        let sampler = proc_status_mib("RssAnon").is_some().then(|| {
+            let stop = Arc::new(AtomicBool::new(false));
+            let stopped = Arc::clone(&stop);
+            let thread = std::thread::spawn(move || {
+                let mut peaks = [0f64; 2];
+                loop {
+                    for (peak, field) in peaks.iter_mut().zip(["RssAnon", "RssFile"]) {
+                        *peak = peak.max(proc_status_mib(field).unwrap_or(0.0));
+                    }
+                    if stopped.load(Ordering::Relaxed) {
+                        return peaks;
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+            });
+            (stop, thread)
+        });
         RunMemory {
             baseline_mib: if reset { proc_status_mib("VmRSS") } else { None },
+            baseline_anon_mib: proc_status_mib("RssAnon"),
+            sampler,
         }
     }
 
-    pub fn fields(&self) -> RunMemoryFields {
+    /// The run's fields; ends the sampling.
+    pub fn fields(&mut self) -> RunMemoryFields {
         let peak = self.baseline_mib.and(proc_status_mib("VmHWM"));
+        let sampled = self.sampler.take().and_then(|(stop, thread)| {
+            stop.store(true, Ordering::Relaxed);
+            thread.join().ok()
+        });
         RunMemoryFields {
             run_baseline_rss_mib: self.baseline_mib.map(whole_mib),
             run_peak_rss_mib: peak.map(whole_mib),
+            run_baseline_anon_mib: self.baseline_anon_mib.map(whole_mib),
+            run_peak_anon_mib: sampled.map(|[anon, _]| whole_mib(anon)),
+            run_peak_file_mib: sampled.map(|[_, file]| whole_mib(file)),
         }
     }
 }

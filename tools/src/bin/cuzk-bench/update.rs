@@ -58,7 +58,7 @@ fn real(bench: &Bench, fixture: &Path) -> Result<()> {
     };
     let label = format!("update {:?}", f.registered_proof);
     for run in 0..args.repeat {
-        let memory = RunMemory::start();
+        let mut memory = RunMemory::start();
         let start = Instant::now();
         let proven = match &engine {
             Some(engine) => Some(engine.generate_update(&request, &ProveOptions::default())?),
@@ -119,7 +119,7 @@ fn made_up(bench: &Bench) -> Result<()> {
     let label = format!("update-{short} (made-up vanilla proofs, synthetic key, performance only)");
     for run in 0..args.repeat {
         let request = made_up(run as u64 + 2, Some(key.clone()));
-        let memory = RunMemory::start();
+        let mut memory = RunMemory::start();
         let start = Instant::now();
         let proven = engine.prove_requests(&[&request], &ProveOptions::default())?.remove(0)?;
         let wall = start.elapsed().as_secs_f64();
