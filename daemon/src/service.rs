@@ -208,7 +208,9 @@ impl ProvingEngine for Service {
                 });
             }
         }
-        for key in &status.host_keys {
+        // Keys whose points are in host memory (a key the engine holds open but decodes only as
+        // it uploads it holds none there).
+        for key in status.host_keys.iter().filter(|k| k.bytes > 0) {
             let circuit_id = self.circuit_id_of(&key.label);
             if loaded_srs.iter().all(|s| s.circuit_id != circuit_id) {
                 loaded_srs.push(SrsStatus {

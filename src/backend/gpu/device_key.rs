@@ -33,6 +33,9 @@ struct Part {
     count: usize,
 }
 
+/// B_G2, the G2 query, as `Part::query` numbers it (cuda/cuzk_gpu.h's order).
+const QUERY_B_G2: usize = sys::QUERY_B_G2 as usize;
+
 /// A part's points decoded from the parameter file, in host memory the next part reuses.
 enum Decoded {
     G1(Vec<G1Affine>),
@@ -47,19 +50,24 @@ impl Decoded {
         }
     }
 
-    /// `part` of `key` read into this buffer (on the current rayon pool).
-    fn read(mut self, key: &ProvingKey, part: Part) -> Result<Self> {
+    /// `part` of `key` read into this buffer, or into a new one when the part's curve is not
+    /// the buffer's (on the current rayon pool).
+    fn read(self, key: &ProvingKey, part: Part) -> Result<Self> {
         fn fill<P: KeyPoint>(points: &mut Vec<P>, key: &ProvingKey, part: Part) -> Result<()> {
             points.resize(part.count, P::identity());
             key.read_points(part.query, part.first, points)
         }
-        match (&mut self, part.query) {
-            (Decoded::G2(points), 4) => fill(points, key, part)?,
-            (Decoded::G1(points), 0..4) => fill(points, key, part)?,
-            (_, 4) => self = Decoded::G2(Vec::new()).read(key, part)?,
-            _ => self = Decoded::G1(Vec::new()).read(key, part)?,
+        let mut buffer = match (self, part.query == QUERY_B_G2) {
+            (Decoded::G2(points), true) => Decoded::G2(points),
+            (Decoded::G1(points), false) => Decoded::G1(points),
+            (_, true) => Decoded::G2(Vec::new()),
+            (_, false) => Decoded::G1(Vec::new()),
+        };
+        match &mut buffer {
+            Decoded::G1(points) => fill(points, key, part)?,
+            Decoded::G2(points) => fill(points, key, part)?,
         }
-        Ok(self)
+        Ok(buffer)
     }
 }
 
@@ -83,7 +91,7 @@ impl DeviceKey {
             sys::cuzk_gpu_key_alloc(ctx, &counts, &mut out, msg)
         })?;
         let copy = NonNull::new(out).map(DeviceKey).ok_or_else(|| Error::internal("device key is NULL"))?;
-        let point_bytes = |query: usize| if query == 4 { QuerySizes::G2_BYTES } else { QuerySizes::G1_BYTES } as usize;
+        let point_bytes = |query: usize| if query == QUERY_B_G2 { QuerySizes::G2_BYTES } else { QuerySizes::G1_BYTES } as usize;
         let parts: Vec<Part> = (0..5)
             .flat_map(|query| {
                 let per_part = (UPLOAD_PART_BYTES / point_bytes(query)).max(1);

@@ -83,6 +83,11 @@ pub fn note_start() {
     STARTED_UNIX_MS.get_or_init(unix_ms);
 }
 
+/// Seconds since the process started (`note_start`).
+pub fn since_start_s() -> f64 {
+    unix_ms().saturating_sub(STARTED_UNIX_MS.get().copied().unwrap_or(0)) as f64 / 1e3
+}
+
 fn unix_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
