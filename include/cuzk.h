@@ -255,7 +255,7 @@ typedef struct cuzk_config {
 typedef struct cuzk_memory_released {
   // sizeof(cuzk_memory_released) as the caller compiled it.
   uint32_t struct_size;
-  // Proving keys dropped from host memory.
+  // Host memory of the proving keys dropped (their points held on the host).
   uint64_t host_key_bytes;
   // Circuit shapes (R1CS matrices) dropped from host memory.
   uint64_t host_shape_bytes;
@@ -281,11 +281,13 @@ typedef struct cuzk_memory_estimate {
   // Partition circuits one call proves.
   uint64_t partitions;
   // Host memory the engine keeps for the kind between calls (what a preload makes
-  // resident): the proving key's points and the circuit's shape.
+  // resident): the proving key's points (none for a key resident on the GPUs: they are read
+  // from the parameter file as they are copied there) and the circuit's shape.
   uint64_t host_resident_bytes;
   // Host memory one call adds while it runs: its synthesized partitions (as many as the
-  // engine's host memory budget lets wait, at least one) and each proving lane's working
-  // memory.
+  // engine's host memory budget lets wait, at least one), each proving lane's working
+  // memory, and a GPU-resident key's upload when the key is not on the GPUs yet (two parts
+  // of at most 2 GiB decoded from its file).
   uint64_t host_call_bytes;
   // Device memory the engine keeps for the kind between calls, on each GPU: the key's copy
   // when it fits the key budget, and the circuit's matrices. 0 on the CPU.

@@ -26,8 +26,9 @@ pub struct MemoryEstimate {
     pub host_resident_bytes: u64,
     /// Host memory a call adds while it runs: its partitions synthesized and waiting or in
     /// proving (as many as the engine's host memory budget lets wait, at least one), the
-    /// working memory of each proving lane the call can use, and an allowance for the rest
-    /// (its inputs decoded, the proof).
+    /// working memory of each proving lane the call can use, a resident key's upload when it
+    /// is not on the devices yet (two parts decoded from its file), and an allowance for the
+    /// rest (its inputs decoded, the proof).
     pub host_call_bytes: u64,
     /// Device memory the engine keeps for the kind between calls, on each device: the key's
     /// copy when it fits the key budget (else it is streamed) and the circuit's matrices.
@@ -54,7 +55,7 @@ impl Engine {
         let partition = partition_bytes(&sizes, backend.evaluates_products());
         let waiting = (partitions * partition).min(partition.max(self.pipeline_budget.limit()));
         let lanes = partitions.min(backend.proving_lanes() as u64);
-        let call_bytes = waiting + lanes * call.host_lane_bytes;
+        let call_bytes = waiting + lanes * call.host_lane_bytes + call.host_key_upload_bytes;
         Ok(MemoryEstimate {
             partitions,
             host_resident_bytes: call.host_key_bytes + shape_bytes,

@@ -25,6 +25,14 @@ unsafe impl Sync for DeviceKey {}
 /// 32GiB PoRep key is 45 GB, 2–3 s of copying.
 const UPLOAD_PART_BYTES: usize = 2 << 30;
 
+/// Host memory an upload from the parameter file takes: two parts decoded at a time (a query
+/// smaller than a part is one part).
+pub(super) fn upload_host_bytes(sizes: &QuerySizes) -> u64 {
+    let largest_query = [sizes.h, sizes.l, sizes.a, sizes.b_g1].into_iter().max().unwrap_or(0) * QuerySizes::G1_BYTES;
+    let largest_part = largest_query.max(sizes.b_g2 * QuerySizes::G2_BYTES).min(UPLOAD_PART_BYTES as u64);
+    2 * largest_part
+}
+
 /// One part of a query as it is copied: where its points start and how many.
 #[derive(Clone, Copy)]
 struct Part {

@@ -590,6 +590,7 @@ impl Backend for GpuBackend {
         let gathered_on_host = if streamed { largest_g1 * g1 + sizes.b_g2 * g2 } else { 0 };
         CallMemory {
             host_key_bytes: if streamed { key_bytes } else { 0 },
+            host_key_upload_bytes: if streamed { 0 } else { device_key::upload_host_bytes(sizes) },
             host_lane_bytes: PreparedMsms::max_bytes(variables) + CompactWitness::max_bytes(variables) + variables.div_ceil(8) + gathered_on_host,
             device_resident_bytes: matrices + if streamed { 0 } else { key_bytes },
             device_call_bytes: 3 * SCALAR * sizes.domain() + witness + msm,
