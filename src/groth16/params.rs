@@ -84,7 +84,10 @@ impl ProvingKey {
     /// them. `label` names it (the path).
     pub fn open(file: File, label: impl Into<String>) -> io::Result<Self> {
         let meta = file.metadata()?;
-        let (vk, sizes, starts) = read_layout(&mut BufReader::new(&file))?;
+        // From the start, wherever the handle is (a digest check may have read it to the end).
+        let mut reader = BufReader::new(&file);
+        reader.seek(io::SeekFrom::Start(0))?;
+        let (vk, sizes, starts) = read_layout(&mut reader)?;
         Ok(ProvingKey {
             vk,
             sizes,
@@ -419,7 +422,9 @@ mod tests {
     #[test]
     fn a_key_read_from_a_file_decodes_its_points_when_asked_and_releases_them() {
         let (params, bytes, _) = written_parameters();
-        let (path, file) = key_file(&bytes, "open");
+        let (path, mut file) = key_file(&bytes, "open");
+        // Read to its end first, as a digest check does: opening reads from the start.
+        std::io::copy(&mut file, &mut std::io::sink()).unwrap();
         let key = ProvingKey::open(file, "k").unwrap();
         assert!(key.vk == params.vk);
         assert_eq!(key.query_sizes(), QuerySizes::of(&params));
