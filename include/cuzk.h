@@ -321,7 +321,9 @@ typedef struct cuzk_timings {
   // Waiting before work on this sector began: behind the sectors before it in a batch call,
   // and for the GPU while another call's GPU phases run.
   uint64_t queue_wait_ns;
-  // Reading the proving key from disk (0 when it was already resident).
+  // Reading the proving key from disk (0 when it was already resident): opening its file, and
+  // decoding its points into host memory where the call needs them there (the CPU, a key
+  // streamed to the device).
   uint64_t srs_load_ns;
   // Decoding the input and checking the vanilla proofs.
   uint64_t input_check_ns;
@@ -345,7 +347,8 @@ typedef struct cuzk_timings {
   uint64_t assembly_ns;
   // Verifying the proof before returning it (0 when self-verify is off).
   uint64_t verify_ns;
-  // Copying the proving key's points into device memory (0 when they were resident).
+  // Copying the proving key's points into device memory (0 when they were resident), decoded
+  // from its file part by part as they go when the host does not hold them.
   uint64_t srs_upload_ns;
   // Allocating pinned host buffers for the pool (0 once the pool is warm).
   uint64_t pin_ns;
@@ -564,7 +567,9 @@ void cuzk_engine_free(struct cuzk_engine *engine);
 // Reads the proving key of `registered_proof` (filecoin-ffi numbering) from the parameter
 // directory and makes it resident on every GPU the engine uses, so that the next proof of
 // that kind loads nothing. `srs_load_ns` / `srs_upload_ns`, when not NULL, get the time to
-// read it from disk and to copy it to the devices (0 when it was already there).
+// read it from disk and to copy it to the devices, its points decoded from the file as they go
+// (0 when it was already there); on the CPU, or for a key streamed to the GPUs, the points are
+// decoded into host memory, timed as the read.
 //
 // `engine`: not NULL, a handle from `cuzk_engine_new` not yet freed. `srs_load_ns`,
 // `srs_upload_ns`: NULL or writable. `err`: NULL, or where to store the call's error. All are

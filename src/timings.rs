@@ -56,7 +56,9 @@ pub struct Timings {
     /// Waiting before work on this sector began: behind the sectors before it in a batch call,
     /// and for the GPU while another call's GPU phases run.
     pub queue_wait_ns: u64,
-    /// Reading the proving key from disk (0 when it was already resident).
+    /// Reading the proving key from disk (0 when it was already resident): opening its file, and
+    /// decoding its points into host memory where the call needs them there (the CPU, a key
+    /// streamed to the device).
     pub srs_load_ns: u64,
     /// Decoding the input and checking the vanilla proofs.
     pub input_check_ns: u64,
@@ -81,7 +83,8 @@ pub struct Timings {
     /// Verifying the proof before returning it (0 when self-verify is off).
     pub verify_ns: u64,
     // Version 2:
-    /// Copying the proving key's points into device memory (0 when they were resident).
+    /// Copying the proving key's points into device memory (0 when they were resident), decoded
+    /// from its file part by part as they go when the host does not hold them.
     pub srs_upload_ns: u64,
     /// Allocating pinned host buffers for the pool (0 once the pool is warm).
     pub pin_ns: u64,

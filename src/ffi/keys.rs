@@ -10,7 +10,9 @@ use crate::error::{Error, Result, Status};
 /// Reads the proving key of `registered_proof` (filecoin-ffi numbering) from the parameter
 /// directory and makes it resident on every GPU the engine uses, so that the next proof of
 /// that kind loads nothing. `srs_load_ns` / `srs_upload_ns`, when not NULL, get the time to
-/// read it from disk and to copy it to the devices (0 when it was already there).
+/// read it from disk and to copy it to the devices, its points decoded from the file as they go
+/// (0 when it was already there); on the CPU, or for a key streamed to the GPUs, the points are
+/// decoded into host memory, timed as the read.
 ///
 /// `engine`: not NULL, a handle from `cuzk_engine_new` not yet freed. `srs_load_ns`,
 /// `srs_upload_ns`: NULL or writable. `err`: NULL, or where to store the call's error. All are
