@@ -21,7 +21,7 @@ use rayon::ThreadPool;
 use crate::error::{Error, Result, Status};
 
 /// The queries of a proving key, in the params file's order (and cuda/cuzk_gpu.h's numbering).
-pub const QUERY_NAMES: [&str; 5] = ["h", "l", "a", "b_g1", "b_g2"];
+const QUERY_NAMES: [&str; 5] = ["h", "l", "a", "b_g1", "b_g2"];
 
 /// A point of a proving key's query as the file stores it (uncompressed) and memory holds it.
 pub trait KeyPoint: UncompressedEncoding + PrimeCurveAffine + Send + Sync {}
@@ -197,19 +197,30 @@ impl ProvingKey {
             .file
             .as_ref()
             .ok_or_else(|| Error::internal(format!("{} was made in memory: it has no file to read points from", self.label)))?;
-        self.read_points_from(key_file, query, first, out)
+        key_file
+            .read_points(query, first, out)
             .map_err(|e| Error::new(Status::ParametersInvalid, format!("corrupt parameter file {}: {e}", self.label)))
     }
 
-    fn read_points_from<P: KeyPoint>(&self, key_file: &KeyFile, query: usize, first: usize, out: &mut [P]) -> io::Result<()> {
-        key_file.check_unchanged()?;
+    /// The whole of query `query` from the file.
+    fn read_query<P: KeyPoint>(&self, query: usize) -> Result<Vec<P>> {
+        let mut points = vec![P::identity(); self.sizes.counts()[query] as usize];
+        self.read_points(query, 0, &mut points)?;
+        Ok(points)
+    }
+}
+
+impl KeyFile {
+    /// Points `first..first + out.len()` of query `query` into `out`, in chunks read and
+    /// decoded on the current rayon pool; the first bad point is named by query and index.
+    fn read_points<P: KeyPoint>(&self, query: usize, first: usize, out: &mut [P]) -> io::Result<()> {
+        self.check_unchanged()?;
         let point_bytes = P::Uncompressed::default().as_ref().len();
-        let start = key_file.starts[query] + (first * point_bytes) as u64;
+        let start = self.starts[query] + (first * point_bytes) as u64;
         let first_bad = AtomicUsize::new(usize::MAX);
         out.par_chunks_mut(DECODE_CHUNK_POINTS).enumerate().try_for_each(|(c, chunk)| {
             let mut raw = vec![0u8; chunk.len() * point_bytes];
-            key_file
-                .file
+            self.file
                 .read_exact_at(&mut raw, start + (c * DECODE_CHUNK_POINTS * point_bytes) as u64)?;
             if let Err(i) = decode_points(&raw, chunk) {
                 first_bad.fetch_min(first + c * DECODE_CHUNK_POINTS + i, Ordering::Relaxed);
@@ -222,15 +233,6 @@ impl ProvingKey {
         }
     }
 
-    /// The whole of query `query` from the file.
-    fn read_query<P: KeyPoint>(&self, query: usize) -> Result<Vec<P>> {
-        let mut points = vec![P::identity(); self.sizes.counts()[query] as usize];
-        self.read_points(query, 0, &mut points)?;
-        Ok(points)
-    }
-}
-
-impl KeyFile {
     fn check_unchanged(&self) -> io::Result<()> {
         let meta = self.file.metadata()?;
         if meta.len() != self.len || meta.modified().ok() != self.modified {

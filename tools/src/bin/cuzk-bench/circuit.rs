@@ -2,6 +2,7 @@
 //! `--setup-key`, a key from bellperson's random setup and every proof verified.
 
 use std::io::Write;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -101,14 +102,7 @@ fn bench_circuit<C: Circuit<Scalar> + Clone + Send + Sync>(
         start.elapsed().as_secs_f64() - synthesis_ns as f64 / 1e9
     );
     if let Some(path) = &args.write_key {
-        let start = Instant::now();
-        let mut file = std::io::BufWriter::new(std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?);
-        key.held_host_points()
-            .context("a synthetic key is made in memory")?
-            .write(&mut file)
-            .and_then(|()| file.flush())
-            .with_context(|| format!("writing {}", path.display()))?;
-        eprintln!("{label}: key written to {} in {:.1} s", path.display(), start.elapsed().as_secs_f64());
+        write_key(&key, path, label)?;
     }
     if args.system == System::Bellperson {
         // bellperson's CPU prover, its own synthesis included, on the same circuit and key.
@@ -177,5 +171,29 @@ fn bench_circuit<C: Circuit<Scalar> + Clone + Send + Sync>(
         };
         bench.report(label, run, wall, &measured, Some(&engine));
     }
+    Ok(())
+}
+
+/// `key` (made in memory) written to `path` in bellperson's params format, through a file
+/// renamed into place once complete (`what` names the workload in the log line).
+pub(crate) fn write_key(key: &ProvingKey, path: &Path, what: &str) -> Result<()> {
+    let start = Instant::now();
+    let partial = path.with_extension("partial");
+    let mut file = std::io::BufWriter::with_capacity(
+        64 << 20,
+        std::fs::File::create(&partial).with_context(|| format!("creating {}", partial.display()))?,
+    );
+    key.held_host_points()
+        .context("a synthetic key is made in memory")?
+        .write(&mut file)
+        .and_then(|()| file.flush())
+        .with_context(|| format!("writing {}", partial.display()))?;
+    drop(file);
+    std::fs::rename(&partial, path).with_context(|| format!("renaming {} to {}", partial.display(), path.display()))?;
+    eprintln!(
+        "{what}: key written to {} in {:.1} s (not timed)",
+        path.display(),
+        start.elapsed().as_secs_f64()
+    );
     Ok(())
 }

@@ -2,7 +2,6 @@
 //! through the engine's pipeline.
 
 use std::fs::File;
-use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
@@ -17,6 +16,7 @@ use filecoin_proofs::types::MerkleTreeTrait;
 use filecoin_proofs_api::RegisteredSealProof;
 use serde::Serialize;
 
+use crate::circuit::write_key;
 use crate::record::{rounded, seconds, since_start_s, RunMemory, RunMemoryFields, TimingFields};
 use crate::Bench;
 
@@ -207,24 +207,7 @@ pub(crate) fn porep_synthetic_key(engine: &Engine, proof: RegisteredSealProof, w
 fn key_from_file(engine: &Engine, proof: RegisteredSealProof, path: &Path, what: &str) -> Result<Arc<cuzk::ProvingKey>> {
     if !path.exists() {
         let key = porep_synthetic_key(engine, proof, what)?;
-        let start = Instant::now();
-        let partial = path.with_extension("partial");
-        let mut file = std::io::BufWriter::with_capacity(
-            64 << 20,
-            File::create(&partial).with_context(|| format!("creating {}", partial.display()))?,
-        );
-        key.held_host_points()
-            .context("a synthetic key is made in memory")?
-            .write(&mut file)
-            .and_then(|()| file.flush())
-            .with_context(|| format!("writing {}", partial.display()))?;
-        drop(file);
-        std::fs::rename(&partial, path)?;
-        eprintln!(
-            "{what}: key written to {} in {:.1} s (not timed)",
-            path.display(),
-            start.elapsed().as_secs_f64()
-        );
+        write_key(&key, path, what)?;
         // Its pages go back to the OS: the runs' memory is the engine's.
         drop(key);
         cuzk::internals::return_free_memory();
