@@ -1,7 +1,8 @@
-//! The pipeline's host memory budget, in a process of its own (its engine's budget is one
-//! byte, and the peak RSS it measures is its own): a partition is synthesized only when its
-//! share fits the budget (one at a time always does), so with a tiny budget a sector's
-//! partitions never overlap and the call holds one synthesized partition at a time.
+//! The pipeline's host memory budget, in a process of its own (the peak RSS it measures is its
+//! own): a partition is synthesized only when its share fits the budget (one at a time always
+//! does), so with a one-byte budget a sector's partitions never overlap and the call holds one
+//! synthesized partition at a time; with a large budget a call still holds at most one
+//! partition more than its proving lanes.
 
 use std::sync::Arc;
 
@@ -46,7 +47,7 @@ fn a_one_byte_budget_keeps_one_partition_in_memory() {
         proof,
         partitions: 2,
         seed: 9,
-        key,
+        key: Arc::clone(&key),
     });
     let results = engine.prove_sectors(&[sector], &ProveOptions::default()).unwrap();
     let peak_rise = proc_status_bytes("VmHWM") - baseline;
@@ -70,4 +71,28 @@ fn a_one_byte_budget_keeps_one_partition_in_memory() {
         peak_rise < partition_bytes * 5 / 2,
         "peak RSS rose {peak_rise} bytes; one partition is {partition_bytes}"
     );
+    drop(engine);
+
+    // A budget of many partitions and one proving lane: synthesis (faster than the CPU's
+    // proving) runs one partition ahead of the lane, no further: partition 2 is synthesized
+    // only once partition 0 is proven.
+    let engine = Engine::acquire(EngineConfig {
+        host_memory_budget: 100 * partition_bytes,
+        proving_lanes: 1,
+        ..Default::default()
+    })
+    .unwrap();
+    let sector = SectorInput::MadeUp(MadeUpSector {
+        proof,
+        partitions: 3,
+        seed: 10,
+        key,
+    });
+    let results = engine.prove_sectors(&[sector], &ProveOptions::default()).unwrap();
+    let proven = results.into_iter().next().unwrap().expect("the made-up sector proves");
+    let status = engine.status();
+    assert_eq!(status.pipeline_memory_peak, 2 * partition_bytes, "one partition in the lane, one ahead");
+    assert_eq!(status.pipeline_memory_in_use, 0);
+    let spans = &proven.spans;
+    assert!(spans[2].synthesis_start_ns >= spans[0].proven_ns, "{spans:?}");
 }

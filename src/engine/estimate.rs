@@ -4,7 +4,7 @@
 //! from the proving key's query sizes (read from the parameter file's counts), the circuit's
 //! shape, the engine's host memory budget and proving lanes, and the backend's buffers.
 
-use super::pipeline::partition_bytes;
+use super::pipeline::{partition_bytes, places_ahead};
 use super::{Engine, RegisteredProof};
 use crate::error::Result;
 use crate::timings::Timings;
@@ -25,7 +25,8 @@ pub struct MemoryEstimate {
     /// parameter file as they are copied there) and the circuit's shape.
     pub host_resident_bytes: u64,
     /// Host memory a call adds while it runs: its partitions synthesized and waiting or in
-    /// proving (as many as the engine's host memory budget lets wait, at least one), the
+    /// proving (one more than its proving lanes, as many as the engine's host memory budget
+    /// lets wait, at least one), the
     /// working memory of each proving lane the call can use, a resident key's upload when it
     /// is not on the devices yet (two parts decoded from its file), and an allowance for the
     /// rest (its inputs decoded, the proof).
@@ -53,8 +54,10 @@ impl Engine {
         let backend = &*self.prover.backend;
         let call = backend.call_memory(&sizes, shape_bytes);
         let partition = partition_bytes(&sizes, backend.evaluates_products());
-        let waiting = (partitions * partition).min(partition.max(self.pipeline_budget.limit()));
-        let lanes = partitions.min(backend.proving_lanes() as u64);
+        let lanes = self.proving_lanes(backend);
+        let held = partitions.min(places_ahead(lanes)) * partition;
+        let waiting = held.min(partition.max(self.pipeline_budget.limit()));
+        let lanes = partitions.min(lanes as u64);
         let call_bytes = waiting + lanes * call.host_lane_bytes + call.host_key_upload_bytes;
         Ok(MemoryEstimate {
             partitions,

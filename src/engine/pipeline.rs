@@ -12,11 +12,15 @@
 //!    the next free lane, which waits there for the backend's turn (never on a worker); the
 //!    lane that proves a proof's last partition self-verifies the proof.
 //!
-//! A synthesized partition holds a, b, c and the witness (32GiB: ≈ 17 GB). Synthesis takes a
-//! share of the host memory budget for each one before making it and proving returns it when
-//! the proof is made, so what waits between the stages stays within the budget (one partition
-//! at a time is always allowed, however small the budget). A proof that fails fails alone:
-//! its remaining partitions are skipped, the next proof goes on.
+//! A synthesized partition holds its witness, and a, b, c unless the backend computes them
+//! (32GiB PoRep: 4.2 GB, ≈ 17 GB with a, b, c). Synthesis takes a share of the engine's host
+//! memory budget for each one before making it and proving returns it when the proof is made,
+//! so what waits between the stages stays within the budget (one partition at a time is always
+//! allowed, however small the budget). A call also holds at most one partition more than its
+//! lanes (`places_ahead`): every lane has one and the next is ready when a lane frees, which
+//! keeps the device busy whenever synthesis is the faster stage; more would only hold host
+//! memory. A proof that fails fails alone: its remaining partitions are skipped, the next
+//! proof goes on.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
@@ -70,14 +74,14 @@ enum Job<'e> {
         partitions: usize,
         timings: Timings,
     },
-    /// Partition `k` of sector `index`, holding `share` of the memory budget, counted as
+    /// Partition `k` of sector `index`, holding its `held` budgets, counted as
     /// `waiting` for proving since `synthesized_at` (its synthesis began at
     /// `synthesis_started`); `timings` are its synthesis's.
     Partition {
         index: usize,
         k: usize,
         synthesized: SynthesizedCircuit,
-        share: BudgetShare,
+        held: Held,
         waiting: Counted<'e>,
         synthesis_started: Instant,
         synthesized_at: Instant,
@@ -183,6 +187,19 @@ impl MemoryBudget {
     }
 }
 
+/// What a partition holds from before its synthesis until its proof is made: its share of
+/// the engine's host memory budget and one of its call's places ahead of proving.
+struct Held {
+    _memory: BudgetShare,
+    _place: BudgetShare,
+}
+
+/// The partitions one call may hold at once (synthesized or being synthesized, and not proven
+/// yet) with `lanes` proving lanes.
+pub(super) fn places_ahead(lanes: usize) -> u64 {
+    lanes.max(1) as u64 + 1
+}
+
 impl Drop for BudgetShare {
     fn drop(&mut self) {
         *self.budget.used.lock().unwrap_or_else(|p| p.into_inner()) -= self.bytes;
@@ -210,21 +227,25 @@ pub(super) fn run(
     let class = options.priority.unwrap_or_default();
     let mut results: Vec<Option<Result<ProofOutput>>> = requests.iter().map(|_| None).collect();
     let (sender, receiver) = mpsc::channel();
+    let lanes = engine.proving_lanes(backend);
+    // Counted in partitions, not bytes.
+    let places = MemoryBudget::new(places_ahead(lanes));
     std::thread::scope(|scope| {
         // The synthesis thread owns the sender: proving ends when it is done.
+        let places = &places;
         scope.spawn(move || {
             for (index, request) in requests.iter().enumerate() {
                 let mut t = Timings::new();
                 t.queue_wait_ns = nanos(start.elapsed());
                 t.sector_index = index as u32;
-                if let Err(error) = synthesize_proof(engine, backend, index, *request, options, class, &sender, &mut t) {
+                if let Err(error) = synthesize_proof(engine, backend, index, *request, options, class, places, &sender, &mut t) {
                     if sender.send(Job::Failed { index, error }).is_err() {
                         return;
                     }
                 }
             }
         });
-        prove_jobs(engine, backend, options, receiver, start, engine.proving_lanes(backend), &mut results);
+        prove_jobs(engine, backend, options, receiver, start, lanes, &mut results);
     });
     results
         .into_iter()
@@ -233,7 +254,8 @@ pub(super) fn run(
 }
 
 /// Stage 1 for one proof: its input checked, its key and shape, then its partitions
-/// synthesized and sent in order.
+/// synthesized and sent in order, each once it has a share of the memory budget and one of
+/// the call's `places`.
 #[allow(clippy::too_many_arguments)]
 fn synthesize_proof<'e>(
     engine: &'e Engine,
@@ -242,6 +264,7 @@ fn synthesize_proof<'e>(
     request: &dyn ProofRequest,
     options: &ProveOptions,
     class: Priority,
+    places: &Arc<MemoryBudget>,
     sender: &mpsc::Sender<Job<'e>>,
     t: &mut Timings,
 ) -> Result<()> {
@@ -281,7 +304,10 @@ fn synthesize_proof<'e>(
     let occupancy = &engine.occupancy;
     for k in 0..partitions {
         options.check_cancel()?;
-        let share = engine.pipeline_budget.take(bytes, class);
+        let held = Held {
+            _place: places.take(1, class),
+            _memory: engine.pipeline_budget.take(bytes, class),
+        };
         let synthesis_start = Instant::now();
         let synthesized = occupancy.stage(&occupancy.synthesizing, &occupancy.synthesis_busy_ns, || {
             pool.install(|| job.synthesize(k, &path, cancel, t))
@@ -295,7 +321,7 @@ fn synthesize_proof<'e>(
             index,
             k,
             synthesized,
-            share,
+            held,
             waiting,
             synthesis_started: synthesis_start,
             synthesized_at: Instant::now(),
@@ -326,7 +352,7 @@ struct LaneJob<'e> {
     sector: Arc<Mutex<Proving>>,
     k: usize,
     synthesized: SynthesizedCircuit,
-    share: BudgetShare,
+    held: Held,
     waiting: Counted<'e>,
     synthesis_started: Instant,
     synthesized_at: Instant,
@@ -398,7 +424,7 @@ fn prove_jobs<'e>(
                     index,
                     k,
                     synthesized,
-                    share,
+                    held,
                     waiting,
                     synthesis_started,
                     synthesized_at,
@@ -411,7 +437,7 @@ fn prove_jobs<'e>(
                         sector,
                         k,
                         synthesized,
-                        share,
+                        held,
                         waiting,
                         synthesis_started,
                         synthesized_at,
@@ -441,7 +467,7 @@ fn prove_partition(
         sector,
         k,
         synthesized,
-        share,
+        held,
         waiting,
         synthesis_started,
         synthesized_at,
@@ -484,7 +510,7 @@ fn prove_partition(
     let written = proved.and_then(|proof| write_proof(&proof, &mut bytes, &mut timings));
     timings.total_ns += nanos(synthesized_at.elapsed());
     span.proven_ns = since_start(Instant::now());
-    drop(share);
+    drop(held);
     let mut sector = sector.lock().unwrap_or_else(|p| p.into_inner());
     if sector.failed {
         return None;

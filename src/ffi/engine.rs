@@ -81,8 +81,9 @@ pub struct cuzk_config {
     /// Pinned host memory per GPU for staging copies, in bytes; 0: 128 MiB, also the least.
     pub pinned_pool_bytes: u64,
     // Revision 3.
-    /// Host memory for synthesized partitions waiting to be proven, in bytes (bounds how far
-    /// synthesis runs ahead of proving); 0: a quarter of the machine's memory.
+    /// Host memory for synthesized partitions waiting to be proven, over every call, in bytes
+    /// (bounds how far synthesis runs ahead of proving; a call also holds at most one
+    /// partition more than its proving lanes); 0: a quarter of the machine's memory.
     pub host_memory_budget: u64,
     // Revision 4.
     /// CUDA device ordinals to use (numbered after CUDA_VISIBLE_DEVICES), `devices_len` of

@@ -208,8 +208,9 @@ pub struct cuzk_memory_estimate {
     /// resident): the proving key's points (none for a key resident on the GPUs: they are read
     /// from the parameter file as they are copied there) and the circuit's shape.
     pub host_resident_bytes: u64,
-    /// Host memory one call adds while it runs: its synthesized partitions (as many as the
-    /// engine's host memory budget lets wait, at least one), each proving lane's working
+    /// Host memory one call adds while it runs: its synthesized partitions (one more than its
+    /// proving lanes, as many as the engine's host memory budget lets wait, at least one),
+    /// each proving lane's working
     /// memory, and a GPU-resident key's upload when the key is not on the GPUs yet (two parts
     /// of at most 2 GiB decoded from its file).
     pub host_call_bytes: u64,
