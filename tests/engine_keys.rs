@@ -52,7 +52,7 @@ fn preload_status_evict() {
     // The circuit's R1CS shape is extracted too (from a blank circuit), for the first proof.
     let shapes = status["circuit_shapes"].as_array().unwrap();
     assert_eq!(shapes.len(), 1, "{status}");
-    assert!(shapes[0]["constraints"].as_u64().unwrap() > 2_000_000 && shapes[0]["bytes"].as_u64().unwrap() > 1 << 20);
+    assert!(shapes[0]["constraints"].as_u64().unwrap() > 2_000_000 && shapes[0]["shape_bytes"].as_u64().unwrap() > 1 << 20);
     match status["backend"].as_str().unwrap() {
         // The CPU proves from the points in host memory; a key resident on the device is not
         // also held there.

@@ -620,6 +620,12 @@ fn porep_2k_key_cold_warm_evicted_preloaded() {
         reloaded_status.devices.iter().all(|d| d.resident_shapes.len() == 1),
         "only the reloaded circuit's matrices stay on the device: {reloaded_status:?}"
     );
+    // The shape was read from its file this time (written after the cold call's extraction):
+    // the host's copy of the matrices went once they were on the device.
+    let [shape] = reloaded_status.circuit_shapes.as_slice() else {
+        panic!("one circuit shape: {reloaded_status:?}")
+    };
+    assert!(shape.bytes * 20 < shape.shape_bytes, "host matrices released: {shape:?}");
 
     engine.evict_key(proof).unwrap();
     let report = engine.preload_key(proof).unwrap();

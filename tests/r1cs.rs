@@ -63,8 +63,8 @@ fn random_circuit_zero_coefficients_leave_density_and_matrix() {
     let shape = CircuitShape::extract(circuit.clone()).unwrap();
     let theirs = check_split_path(&circuit, "RandomCircuit(4096)");
     // Without the zero terms, B has one entry per circuit constraint (none in input constraints).
-    assert_eq!(shape.b().num_nonzeros(), theirs.num_constraints() - shape.num_inputs());
-    let stats = shape.coefficient_stats();
+    assert_eq!(shape.matrices().unwrap().b.num_nonzeros(), theirs.num_constraints() - shape.num_inputs());
+    let stats = shape.coefficient_stats().unwrap();
     assert!(stats.other > 0 && stats.distinct_other == 1, "coefficient 2 of shape 2: {stats:?}");
 }
 
@@ -77,7 +77,7 @@ fn sha_chains_match_synthesis_and_share_one_shape() {
         let ours = SynthesizedCircuit::from_shape(&shape, synthesize_witness(circuit, None).unwrap()).unwrap();
         assert_same(&ours, &theirs, &format!("ShaChain(2, 100, seed {seed}) on the shape of seed 1"));
     }
-    let stats = shape.coefficient_stats();
+    let stats = shape.coefficient_stats().unwrap();
     eprintln!(
         "ShaChain(2, 100): {} constraints, {} non-zeros, {stats:?}",
         shape.num_constraints(),
@@ -129,7 +129,11 @@ fn merged_and_zero_terms_match_synthesis() {
     assert_eq!(theirs.evaluated().expect("evaluated").0[0], Scalar::from(6), "x + x merged");
     let shape = CircuitShape::extract(EdgeTerms).unwrap();
     assert_eq!((shape.num_inputs(), shape.num_aux(), shape.num_constraints()), (3, 3, 5 + 3));
-    assert_eq!(&shape.a().row_starts()[..3], &[0, 1, 2], "one A entry each for x + x and y − y + 0·u + x");
+    assert_eq!(
+        &shape.matrices().unwrap().a.row_starts()[..3],
+        &[0, 1, 2],
+        "one A entry each for x + x and y − y + 0·u + x"
+    );
 }
 
 /// Independent parts, synthesized in parallel into fresh systems joined with `extend` where
@@ -359,12 +363,12 @@ fn measure<C: Circuit<Scalar>>(name: &str, circuit: impl Fn() -> C) {
     let evaluate = (0..RUNS)
         .map(|_| {
             let start = Instant::now();
-            drop(shape.evaluate(&witness.input_assignment, &witness.aux_assignment));
+            drop(shape.evaluate(&witness.input_assignment, &witness.aux_assignment).unwrap());
             start.elapsed()
         })
         .min()
         .unwrap();
-    let stats = shape.coefficient_stats();
+    let stats = shape.coefficient_stats().unwrap();
     let nnz = shape.num_nonzeros();
     eprintln!(
         "{name}: {} constraints, {} inputs, {} aux; rayon threads {}",
@@ -384,9 +388,9 @@ fn measure<C: Circuit<Scalar>>(name: &str, circuit: impl Fn() -> C) {
     eprintln!("  shape extraction        {:>9.1} ms", ms(extract));
     eprintln!(
         "  non-zeros {nnz} (A {}, B {}, C {}); shape {} bytes = {:.2} bytes/non-zero (36 with a scalar and a u32 column each)",
-        shape.a().num_nonzeros(),
-        shape.b().num_nonzeros(),
-        shape.c().num_nonzeros(),
+        shape.matrices().unwrap().a.num_nonzeros(),
+        shape.matrices().unwrap().b.num_nonzeros(),
+        shape.matrices().unwrap().c.num_nonzeros(),
         shape.size_bytes(),
         shape.size_bytes() as f64 / nnz as f64
     );

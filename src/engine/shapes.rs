@@ -85,7 +85,10 @@ impl ShapeCache {
         let writer = std::thread::Builder::new().name("cuzk-shape-writer".into()).spawn(move || {
             let (id, start) = (owned_id, Instant::now());
             match write(&file, &id, &shape) {
-                Ok(()) => log::info!("circuit shape {id} written to {} in {:.2?}", file.display(), start.elapsed()),
+                Ok(()) => {
+                    shape.set_file(&file, &id);
+                    log::info!("circuit shape {id} written to {} in {:.2?}", file.display(), start.elapsed())
+                }
                 Err(e) => log::warn!("circuit shape {id} not kept on disk: {}: {e}", file.display()),
             }
         });
@@ -106,7 +109,7 @@ impl ShapeCache {
         shapes.retain(|id, slot| {
             let kept = keep(id);
             if !kept {
-                dropped += slot.get().map_or(0, |s| s.size_bytes() as u64);
+                dropped += slot.get().map_or(0, |s| s.held_bytes() as u64);
             }
             kept
         });
@@ -121,7 +124,8 @@ impl ShapeCache {
                 slot.get().map(|s| ShapeStatus {
                     id: id.clone(),
                     constraints: s.num_constraints() as u64,
-                    bytes: s.size_bytes() as u64,
+                    bytes: s.held_bytes() as u64,
+                    shape_bytes: s.size_bytes() as u64,
                 })
             })
             .collect()
@@ -139,14 +143,10 @@ impl Drop for ShapeCache {
 /// The shape of circuit `id` in `file`; None when there is none, or it does not check out
 /// (logged: it is extracted and written again).
 fn read(file: &Path, id: &str) -> Option<CircuitShape> {
-    let opened = match std::fs::File::open(file) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
-        other => other,
-    };
-    // SAFETY: the map is only read while the file is open; a file changed underneath fails
-    // its checksum (or its checks) and is extracted again.
-    let read = opened.and_then(|f| unsafe { memmap2::Mmap::map(&f) }).map_err(|e| e.to_string());
-    match read.and_then(|map| CircuitShape::read_file(&map, id)) {
+    if !file.exists() {
+        return None;
+    }
+    match CircuitShape::read_path(file, id) {
         Ok(shape) => Some(shape),
         Err(e) => {
             log::warn!("circuit shape file {}: {e}: extracting the shape again", file.display());
@@ -176,7 +176,11 @@ fn write(file: &Path, id: &str, shape: &CircuitShape) -> std::io::Result<()> {
 pub struct ShapeStatus {
     pub id: String,
     pub constraints: u64,
+    /// Held in host memory: the densities, and the matrices unless every device holds them
+    /// and the shape file can give them back.
     pub bytes: u64,
+    /// The whole shape, matrices included wherever they are.
+    pub shape_bytes: u64,
 }
 
 #[cfg(test)]

@@ -299,8 +299,8 @@ fn estimate(engine: *const cuzk_engine, proof: impl FnOnce() -> Result<Registere
 
 /// What the engine holds and does, as a JSON object:
 /// `{"version", "backend": "gpu"|"cpu", "worker_threads", "proofs_in_flight",
-///   "host_memory_trims", "idle_releases", "host_keys": [{"label", "bytes"}],
-///   "circuit_shapes": [{"id", "constraints", "bytes"}],
+///   "host_memory_trims", "idle_releases", "host_keys": [{"label", "bytes", "points_bytes"}],
+///   "circuit_shapes": [{"id", "constraints", "bytes", "shape_bytes"}],
 ///   "devices": [{"ordinal", "name", "memory_total", "memory_free", "memory_used_by_cuzk",
 ///     "ntt_buffer_bytes", "witness_buffer_bytes", "key_budget",
 ///     "resident_keys": [{"label", "bytes", "uses", "loaded",
@@ -308,7 +308,10 @@ fn estimate(engine: *const cuzk_engine, proof: impl FnOnce() -> Result<Registere
 ///     "resident_shapes": [{"constraints", "bytes"}],
 ///     "pinned_pool": {"buffer_bytes", "limit_bytes", "allocated_bytes", "in_use_bytes",
 ///     "acquisitions", "allocations"}, "proofs_in_flight", "proofs_done"}]}`.
-/// Sizes are bytes. Fields may be added, never removed.
+/// Sizes are bytes: a key's or a shape's `bytes` are what host memory holds of it (a key
+/// resident on the GPUs: none; a shape: its matrices go once the GPUs hold them and its shape
+/// file can give them back), `points_bytes` and `shape_bytes` its whole size. Fields may be
+/// added, never removed.
 ///
 /// `engine`: not NULL, a handle from `cuzk_engine_new` not yet freed. `json_out`: not NULL;
 /// receives the JSON (the caller's, free with `cuzk_bytes_free`), NULL on failure. `err`: NULL,

@@ -21,10 +21,11 @@ pub enum Products {
 }
 
 impl Products {
-    /// a, b, c, computed on the host from `shape` when they were deferred.
-    pub fn evaluate(self, inputs: &[Scalar], aux: &[Scalar]) -> (Vec<Scalar>, Vec<Scalar>, Vec<Scalar>) {
+    /// a, b, c, computed on the host from `shape` when they were deferred (its matrices read
+    /// back from its file when released: that can fail).
+    pub fn evaluate(self, inputs: &[Scalar], aux: &[Scalar]) -> Result<(Vec<Scalar>, Vec<Scalar>, Vec<Scalar>)> {
         match self {
-            Products::Evaluated { a, b, c } => (a, b, c),
+            Products::Evaluated { a, b, c } => Ok((a, b, c)),
             Products::Deferred(shape) => shape.evaluate(inputs, aux),
         }
     }
@@ -55,7 +56,7 @@ impl SynthesizedCircuit {
     /// with the shape's matrices. A witness whose sizes differ from the shape's is refused.
     pub fn from_shape(shape: &CircuitShape, witness: Witness) -> Result<Self> {
         shape.check_witness(&witness)?;
-        let (a, b, c) = shape.evaluate(&witness.input_assignment, &witness.aux_assignment);
+        let (a, b, c) = shape.evaluate(&witness.input_assignment, &witness.aux_assignment)?;
         Ok(Self::with_products(shape, Products::Evaluated { a, b, c }, witness))
     }
 

@@ -146,7 +146,7 @@ impl CpuBackend {
         let (a, b, c) = match products {
             deferred @ Products::Deferred(_) => timed(&mut t.spmv_ns, || deferred.evaluate(&input_assignment, &aux_assignment)),
             evaluated => evaluated.evaluate(&input_assignment, &aux_assignment),
-        };
+        }?;
 
         let h_coeffs = timed(&mut t.ntt_ns, || quotient_coefficients(a, b, c, cancel)).expect("domain checked above");
         cancel.check()?;

@@ -296,7 +296,9 @@ impl Device {
 impl Device {
     /// Makes `shape`'s matrices resident on this device (timed into `shape_upload_ns`) unless
     /// they are already; false when they do not fit beside the key, the buffers of a domain of
-    /// 2^lg_domain and the call's headroom, other shapes evicted first. Call inside the turn.
+    /// 2^lg_domain and the call's headroom, other shapes evicted first. Once they are resident
+    /// the host's copy goes when the shape file can give it back (`release_matrices`: another
+    /// device, or an upload after an eviction, reads the file again). Call inside the turn.
     pub(super) fn make_shape_resident(&self, shape: &Arc<CircuitShape>, lg_domain: u32, staging: &sys::Staging, t: &mut Timings) -> Result<bool> {
         let mut shapes = self.shapes.lock().unwrap_or_else(|p| p.into_inner());
         // A shape only this cache still holds was dropped by the engine (its key evicted): it
@@ -305,6 +307,7 @@ impl Device {
         if let Some(i) = shapes.iter().position(|(s, _)| Arc::ptr_eq(s, shape)) {
             let entry = shapes.remove(i);
             shapes.insert(0, entry);
+            shape.release_matrices();
             return Ok(true);
         }
         let memory = self.ctx.memory()?;
@@ -333,6 +336,14 @@ impl Device {
             start.elapsed()
         );
         shapes.insert(0, (Arc::clone(shape), uploaded));
+        let released = shape.release_matrices();
+        if released > 0 {
+            log::info!(
+                "circuit matrices ({} MiB) released from host memory: resident on device {}",
+                released >> 20,
+                self.ordinal
+            );
+        }
         Ok(true)
     }
 }

@@ -356,7 +356,7 @@ impl GpuBackend {
                                 shape.num_constraints(),
                                 device.ordinal
                             );
-                            let abc = timed(&mut t.spmv_ns, || pool.install(|| witness.evaluate(&shape)));
+                            let abc = timed(&mut t.spmv_ns, || pool.install(|| witness.evaluate(&shape)))?;
                             // The MSMs may still read the witness on the device.
                             let witness = matches!(witness, DeviceWitness::Whole { .. }).then_some(witness);
                             HInput::Products { abc, witness }

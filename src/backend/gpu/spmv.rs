@@ -23,7 +23,10 @@ unsafe impl Send for DeviceShape {}
 unsafe impl Sync for DeviceShape {}
 
 impl DeviceShape {
+    /// Copies the shape's matrices to the device (read back from its file first when the
+    /// host released them).
     pub(super) fn upload(ctx: &Context, shape: &CircuitShape, staging: &sys::Staging) -> Result<Self> {
+        let m = shape.matrices()?;
         let csr = |m: &SparseMatrix| sys::CsrHost {
             row_starts: m.row_starts().as_ptr(),
             columns: m.columns().as_ptr(),
@@ -31,15 +34,15 @@ impl DeviceShape {
             nonzeros: m.num_nonzeros(),
         };
         let host = sys::ShapeHost {
-            matrices: [csr(shape.a()), csr(shape.b()), csr(shape.c())],
-            coefficients: shape.coefficients().as_ptr().cast(),
-            num_coefficients: shape.coefficients().len(),
+            matrices: [csr(&m.a), csr(&m.b), csr(&m.c)],
+            coefficients: m.coefficients.as_ptr().cast(),
+            num_coefficients: m.coefficients.len(),
             rows: shape.num_constraints(),
             variables: shape.num_inputs() + shape.num_aux(),
         };
         let ctx = ctx.ptr()?;
         let (mut out, mut bytes) = (std::ptr::null_mut(), 0u64);
-        // SAFETY: the shape's vectors hold the lengths given and outlive the synchronous call.
+        // SAFETY: the matrices' vectors hold the lengths given and outlive the synchronous call.
         call("uploading the circuit's R1CS matrices", |msg| unsafe {
             sys::cuzk_gpu_shape_upload(ctx, &host, staging, &mut out, &mut bytes, msg)
         })?;
@@ -89,7 +92,7 @@ impl DeviceWitness {
     }
 
     /// A, B, C times z on the host (the matrices did not fit on the device).
-    pub(super) fn evaluate(&self, shape: &CircuitShape) -> (Vec<Scalar>, Vec<Scalar>, Vec<Scalar>) {
+    pub(super) fn evaluate(&self, shape: &CircuitShape) -> Result<(Vec<Scalar>, Vec<Scalar>, Vec<Scalar>)> {
         match self {
             DeviceWitness::Compact(w) => {
                 let z = w.decode();

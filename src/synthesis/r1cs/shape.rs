@@ -4,6 +4,8 @@
 //! [`synthesize`]: crate::synthesis::synthesize
 
 use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use bellperson::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
 use blstrs::Scalar;
@@ -26,20 +28,87 @@ const INPUT_FLAG: u32 = 1 << 31;
 
 /// The R1CS of one circuit shape, over z = (inputs..., aux...), input 0 being the constant ONE.
 /// Row order and the trailing input constraints are those of [`crate::synthesis::synthesize`].
-#[derive(Clone, Debug, PartialEq, Eq)]
+///
+/// Its matrices may leave host memory once a device holds them (32GiB PoRep: 7 GB): after
+/// [`Self::release_matrices`], [`Self::matrices`] reads them back from the shape file they
+/// were read from or written to ([`Self::set_file`]), checked as any shape file is.
 pub struct CircuitShape {
     num_inputs: usize,
     num_aux: usize,
-    a: SparseMatrix,
-    b: SparseMatrix,
-    c: SparseMatrix,
-    /// The distinct coefficients; entries of A, B, C refer to them by id ([`ONE`] and
-    /// [`MINUS_ONE`] first).
-    coefficients: Vec<Scalar>,
+    num_constraints: usize,
+    num_nonzeros: usize,
+    matrices_bytes: usize,
     a_aux_density: Density,
     b_input_density: Density,
     b_aux_density: Density,
+    /// None once released.
+    matrices: Mutex<Option<Arc<Matrices>>>,
+    /// The shape file that holds the matrices, and the circuit id it is written for.
+    file: OnceLock<(PathBuf, String)>,
 }
+
+/// A, B and C of a circuit shape and the coefficient table their entries index.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Matrices {
+    pub a: SparseMatrix,
+    pub b: SparseMatrix,
+    pub c: SparseMatrix,
+    /// The distinct coefficients; entries of A, B, C refer to them by id ([`ONE`] and
+    /// [`MINUS_ONE`] first).
+    pub coefficients: Vec<Scalar>,
+}
+
+impl Matrices {
+    pub fn num_nonzeros(&self) -> usize {
+        self.a.num_nonzeros() + self.b.num_nonzeros() + self.c.num_nonzeros()
+    }
+
+    fn size_bytes(&self) -> usize {
+        self.a.size_bytes() + self.b.size_bytes() + self.c.size_bytes() + self.coefficients.len() * std::mem::size_of::<Scalar>()
+    }
+
+    /// A·z, B·z and C·z, rows in parallel.
+    fn evaluate(&self, z: Assignment<'_>) -> (Vec<Scalar>, Vec<Scalar>, Vec<Scalar>) {
+        let product = |m: &SparseMatrix| -> Vec<Scalar> {
+            (0..m.num_rows())
+                .into_par_iter()
+                .with_min_len(ROWS_PER_TASK)
+                .map(|row| m.row_dot(row, &self.coefficients, z))
+                .collect()
+        };
+        let (a, (b, c)) = rayon::join(|| product(&self.a), || rayon::join(|| product(&self.b), || product(&self.c)));
+        (a, b, c)
+    }
+}
+
+impl std::fmt::Debug for CircuitShape {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CircuitShape")
+            .field("num_inputs", &self.num_inputs)
+            .field("num_aux", &self.num_aux)
+            .field("num_constraints", &self.num_constraints)
+            .field("matrices_bytes", &self.matrices_bytes)
+            .field("held", &self.holds_matrices())
+            .field("file", &self.file.get())
+            .finish()
+    }
+}
+
+/// Shapes are equal when their sizes, densities and matrices are (matrices not in host
+/// memory are read back to compare; a shape whose matrices cannot be read equals none).
+impl PartialEq for CircuitShape {
+    fn eq(&self, other: &Self) -> bool {
+        let sizes = |s: &Self| (s.num_inputs, s.num_aux, s.num_constraints, s.matrices_bytes);
+        sizes(self) == sizes(other)
+            && self.densities() == other.densities()
+            && match (self.matrices(), other.matrices()) {
+                (Ok(ours), Ok(theirs)) => ours == theirs,
+                _ => false,
+            }
+    }
+}
+
+impl Eq for CircuitShape {}
 
 /// How the non-zero coefficients of a shape (A, B and C together) are distributed.
 #[cfg(feature = "internals")]
@@ -90,17 +159,68 @@ impl CircuitShape {
         densities: [Density; 3],
     ) -> Self {
         let [a_aux_density, b_input_density, b_aux_density] = densities;
+        let matrices = Matrices { a, b, c, coefficients };
         CircuitShape {
             num_inputs,
             num_aux,
-            a,
-            b,
-            c,
-            coefficients,
+            num_constraints: matrices.a.num_rows(),
+            num_nonzeros: matrices.num_nonzeros(),
+            matrices_bytes: matrices.size_bytes(),
             a_aux_density,
             b_input_density,
             b_aux_density,
+            matrices: Mutex::new(Some(Arc::new(matrices))),
+            file: OnceLock::new(),
         }
+    }
+
+    /// The matrices: the host's copy, or else read back from the shape file (and held again
+    /// until released). Fails when they were released and the file cannot be read or no longer
+    /// holds this shape.
+    pub fn matrices(&self) -> error::Result<Arc<Matrices>> {
+        let mut held = self.matrices.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(matrices) = &*held {
+            return Ok(Arc::clone(matrices));
+        }
+        let Some((path, id)) = self.file.get() else {
+            return Err(Error::internal("circuit matrices released from host memory without a shape file"));
+        };
+        let unreadable = |e: String| Error::new(Status::Internal, format!("circuit shape file {}: {e}", path.display()));
+        let read = Self::read_path(path, id).map_err(unreadable)?;
+        let matrices = read
+            .matrices
+            .into_inner()
+            .unwrap_or_else(|p| p.into_inner())
+            .filter(|_| (read.num_inputs, read.num_aux, read.num_constraints) == (self.num_inputs, self.num_aux, self.num_constraints))
+            .ok_or_else(|| unreadable("no longer holds this shape".into()))?;
+        log::info!(
+            "circuit shape {id}: matrices read back from {} ({} MiB)",
+            path.display(),
+            self.matrices_bytes >> 20
+        );
+        Ok(Arc::clone(held.insert(matrices)))
+    }
+
+    /// Records that `path` holds this shape's matrices, written for circuit `id` (the first
+    /// file recorded is kept).
+    pub fn set_file(&self, path: &Path, id: &str) {
+        let _ = self.file.set((path.to_path_buf(), id.to_string()));
+    }
+
+    /// Drops the host's copy of the matrices when a shape file holds them (a device has its
+    /// own copy); the bytes released (0: not held, or no file to read them back from).
+    pub fn release_matrices(&self) -> u64 {
+        if self.file.get().is_none() {
+            return 0;
+        }
+        match self.matrices.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            Some(_) => self.matrices_bytes as u64,
+            None => 0,
+        }
+    }
+
+    fn holds_matrices(&self) -> bool {
+        self.matrices.lock().unwrap_or_else(|p| p.into_inner()).is_some()
     }
 
     /// A's density over the aux variables, B's over the inputs and over the aux variables.
@@ -118,61 +238,49 @@ impl CircuitShape {
 
     /// The circuit's constraints plus one per input, like [`SynthesizedCircuit::num_constraints`].
     pub fn num_constraints(&self) -> usize {
-        self.a.num_rows()
+        self.num_constraints
     }
 
-    pub fn a(&self) -> &SparseMatrix {
-        &self.a
-    }
-
-    pub fn b(&self) -> &SparseMatrix {
-        &self.b
-    }
-
-    pub fn c(&self) -> &SparseMatrix {
-        &self.c
-    }
-
-    /// The coefficient table the matrices' coefficient ids index.
-    pub fn coefficients(&self) -> &[Scalar] {
-        &self.coefficients
-    }
-
+    /// Entries of A, B and C.
     pub fn num_nonzeros(&self) -> usize {
-        self.a.num_nonzeros() + self.b.num_nonzeros() + self.c.num_nonzeros()
+        self.num_nonzeros
     }
 
-    /// Heap bytes held by the shape.
+    /// Heap bytes of the whole shape, matrices included wherever they are.
     pub fn size_bytes(&self) -> usize {
-        let density_bytes = |d: &Density| d.len().div_ceil(64) * 8;
-        self.a.size_bytes()
-            + self.b.size_bytes()
-            + self.c.size_bytes()
-            + self.coefficients.len() * std::mem::size_of::<Scalar>()
-            + density_bytes(&self.a_aux_density)
-            + density_bytes(&self.b_input_density)
-            + density_bytes(&self.b_aux_density)
+        self.matrices_bytes + self.densities_bytes()
+    }
+
+    /// Heap bytes the shape holds now: its densities, and its matrices unless released.
+    pub fn held_bytes(&self) -> usize {
+        self.densities_bytes() + if self.holds_matrices() { self.matrices_bytes } else { 0 }
+    }
+
+    fn densities_bytes(&self) -> usize {
+        self.densities().iter().map(|d| d.len().div_ceil(64) * 8).sum()
     }
 
     #[cfg(feature = "internals")]
-    pub fn coefficient_stats(&self) -> CoefficientStats {
-        let ids = || [&self.a, &self.b, &self.c].into_iter().flat_map(|m| m.coefficient_ids());
+    pub fn coefficient_stats(&self) -> error::Result<CoefficientStats> {
+        let m = self.matrices()?;
+        let ids = || [&m.a, &m.b, &m.c].into_iter().flat_map(|m| m.coefficient_ids());
         let count = |id| ids().filter(|&&i| i == id).count();
-        let (nonzeros, plus_one, minus_one) = (self.num_nonzeros(), count(ONE), count(MINUS_ONE));
-        CoefficientStats {
+        let (nonzeros, plus_one, minus_one) = (m.num_nonzeros(), count(ONE), count(MINUS_ONE));
+        Ok(CoefficientStats {
             nonzeros,
             plus_one,
             minus_one,
             other: nonzeros - plus_one - minus_one,
-            distinct_other: self.coefficients.len() - 2,
-        }
+            distinct_other: m.coefficients.len() - 2,
+        })
     }
 
     /// A·z, B·z and C·z for z = (inputs, aux), rows in parallel. Field arithmetic is exact, so
-    /// these equal synthesis' evaluations whatever the order of summation.
+    /// these equal synthesis' evaluations whatever the order of summation. Fails when the
+    /// released matrices cannot be read back.
     ///
     /// Panics when the assignment lengths are not the shape's.
-    pub fn evaluate(&self, inputs: &[Scalar], aux: &[Scalar]) -> (Vec<Scalar>, Vec<Scalar>, Vec<Scalar>) {
+    pub fn evaluate(&self, inputs: &[Scalar], aux: &[Scalar]) -> error::Result<(Vec<Scalar>, Vec<Scalar>, Vec<Scalar>)> {
         assert!(
             inputs.len() == self.num_inputs && aux.len() == self.num_aux,
             "assignment of {} inputs and {} aux for a shape of {} inputs and {} aux",
@@ -181,16 +289,7 @@ impl CircuitShape {
             self.num_inputs,
             self.num_aux
         );
-        let z = Assignment { inputs, aux };
-        let product = |m: &SparseMatrix| -> Vec<Scalar> {
-            (0..m.num_rows())
-                .into_par_iter()
-                .with_min_len(ROWS_PER_TASK)
-                .map(|row| m.row_dot(row, &self.coefficients, z))
-                .collect()
-        };
-        let (a, (b, c)) = rayon::join(|| product(&self.a), || rayon::join(|| product(&self.b), || product(&self.c)));
-        (a, b, c)
+        Ok(self.matrices()?.evaluate(Assignment { inputs, aux }))
     }
 
     /// Refuses a witness whose sizes are not this shape's.
@@ -394,17 +493,13 @@ impl ShapeRecorder {
                 None => b_input_density.set(column as usize),
             }
         }
-        Ok(CircuitShape {
+        Ok(CircuitShape::from_parts(
             num_inputs,
             num_aux,
-            a,
-            b,
-            c,
-            coefficients: self.coefficients,
-            a_aux_density,
-            b_input_density,
-            b_aux_density,
-        })
+            [a, b, c],
+            self.coefficients,
+            [a_aux_density, b_input_density, b_aux_density],
+        ))
     }
 }
 

@@ -12,6 +12,7 @@
 //! B over aux); last the checksum of everything before it.
 
 use std::io::{self, Write};
+use std::path::Path;
 
 use blake2b_simd::{Params, State};
 use blstrs::Scalar;
@@ -120,6 +121,7 @@ fn checksum(bytes: &[u8]) -> [u8; CHECKSUM_BYTES] {
 impl CircuitShape {
     /// Writes the shape of circuit `circuit_id` in the file format above.
     pub fn write_file(&self, circuit_id: &str, out: impl Write) -> io::Result<()> {
+        let m = self.matrices().map_err(|e| io::Error::other(e.to_string()))?;
         let mut w = Checksummed::new(io::BufWriter::with_capacity(1 << 20, out));
         w.put(MAGIC)?;
         w.put(&FORMAT_VERSION.to_le_bytes())?;
@@ -129,25 +131,37 @@ impl CircuitShape {
             self.num_inputs(),
             self.num_aux(),
             self.num_constraints(),
-            self.a().num_nonzeros(),
-            self.b().num_nonzeros(),
-            self.c().num_nonzeros(),
-            self.coefficients().len(),
+            m.a.num_nonzeros(),
+            m.b.num_nonzeros(),
+            m.c.num_nonzeros(),
+            m.coefficients.len(),
         ] {
             w.put_u64(count as u64)?;
         }
-        for m in [self.a(), self.b(), self.c()] {
+        for m in [&m.a, &m.b, &m.c] {
             w.put_u32s(m.row_starts())?;
             w.put_u32s(m.columns())?;
             w.put_u32s(m.coefficient_ids())?;
         }
-        for c in self.coefficients() {
+        for c in &m.coefficients {
             w.put(&c.to_repr())?;
         }
         for d in self.densities() {
             d.words().iter().try_for_each(|word| w.put_u64(*word))?;
         }
         w.finish()?.flush()
+    }
+
+    /// The shape of circuit `circuit_id` in the file at `path` (mapped while it is read), or
+    /// what is wrong with it. The shape knows its file ([`Self::set_file`]).
+    pub fn read_path(path: &Path, circuit_id: &str) -> Result<Self, String> {
+        let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+        // SAFETY: the map is only read while the file is open; a file changed underneath fails
+        // its checksum (or its checks).
+        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| e.to_string())?;
+        let shape = Self::read_file(&map, circuit_id)?;
+        shape.set_file(path, circuit_id);
+        Ok(shape)
     }
 
     /// The shape of circuit `circuit_id` in `bytes` (a whole file), or what is wrong with it.
@@ -295,6 +309,34 @@ mod tests {
     }
 
     #[test]
+    fn released_matrices_are_read_back_from_the_file_and_checked() {
+        let (shape, bytes) = file();
+        assert_eq!(shape.release_matrices(), 0, "no file to read them back from: kept");
+        let dir = std::env::temp_dir().join(format!("cuzk-shape-file-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("square.cuzk-shape");
+        std::fs::write(&path, &bytes).unwrap();
+        let read = CircuitShape::read_path(&path, "square").unwrap();
+        assert_eq!(read.held_bytes(), read.size_bytes());
+        assert!(read.release_matrices() > 0 && read.held_bytes() < read.size_bytes());
+        assert_eq!(read.release_matrices(), 0, "released once");
+        // Read back when needed, equal, and held again.
+        let (inputs, aux) = ([Scalar::ONE, Scalar::from(9)], [Scalar::from(3)]);
+        assert_eq!(read.evaluate(&inputs, &aux).unwrap(), shape.evaluate(&inputs, &aux).unwrap());
+        assert_eq!(read, shape);
+        assert_eq!(read.held_bytes(), read.size_bytes());
+        // A file damaged since: refused when read back, never used.
+        assert!(read.release_matrices() > 0);
+        let mut bad = bytes.clone();
+        bad[bytes.len() / 2] ^= 1;
+        std::fs::write(&path, &bad).unwrap();
+        assert!(read.matrices().unwrap_err().message.contains("checksum"));
+        std::fs::remove_file(&path).unwrap();
+        assert!(read.evaluate(&inputs, &aux).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
     fn every_damage_is_refused() {
         let (_, bytes) = file();
         let refused = |bytes: &[u8], id: &str| CircuitShape::read_file(bytes, id).expect_err("damaged file accepted");
@@ -316,10 +358,11 @@ mod tests {
     fn a_consistent_file_with_impossible_matrices_is_refused() {
         // A column past z, written by a writer whose checksum is right: the checks catch it.
         let (shape, _) = file();
-        let [mut a, b, c] = [shape.a().clone(), shape.b().clone(), shape.c().clone()];
+        let m = shape.matrices().unwrap();
+        let [mut a, b, c] = [m.a.clone(), m.b.clone(), m.c.clone()];
         a.columns_mut()[0] = (shape.num_inputs() + shape.num_aux()) as u32;
         let densities = shape.densities().map(|d| d.clone());
-        let bad = CircuitShape::from_parts(shape.num_inputs(), shape.num_aux(), [a, b, c], shape.coefficients().to_vec(), densities);
+        let bad = CircuitShape::from_parts(shape.num_inputs(), shape.num_aux(), [a, b, c], m.coefficients.clone(), densities);
         let mut bytes = Vec::new();
         bad.write_file("square", &mut bytes).unwrap();
         assert!(CircuitShape::read_file(&bytes, "square").unwrap_err().contains("column"));
