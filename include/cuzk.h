@@ -216,8 +216,9 @@ typedef struct cuzk_config {
   uint64_t gpu_key_memory_budget;
   // Pinned host memory per GPU for staging copies, in bytes; 0: 128 MiB, also the least.
   uint64_t pinned_pool_bytes;
-  // Host memory for synthesized partitions waiting to be proven, in bytes (bounds how far
-  // synthesis runs ahead of proving); 0: a quarter of the machine's memory.
+  // Host memory for synthesized partitions waiting to be proven, over every call, in bytes
+  // (bounds how far synthesis runs ahead of proving; a call also holds at most one
+  // partition more than its proving lanes); 0: a quarter of the machine's memory.
   uint64_t host_memory_budget;
   // CUDA device ordinals to use (numbered after CUDA_VISIBLE_DEVICES), `devices_len` of
   // them, each once; NULL or 0: every device. Copied during `cuzk_engine_new`. A device that
@@ -284,8 +285,9 @@ typedef struct cuzk_memory_estimate {
   // resident): the proving key's points (none for a key resident on the GPUs: they are read
   // from the parameter file as they are copied there) and the circuit's shape.
   uint64_t host_resident_bytes;
-  // Host memory one call adds while it runs: its synthesized partitions (as many as the
-  // engine's host memory budget lets wait, at least one), each proving lane's working
+  // Host memory one call adds while it runs: its synthesized partitions (one more than its
+  // proving lanes, as many as the engine's host memory budget lets wait, at least one),
+  // each proving lane's working
   // memory, and a GPU-resident key's upload when the key is not on the GPUs yet (two parts
   // of at most 2 GiB decoded from its file).
   uint64_t host_call_bytes;
@@ -634,8 +636,8 @@ enum cuzk_status cuzk_engine_memory_estimate_update(const struct cuzk_engine *en
 
 // What the engine holds and does, as a JSON object:
 // `{"version", "backend": "gpu"|"cpu", "worker_threads", "proofs_in_flight",
-//   "host_memory_trims", "idle_releases", "host_keys": [{"label", "bytes"}],
-//   "circuit_shapes": [{"id", "constraints", "bytes"}],
+//   "host_memory_trims", "idle_releases", "host_keys": [{"label", "bytes", "points_bytes"}],
+//   "circuit_shapes": [{"id", "constraints", "bytes", "shape_bytes"}],
 //   "devices": [{"ordinal", "name", "memory_total", "memory_free", "memory_used_by_cuzk",
 //     "ntt_buffer_bytes", "witness_buffer_bytes", "key_budget",
 //     "resident_keys": [{"label", "bytes", "uses", "loaded",
@@ -643,7 +645,10 @@ enum cuzk_status cuzk_engine_memory_estimate_update(const struct cuzk_engine *en
 //     "resident_shapes": [{"constraints", "bytes"}],
 //     "pinned_pool": {"buffer_bytes", "limit_bytes", "allocated_bytes", "in_use_bytes",
 //     "acquisitions", "allocations"}, "proofs_in_flight", "proofs_done"}]}`.
-// Sizes are bytes. Fields may be added, never removed.
+// Sizes are bytes: a key's or a shape's `bytes` are what host memory holds of it (a key
+// resident on the GPUs: none; a shape: its matrices go once the GPUs hold them and its shape
+// file can give them back), `points_bytes` and `shape_bytes` its whole size. Fields may be
+// added, never removed.
 //
 // `engine`: not NULL, a handle from `cuzk_engine_new` not yet freed. `json_out`: not NULL;
 // receives the JSON (the caller's, free with `cuzk_bytes_free`), NULL on failure. `err`: NULL,

@@ -202,6 +202,31 @@ impl ProvingKey {
             .map_err(|e| Error::new(Status::ParametersInvalid, format!("corrupt parameter file {}: {e}", self.label)))
     }
 
+    /// Asks the OS to read points `first..first + count` of query `query` into the page cache
+    /// in the background (`POSIX_FADV_WILLNEED`), so that reading them later does not wait for
+    /// the disk: the key's upload asks for the part after the one it decodes. A hint: a key
+    /// made in memory, or an OS that declines, reads them when asked.
+    pub fn prefetch_points(&self, query: usize, first: usize, count: usize) {
+        let Some(key_file) = &self.file else {
+            return;
+        };
+        let point_bytes = if query == QUERY_NAMES.len() - 1 { QuerySizes::G2_BYTES } else { QuerySizes::G1_BYTES };
+        let start = key_file.starts[query] + first as u64 * point_bytes;
+        let len = count as u64 * point_bytes;
+        // SAFETY: a hint on an open descriptor; no memory is passed.
+        let advised = unsafe {
+            libc::posix_fadvise(
+                std::os::fd::AsRawFd::as_raw_fd(&key_file.file),
+                start as libc::off_t,
+                len as libc::off_t,
+                libc::POSIX_FADV_WILLNEED,
+            )
+        };
+        if advised != 0 {
+            log::debug!("{}: read-ahead of {len} bytes declined ({advised})", self.label);
+        }
+    }
+
     /// The whole of query `query` from the file.
     fn read_query<P: KeyPoint>(&self, query: usize) -> Result<Vec<P>> {
         let mut points = vec![P::identity(); self.sizes.counts()[query] as usize];

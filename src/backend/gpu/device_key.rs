@@ -83,7 +83,8 @@ impl DeviceKey {
     /// The key's points copied to the device, in parts; `between` runs between two parts (the
     /// caller making way). From host memory when the host holds them; else each part is decoded
     /// from the parameter file on `pool` while the part before it is copied, so that the host
-    /// never holds more than two parts.
+    /// never holds more than two parts, and the part after it is read ahead into the page
+    /// cache meanwhile, so that the disk never waits for the decode (nor the decode for the disk).
     pub(super) fn upload(
         ctx: &Context,
         key: &ProvingKey,
@@ -129,6 +130,12 @@ impl DeviceKey {
         }
         std::thread::scope(|scope| -> Result<()> {
             let read = |buffer: Decoded, part: Part| scope.spawn(move || pool.install(|| buffer.read(key, part)));
+            let read_ahead = |part: Option<&Part>| {
+                if let Some(&Part { query, first, count }) = part {
+                    scope.spawn(move || key.prefetch_points(query, first, count));
+                }
+            };
+            read_ahead(parts.get(1));
             let mut spare = Some(Decoded::G1(Vec::new()));
             let mut reading = parts.first().map(|&part| read(Decoded::G1(Vec::new()), part));
             for (i, &part) in parts.iter().enumerate() {
@@ -139,6 +146,7 @@ impl DeviceKey {
                     .unwrap_or_else(|_| Err(Error::internal("decoding a part of the proving key panicked")))?;
                 if let Some(&next) = parts.get(i + 1) {
                     reading = Some(read(spare.take().expect("two buffers take turns"), next));
+                    read_ahead(parts.get(i + 2));
                 }
                 if i > 0 {
                     between()?;
