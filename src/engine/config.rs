@@ -124,7 +124,7 @@ impl Default for EngineConfig {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct IdlePolicy {
     /// None: nothing is released for idleness (only host memory the allocator keeps free is
-    /// returned when the last call ends).
+    /// returned, once the engine has been idle for a second).
     pub release_after: Option<std::time::Duration>,
     pub keep_post_keys: bool,
 }

@@ -4,9 +4,10 @@
 //! - Host memory the allocators keep: a call allocates hundreds of MiB to GiBs of vectors on
 //!   many threads. jemalloc keeps every freed page for the next partition (src/allocator.rs),
 //!   and glibc keeps what the C side frees in per-thread arenas, so the process's RSS stays at
-//!   its high-water mark while calls run (docs/RELIABILITY.md, soak). When the last call in
-//!   flight ends (a preload and an eviction count as calls), the janitor returns the free
-//!   pages to the OS (`allocator::return_free_memory`), once per idle period.
+//!   its high-water mark while calls run (docs/RELIABILITY.md, soak). Once the engine has been
+//!   idle for `TRIM_AFTER` (no call in flight: a preload and an eviction count as calls), the
+//!   janitor returns the free pages to the OS (`allocator::return_free_memory`), once per
+//!   idle period; calls closer together than that reuse them.
 //! - With an idle policy (`IdlePolicy::release_after`), once the engine has been idle that
 //!   long it releases its keys, shapes and buffers (`Engine::release_memory`), once per idle
 //!   period.
@@ -14,6 +15,12 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
+
+/// How long an idle period lasts before the allocators' free pages go back to the OS. Calls
+/// that follow each other more closely (back-to-back C2s, a deadline's PoSt partitions) reuse
+/// the pages instead of faulting them in again: a 2KiB C2's witness took 0.024–0.098 s warm
+/// when every call ended with the return (docs/PERFORMANCE.md, run 93).
+const TRIM_AFTER: Duration = Duration::from_secs(1);
 
 /// Calls in flight and the idle periods between them, shared with the janitor.
 #[derive(Default)]
@@ -51,9 +58,9 @@ pub struct Call<'a> {
 }
 
 impl Idle {
-    /// Starts the janitor: it returns free host memory at the start of every idle period and,
-    /// with `release_after`, calls `release` once an idle period has lasted that long. It stops
-    /// when `self` is dropped.
+    /// Starts the janitor: it returns free host memory once an idle period has lasted
+    /// `TRIM_AFTER` and, with `release_after`, calls `release` once it has lasted that long.
+    /// It stops when `self` is dropped.
     pub fn start(&self, release_after: Option<Duration>, release: Box<dyn Fn() + Send>) -> std::io::Result<()> {
         let janitor = Arc::clone(&self.shared);
         std::thread::Builder::new()
@@ -123,32 +130,32 @@ impl Shared {
             if state.stopped {
                 return;
             }
-            let idle = state.calls == 0;
-            if idle && state.trimmed != state.periods {
+            let since = state.idle_since.filter(|_| state.calls == 0);
+            let trim_due = since.filter(|_| state.trimmed != state.periods).map(|s| s + TRIM_AFTER);
+            let release_due = match (release_after, since) {
+                (Some(after), Some(s)) if state.released != state.periods => Some(s + after),
+                _ => None,
+            };
+            let now = Instant::now();
+            if trim_due.is_some_and(|due| now >= due) {
                 state.trimmed = state.periods;
                 drop(state);
                 self.trim();
                 state = self.lock();
                 continue;
             }
-            let due = match (release_after, state.idle_since) {
-                (Some(after), Some(since)) if idle && state.released != state.periods => Some(since + after),
-                _ => None,
-            };
-            match due {
-                Some(due) if Instant::now() >= due => {
-                    state.released = state.periods;
-                    drop(state);
-                    release();
-                    self.releases.fetch_add(1, Ordering::Relaxed);
-                    state = self.lock();
-                }
-                Some(due) => {
-                    let wait = due.saturating_duration_since(Instant::now());
-                    state = self.changed.wait_timeout(state, wait).unwrap_or_else(|p| p.into_inner()).0;
-                }
-                None => state = self.changed.wait(state).unwrap_or_else(|p| p.into_inner()),
+            if release_due.is_some_and(|due| now >= due) {
+                state.released = state.periods;
+                drop(state);
+                release();
+                self.releases.fetch_add(1, Ordering::Relaxed);
+                state = self.lock();
+                continue;
             }
+            state = match trim_due.into_iter().chain(release_due).min() {
+                Some(due) => self.changed.wait_timeout(state, due - now).unwrap_or_else(|p| p.into_inner()).0,
+                None => self.changed.wait(state).unwrap_or_else(|p| p.into_inner()),
+            };
         }
     }
 
@@ -181,10 +188,16 @@ mod tests {
         let second = idle.enter();
         assert_eq!(idle.proofs(), 1, "a preload is a call, not a proof");
         drop(first);
-        std::thread::sleep(Duration::from_millis(20));
+        std::thread::sleep(TRIM_AFTER + Duration::from_millis(20));
         assert_eq!(idle.trims(), 0, "a call is still in flight");
         drop(second);
         assert_eq!(idle.proofs(), 0);
+        // Calls closer together than TRIM_AFTER reuse the free pages: no trim between them.
+        for _ in 0..3 {
+            std::thread::sleep(TRIM_AFTER / 4);
+            drop(idle.enter());
+        }
+        assert_eq!(idle.trims(), 0, "the idle periods were short");
         wait_until("the first trim", || idle.trims() == 1);
         drop(idle.enter());
         wait_until("the second trim", || idle.trims() == 2);

@@ -210,7 +210,11 @@ impl ProvingKey {
         let Some(key_file) = &self.file else {
             return;
         };
-        let point_bytes = if query == QUERY_NAMES.len() - 1 { QuerySizes::G2_BYTES } else { QuerySizes::G1_BYTES };
+        let point_bytes = if query == QUERY_NAMES.len() - 1 {
+            QuerySizes::G2_BYTES
+        } else {
+            QuerySizes::G1_BYTES
+        };
         let start = key_file.starts[query] + first as u64 * point_bytes;
         let len = count as u64 * point_bytes;
         // SAFETY: a hint on an open descriptor; no memory is passed.
