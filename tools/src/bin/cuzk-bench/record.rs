@@ -239,11 +239,13 @@ impl Scalars {
 pub struct RunMemory {
     baseline_mib: Option<f64>,
     baseline_anon_mib: Option<f64>,
-    sampler: Option<(Arc<AtomicBool>, std::thread::JoinHandle<[f64; 2]>)>,
+    sampler: Option<(Arc<AtomicBool>, std::thread::JoinHandle<[f64; 3]>)>,
 }
 
 /// A run's host memory: resident at its start and the peak since, and the sampled peaks of
-/// anonymous and file-backed resident memory; null where the kernel does not say.
+/// anonymous and file-backed resident memory and of the live heap (the allocators' allocated
+/// bytes: anonymous memory above it is pages they keep free or fragmented); null where the
+/// kernel does not say.
 #[derive(Serialize)]
 pub struct RunMemoryFields {
     run_baseline_rss_mib: Option<u64>,
@@ -251,6 +253,7 @@ pub struct RunMemoryFields {
     run_baseline_anon_mib: Option<u64>,
     run_peak_anon_mib: Option<u64>,
     run_peak_file_mib: Option<u64>,
+    run_peak_live_heap_mib: Option<u64>,
 }
 
 impl RunMemory {
@@ -260,11 +263,12 @@ impl RunMemory {
             let stop = Arc::new(AtomicBool::new(false));
             let stopped = Arc::clone(&stop);
             let thread = std::thread::spawn(move || {
-                let mut peaks = [0f64; 2];
+                let mut peaks = [0f64; 3];
                 loop {
                     for (peak, field) in peaks.iter_mut().zip(["RssAnon", "RssFile"]) {
                         *peak = peak.max(proc_status_mib(field).unwrap_or(0.0));
                     }
+                    peaks[2] = peaks[2].max(cuzk::internals::live_heap_bytes() as f64 / (1 << 20) as f64);
                     if stopped.load(Ordering::Relaxed) {
                         return peaks;
                     }
@@ -291,8 +295,9 @@ impl RunMemory {
             run_baseline_rss_mib: self.baseline_mib.map(whole_mib),
             run_peak_rss_mib: peak.map(whole_mib),
             run_baseline_anon_mib: self.baseline_anon_mib.map(whole_mib),
-            run_peak_anon_mib: sampled.map(|[anon, _]| whole_mib(anon)),
-            run_peak_file_mib: sampled.map(|[_, file]| whole_mib(file)),
+            run_peak_anon_mib: sampled.map(|[anon, _, _]| whole_mib(anon)),
+            run_peak_file_mib: sampled.map(|[_, file, _]| whole_mib(file)),
+            run_peak_live_heap_mib: sampled.map(|[_, _, live]| whole_mib(live)),
         }
     }
 }
