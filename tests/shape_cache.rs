@@ -77,9 +77,10 @@ fn the_next_engine_reads_the_shape_and_bad_files_are_rebuilt() {
 
     let read_ns = step(cached(), "second engine", true);
     eprintln!(
-        "2KiB PoRep circuit shape ({} constraints, {} MiB): extracted in {:.3} s, read from disk in {:.3} s ({:.0}x)",
+        "2KiB PoRep circuit shape ({} constraints, {} MiB, its file {} MiB): extracted in {:.3} s, read from disk in {:.3} s ({:.0}x)",
         shape.num_constraints(),
         shape.size_bytes() >> 20,
+        written.len() >> 20,
         extracted_ns as f64 / 1e9,
         read_ns as f64 / 1e9,
         extracted_ns as f64 / read_ns as f64

@@ -9,6 +9,7 @@
 
 mod compact;
 mod matrix;
+mod matrix_blocks;
 mod segmented;
 mod shape;
 mod shape_file;

@@ -7,9 +7,10 @@
 //!
 //! Layout, little-endian: `MAGIC`, the format version (u32), the circuit id (u32 length, then
 //! its bytes), the counts (u64: inputs, aux, rows, A's, B's and C's entries, coefficients),
-//! then A's row starts, columns and coefficient ids (u32), B's, C's, the coefficients
-//! (32-byte canonical representations), the densities' words (u64: A over aux, B over inputs,
-//! B over aux); last the checksum of everything before it.
+//! then A, B and C each as its blocks of rows (`matrix_blocks`): the index (u64 pairs: a
+//! block's bytes and entries), then the blocks' bytes; then the coefficients (32-byte canonical
+//! representations), the densities' words (u64: A over aux, B over inputs, B over aux); last
+//! the checksum of everything before it.
 
 use std::io::{self, Write};
 use std::path::Path;
@@ -19,20 +20,19 @@ use blstrs::Scalar;
 use ff::{Field, PrimeField};
 use rayon::prelude::*;
 
-use super::matrix::{SparseMatrix, MINUS_ONE, ONE};
+use super::matrix::{MINUS_ONE, ONE};
+use super::matrix_blocks;
 use super::shape::CircuitShape;
 use crate::synthesis::density::Density;
 
 const MAGIC: &[u8; 8] = b"CUZKSHP\0";
 /// Changes whenever the layout or what extraction records changes: a file of another version
 /// is rebuilt.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 /// The checksum is the BLAKE2b-256 of the BLAKE2b-256 digests of the file's consecutive
 /// chunks of this size, so that reading checks them on all cores.
 const CHECKSUM_CHUNK: usize = 64 << 20;
 const CHECKSUM_BYTES: usize = 32;
-/// Values the writer encodes per block.
-const VALUES_PER_BLOCK: usize = 1 << 16;
 
 fn digest() -> Params {
     let mut params = Params::new();
@@ -87,18 +87,6 @@ impl<W: Write> Checksummed<W> {
         Ok(self.out)
     }
 
-    /// `values` little-endian, encoded a block at a time (not a digest update per value: a
-    /// 32GiB shape has billions).
-    fn put_u32s(&mut self, values: &[u32]) -> io::Result<()> {
-        let mut block = Vec::with_capacity(4 * VALUES_PER_BLOCK);
-        for chunk in values.chunks(VALUES_PER_BLOCK) {
-            block.clear();
-            block.extend(chunk.iter().flat_map(|v| v.to_le_bytes()));
-            self.put(&block)?;
-        }
-        Ok(())
-    }
-
     fn put_u64(&mut self, value: u64) -> io::Result<()> {
         self.put(&value.to_le_bytes())
     }
@@ -139,9 +127,14 @@ impl CircuitShape {
             w.put_u64(count as u64)?;
         }
         for m in [&m.a, &m.b, &m.c] {
-            w.put_u32s(m.row_starts())?;
-            w.put_u32s(m.columns())?;
-            w.put_u32s(m.coefficient_ids())?;
+            let blocks = matrix_blocks::encode(m);
+            for block in &blocks {
+                w.put_u64(block.bytes.len() as u64)?;
+                w.put_u64(block.entries)?;
+            }
+            for block in &blocks {
+                w.put(&block.bytes)?;
+            }
         }
         for c in &m.coefficients {
             w.put(&c.to_repr())?;
@@ -197,22 +190,24 @@ impl CircuitShape {
             limit(rows, "rows")?,
             limit(coefficients, "coefficients")?,
         );
-        let expected = [nnz_a, nnz_b, nnz_c]
-            .into_iter()
-            .try_fold(0u64, |sum, nnz| Some(sum + 4 * (rows as u64 + 1) + 8 * nnz))
-            .and_then(|m| m.checked_add(32 * coefficients as u64 + 8 * ((aux.div_ceil(64) * 2 + inputs.div_ceil(64)) as u64)))
-            .ok_or("counts overflow")?;
-        if expected != r.bytes.len() as u64 {
-            return Err(format!("{} bytes of matrices and tables, the counts say {expected}", r.bytes.len()));
-        }
         if checksum(&bytes[..body_len]) != bytes[body_len..] {
             return Err("checksum mismatch".into());
         }
-        let mut matrix = |nnz: u64| -> Result<SparseMatrix, String> {
+        let mut matrix = |nnz: u64, name: &str| {
             let nnz = limit(nnz, "entries")?;
-            Ok(SparseMatrix::from_parts(r.u32s(rows + 1)?, r.u32s(nnz)?, r.u32s(nnz)?))
+            let index = r.u64s(2 * rows.div_ceil(matrix_blocks::ROWS_PER_BLOCK))?;
+            let blocks = index
+                .chunks_exact(2)
+                .map(|pair| {
+                    Ok((
+                        r.take(usize::try_from(pair[0]).map_err(|_| "a block's length is out of range")?)?,
+                        pair[1],
+                    ))
+                })
+                .collect::<Result<Vec<_>, String>>()?;
+            matrix_blocks::decode(&blocks, rows, nnz).map_err(|e| format!("{name}: {e}"))
         };
-        let (a, b, c) = (matrix(nnz_a)?, matrix(nnz_b)?, matrix(nnz_c)?);
+        let (a, b, c) = (matrix(nnz_a, "A")?, matrix(nnz_b, "B")?, matrix(nnz_c, "C")?);
         let coefficients = r
             .take(32 * coefficients)?
             .par_chunks_exact(32)
@@ -224,6 +219,9 @@ impl CircuitShape {
         let mut density =
             |len: usize| Density::from_words(r.u64s(len.div_ceil(64))?, len).ok_or_else(|| "a density has bits past its length".to_string());
         let densities = [density(aux)?, density(inputs)?, density(aux)?];
+        if !r.bytes.is_empty() {
+            return Err(format!("{} bytes past the densities", r.bytes.len()));
+        }
         for (name, m) in [("A", &a), ("B", &b), ("C", &c)] {
             m.check(inputs + aux, coefficients.len()).map_err(|e| format!("{name}: {e}"))?;
         }
@@ -252,14 +250,6 @@ impl<'a> Reader<'a> {
 
     fn u64(&mut self) -> Result<u64, String> {
         Ok(u64::from_le_bytes(self.take(8)?.try_into().expect("8 bytes")))
-    }
-
-    fn u32s(&mut self, n: usize) -> Result<Vec<u32>, String> {
-        let bytes = self.take(n.checked_mul(4).ok_or("truncated")?)?;
-        Ok(bytes
-            .par_chunks_exact(4)
-            .map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")))
-            .collect())
     }
 
     fn u64s(&mut self, n: usize) -> Result<Vec<u64>, String> {
@@ -341,7 +331,7 @@ mod tests {
         let (_, bytes) = file();
         let refused = |bytes: &[u8], id: &str| CircuitShape::read_file(bytes, id).expect_err("damaged file accepted");
         assert!(refused(&bytes, "cube").contains("not the shape of circuit cube"));
-        assert!(refused(&bytes[..bytes.len() - 1], "square").contains("bytes of matrices"));
+        assert!(refused(&bytes[..bytes.len() - 1], "square").contains("checksum"));
         assert!(refused(&[], "square").contains("shorter"));
         // Every single flipped bit: refused (the checksum or a field's check), never a shape.
         for i in 0..bytes.len() {
