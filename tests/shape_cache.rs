@@ -100,6 +100,9 @@ fn the_next_engine_reads_the_shape_and_bad_files_are_rebuilt() {
         shape.write_file("another-circuit", &mut bytes).unwrap();
         bytes
     };
+    // A file of another format version of this circuit: removed once this version's is written.
+    let old_version = dir.join(format!("{id}.v0.cuzk-shape"));
+    std::fs::write(&old_version, b"an older format").unwrap();
     let mut flipped = written.clone();
     flipped[written.len() / 2] ^= 0x10;
     for (what, bad) in [
@@ -115,6 +118,8 @@ fn the_next_engine_reads_the_shape_and_bad_files_are_rebuilt() {
             Ok(&shape),
             "{what}: the file is rebuilt"
         );
+        assert!(!old_version.exists(), "{what}: the older format's file is still there");
+        assert_eq!(shape_files(&dir), files, "{what}: one circuit, one file");
     }
 
     // Off: nothing is written.

@@ -87,6 +87,7 @@ impl ShapeCache {
             match write(&file, &id, &shape) {
                 Ok(()) => {
                     shape.set_file(&file, &id);
+                    remove_other_versions(&file, &id);
                     log::info!("circuit shape {id} written to {} in {:.2?}", file.display(), start.elapsed())
                 }
                 Err(e) => log::warn!("circuit shape {id} not kept on disk: {}: {e}", file.display()),
@@ -169,6 +170,30 @@ fn write(file: &Path, id: &str, shape: &CircuitShape) -> std::io::Result<()> {
         let _ = std::fs::remove_file(&temporary);
     }
     written
+}
+
+/// Removes the shape files of circuit `id` beside `file` that another format version wrote
+/// (`{id}.v{N}.cuzk-shape`): this library never reads them, and a 32GiB shape's file is GBs.
+fn remove_other_versions(file: &Path, id: &str) {
+    let (Some(dir), Some(current)) = (file.parent(), file.file_name()) else {
+        return;
+    };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let version = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(id)?.strip_prefix(".v")?.strip_suffix(".cuzk-shape"))
+            .and_then(|v| v.parse::<u32>().ok());
+        if version.is_some() && name != current {
+            match std::fs::remove_file(entry.path()) {
+                Ok(()) => log::info!("circuit shape {id}: {} of another format version removed", entry.path().display()),
+                Err(e) => log::warn!("circuit shape {id}: {} of another format version kept: {e}", entry.path().display()),
+            }
+        }
+    }
 }
 
 /// A circuit shape the engine holds (engine status).
