@@ -26,10 +26,9 @@ pub struct MemoryEstimate {
     pub host_resident_bytes: u64,
     /// Host memory a call adds while it runs: its partitions synthesized and waiting or in
     /// proving (one more than its proving lanes, as many as the engine's host memory budget
-    /// lets wait, at least one), the
-    /// working memory of each proving lane the call can use, a resident key's upload when it
-    /// is not on the devices yet (two parts decoded from its file), and an allowance for the
-    /// rest (its inputs decoded, the proof).
+    /// lets wait, at least one), the working memory of each proving lane the call can use, a
+    /// resident key's upload when it is not on the devices yet (two parts decoded from its
+    /// file), and an allowance for the rest (its inputs decoded, the proof).
     pub host_call_bytes: u64,
     /// Device memory the engine keeps for the kind between calls, on each device: the key's
     /// copy when it fits the key budget (else it is streamed) and the circuit's matrices.
@@ -57,8 +56,8 @@ impl Engine {
         let lanes = self.proving_lanes(backend);
         let held = partitions.min(places_ahead(lanes)) * partition;
         let waiting = held.min(partition.max(self.pipeline_budget.limit()));
-        let lanes = partitions.min(lanes as u64);
-        let call_bytes = waiting + lanes * call.host_lane_bytes + call.host_key_upload_bytes;
+        let lanes_used = partitions.min(lanes as u64);
+        let call_bytes = waiting + lanes_used * call.host_lane_bytes + call.host_key_upload_bytes;
         Ok(MemoryEstimate {
             partitions,
             host_resident_bytes: call.host_key_bytes + shape_bytes,

@@ -136,7 +136,8 @@ impl Occupancy {
     }
 }
 
-/// Host memory for synthesized partitions waiting for (or in) proving, in bytes.
+/// Host memory for synthesized partitions waiting for (or in) proving, in bytes; a call's
+/// places (`places_ahead`) are the same mechanism counted in partitions.
 pub(super) struct MemoryBudget {
     limit: u64,
     used: Mutex<u64>,
@@ -228,7 +229,6 @@ pub(super) fn run(
     let mut results: Vec<Option<Result<ProofOutput>>> = requests.iter().map(|_| None).collect();
     let (sender, receiver) = mpsc::channel();
     let lanes = engine.proving_lanes(backend);
-    // Counted in partitions, not bytes.
     let places = MemoryBudget::new(places_ahead(lanes));
     std::thread::scope(|scope| {
         // The synthesis thread owns the sender: proving ends when it is done.

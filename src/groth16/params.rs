@@ -210,11 +210,7 @@ impl ProvingKey {
         let Some(key_file) = &self.file else {
             return;
         };
-        let point_bytes = if query == QUERY_NAMES.len() - 1 {
-            QuerySizes::G2_BYTES
-        } else {
-            QuerySizes::G1_BYTES
-        };
+        let point_bytes = QuerySizes::point_bytes(query);
         let start = key_file.starts[query] + first as u64 * point_bytes;
         let len = count as u64 * point_bytes;
         // SAFETY: a hint on an open descriptor; no memory is passed.
@@ -304,6 +300,15 @@ impl QuerySizes {
         }
     }
 
+    /// Bytes of one point of query `query` (in `QUERY_NAMES`' order: B_G2, the last, is G2).
+    pub fn point_bytes(query: usize) -> u64 {
+        if query == QUERY_NAMES.len() - 1 {
+            Self::G2_BYTES
+        } else {
+            Self::G1_BYTES
+        }
+    }
+
     /// The points of each query, in `QUERY_NAMES`' order.
     pub fn counts(&self) -> [u64; 5] {
         [self.h, self.l, self.a, self.b_g1, self.b_g2]
@@ -344,8 +349,7 @@ fn read_layout(file: &mut (impl Read + Seek)) -> io::Result<(VerifyingKey<Bls12>
         })?;
         counts[q] = u64::from(u32::from_be_bytes(count));
         starts[q] = file.stream_position()?;
-        let point_bytes = if q == 4 { QuerySizes::G2_BYTES } else { QuerySizes::G1_BYTES };
-        let end = starts[q] + counts[q] * point_bytes;
+        let end = starts[q] + counts[q] * QuerySizes::point_bytes(q);
         // A seek past the end succeeds: the file must be long enough for the query.
         if file.seek(io::SeekFrom::End(0))? < end {
             return Err(truncated());

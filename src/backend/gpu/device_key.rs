@@ -100,7 +100,7 @@ impl DeviceKey {
             sys::cuzk_gpu_key_alloc(ctx, &counts, &mut out, msg)
         })?;
         let copy = NonNull::new(out).map(DeviceKey).ok_or_else(|| Error::internal("device key is NULL"))?;
-        let point_bytes = |query: usize| if query == QUERY_B_G2 { QuerySizes::G2_BYTES } else { QuerySizes::G1_BYTES } as usize;
+        let point_bytes = |query: usize| QuerySizes::point_bytes(query) as usize;
         let parts: Vec<Part> = (0..5)
             .flat_map(|query| {
                 let per_part = (UPLOAD_PART_BYTES / point_bytes(query)).max(1);

@@ -185,7 +185,7 @@ impl CircuitShape {
         let Some((path, id)) = self.file.get() else {
             return Err(Error::internal("circuit matrices released from host memory without a shape file"));
         };
-        let unreadable = |e: String| Error::new(Status::Internal, format!("circuit shape file {}: {e}", path.display()));
+        let unreadable = |e: String| Error::internal(format!("circuit shape file {}: {e}", path.display()));
         let read = Self::read_path(path, id).map_err(unreadable)?;
         let matrices = read
             .matrices
