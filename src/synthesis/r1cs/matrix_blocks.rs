@@ -103,7 +103,8 @@ pub(super) fn decode(blocks: &[(&[u8], u64)], rows: usize, entries: usize) -> Re
     if blocks.len() != rows.div_ceil(ROWS_PER_BLOCK) {
         return Err(format!("{} blocks for {rows} rows", blocks.len()));
     }
-    if blocks.iter().map(|&(_, n)| n).sum::<u64>() != entries as u64 {
+    let indexed = blocks.iter().try_fold(0u64, |sum, &(_, n)| sum.checked_add(n));
+    if indexed != Some(entries as u64) {
         return Err(format!("the blocks' entries do not add up to {entries}"));
     }
     // Each row takes at least one byte and each entry two: counts the bytes cannot hold are
@@ -214,5 +215,14 @@ mod tests {
         assert!(refused(&longer, 3, 2, 3).contains("do not fill"));
         assert!(refused(&[0xff; 11], 0, 1, 0).contains("more than 64 bits"));
         assert!(decode(&[], 2, 0).unwrap_err().contains("blocks for"));
+        // Counts whose sum wraps around to the total: refused, not split at.
+        let rows = ROWS_PER_BLOCK + 1;
+        let wrapping = [(&bytes[..], u64::MAX), (&bytes[..], 4)];
+        assert!(decode(&wrapping, rows, 3).unwrap_err().contains("add up"));
+        // Any bytes under counts that add up: an error or a matrix, never a panic.
+        for seed in 0..200u32 {
+            let garbage: Vec<u8> = (0..40).map(|i| (seed.wrapping_mul(2_654_435_761) >> (i % 24)) as u8 ^ i as u8).collect();
+            let _ = decode(&[(&garbage, u64::from(seed % 8))], 3, (seed % 8) as usize);
+        }
     }
 }
