@@ -28,6 +28,7 @@ mod por;
 pub mod porep;
 mod poseidon;
 pub mod post;
+mod sha256;
 pub mod update;
 mod vanilla;
 

@@ -1,5 +1,6 @@
-//! The witness of storage-proofs-core's inclusion gadget (`PoRCircuit`, private: its root is not
-//! an input) over a Poseidon tree, its hashes computed natively ([`super::poseidon`]).
+//! The witness of storage-proofs-core's inclusion gadgets over a Poseidon tree (`PoRCircuit`,
+//! private: its root is not an input; `por_no_challenge_input`), their hashes computed natively
+//! ([`super::poseidon`]).
 
 use bellperson::gadgets::boolean::{AllocatedBit, Boolean};
 use bellperson::gadgets::multipack;
@@ -26,12 +27,7 @@ pub(crate) fn inclusion(
     let mut node = leaf.clone();
     let mut path_bits = Vec::new();
     for (siblings, index) in path {
-        let arity = siblings.len() + 1;
-        if ![2, 4, 8].contains(&arity) {
-            return Err(SynthesisError::IoError(std::io::Error::other(format!(
-                "no Poseidon tree of arity {arity}"
-            ))));
-        }
+        let arity = tree_arity(siblings.len())?;
         let index_bits = (0..arity.trailing_zeros())
             .map(|i| AllocatedBit::alloc(&mut *cs, Some((index >> i) & 1 == 1)).map(Boolean::from))
             .collect::<Result<Vec<_>, _>>()?;
@@ -40,16 +36,66 @@ pub(crate) fn inclusion(
             .iter()
             .map(|&sibling| AllocatedNum::alloc(&mut *cs, || Ok(sibling)))
             .collect::<Result<Vec<_>, _>>()?;
-        let children = insert(cs, &node, &index_bits, &siblings)?;
-        node = match arity {
-            2 => poseidon_hash(cs, &children, &POSEIDON_CONSTANTS_2),
-            4 => poseidon_hash(cs, &children, &POSEIDON_CONSTANTS_4),
-            _ => poseidon_hash(cs, &children, &POSEIDON_CONSTANTS_8),
-        }?;
+        node = hash_level(cs, &node, &index_bits, &siblings)?;
     }
     multipack::pack_into_inputs(&mut *cs, &path_bits)?;
     constraint::equal(cs, || "enforce root is correct", &node, root);
     Ok(())
+}
+
+/// `por_no_challenge_input(cs, challenge_bits, leaf, path, root)`'s witness (storage-proofs-core,
+/// for a Poseidon tree): the path's siblings already allocated, a level's insertion index the
+/// next of `challenge_bits` (little-endian), every bit used.
+pub(crate) fn inclusion_at_challenge(
+    cs: &mut WitnessCs,
+    challenge_bits: &[Boolean],
+    leaf: &AllocatedNum<Scalar>,
+    path: &[Vec<AllocatedNum<Scalar>>],
+    root: &AllocatedNum<Scalar>,
+) -> Result<(), SynthesisError> {
+    let mut node = leaf.clone();
+    let mut bits = challenge_bits;
+    for siblings in path {
+        let index_bits = tree_arity(siblings.len())?.trailing_zeros() as usize;
+        if bits.len() < index_bits {
+            return Err(wrong("a challenge has fewer bits than its inclusion path's levels take"));
+        }
+        let (index, rest) = bits.split_at(index_bits);
+        node = hash_level(cs, &node, index, siblings)?;
+        bits = rest;
+    }
+    if !bits.is_empty() {
+        return Err(wrong("a challenge has more bits than its inclusion path's levels take"));
+    }
+    constraint::equal(cs, || "calculated root == provided root", &node, root);
+    Ok(())
+}
+
+/// One level of an inclusion path: `node` inserted among `siblings` at `index_bits`, hashed.
+fn hash_level(
+    cs: &mut WitnessCs,
+    node: &AllocatedNum<Scalar>,
+    index_bits: &[Boolean],
+    siblings: &[AllocatedNum<Scalar>],
+) -> Result<AllocatedNum<Scalar>, SynthesisError> {
+    let children = insert(cs, node, index_bits, siblings)?;
+    match children.len() {
+        2 => poseidon_hash(cs, &children, &POSEIDON_CONSTANTS_2),
+        4 => poseidon_hash(cs, &children, &POSEIDON_CONSTANTS_4),
+        _ => poseidon_hash(cs, &children, &POSEIDON_CONSTANTS_8),
+    }
+}
+
+/// The arity of a level with `siblings` siblings: 2, 4 or 8 (the Poseidon trees').
+fn tree_arity(siblings: usize) -> Result<usize, SynthesisError> {
+    match siblings + 1 {
+        arity @ (2 | 4 | 8) => Ok(arity),
+        arity => Err(wrong(&format!("no Poseidon tree of arity {arity}"))),
+    }
+}
+
+fn wrong(what: &str) -> SynthesisError {
+    SynthesisError::IoError(std::io::Error::other(what.to_string()))
 }
 
 /// A vanilla inclusion proof's levels as [`inclusion`] takes them.

@@ -101,7 +101,7 @@ pub(crate) fn level_arities<Base: Unsigned, Sub: Unsigned, Top: Unsigned>(leaves
 
 /// A path of a tree of `leaves` leaves to `root`, of the tree's exact shape with random values
 /// (`rng`): for made-up vanilla proofs (benchmarks at sizes no sector can be sealed for).
-#[cfg(feature = "internals")]
+#[cfg(any(test, feature = "internals"))]
 pub(crate) fn made_up_path<H, Base, Sub, Top>(
     leaves: usize,
     root: H::Domain,

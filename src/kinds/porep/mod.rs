@@ -36,7 +36,6 @@ use crate::synthesis::r1cs::{SegmentedCircuit, Witness};
 mod check;
 mod column;
 mod job;
-mod sha256;
 mod witness;
 
 #[cfg(feature = "internals")]

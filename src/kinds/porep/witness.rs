@@ -12,7 +12,7 @@
 //! combination, so a gadget may be handed variables allocated in another constraint system
 //! (or in a scratch one, from the proof's values): only their values are read. The parts are
 //! appended in the order `StackedCircuit::synthesize` allocates them; tests/r1cs.rs checks the
-//! result equals its witness exactly. The SHA-256 labels and comm_d path ([`super::sha256`])
+//! result equals its witness exactly. The SHA-256 labels and comm_d path ([`crate::kinds::sha256`])
 //! and the Poseidon column hashes and tree_c / tree_r_last paths (`kinds::poseidon`,
 //! `kinds::por`) are computed natively, not by running their gadgets.
 
@@ -40,11 +40,11 @@ use storage_proofs_porep::stacked::{ColumnProof, StackedCircuit};
 use typenum::U2;
 
 use super::column::{column_parts, TreePath};
-use super::sha256::{sha256, to_booleans, Bit, Word};
 use super::{PartitionCircuit, TreeDomain};
 use crate::cancel::CancelToken;
 use crate::kinds::por;
 use crate::kinds::poseidon::poseidon_hash;
+use crate::kinds::sha256::{hash_multi_leaf, sha256, to_booleans, Bit, Word};
 use crate::synthesis::r1cs::{NotInPlace, PartBuffers, Placed, Witness, WitnessCs};
 
 type PieceDomain = <DefaultPieceHasher as Hasher>::Domain;
@@ -342,7 +342,7 @@ impl DataPath {
         let bit = Boolean::from(AllocatedBit::alloc(&mut *cs, Some(right))?);
         let sibling = AllocatedNum::alloc(&mut *cs, || Ok(sibling))?;
         let inserted = insert(&mut *cs, &node, std::slice::from_ref(&bit), &[sibling])?;
-        hash_leaves(cs, &inserted)?;
+        hash_multi_leaf(cs, &inserted)?;
         Ok(())
     }
 
@@ -362,7 +362,7 @@ impl DataPath {
 }
 
 /// `create_label_circuit`'s label (storage-proofs-porep): the SHA-256 of the replica id, the
-/// layer and node, and the parents, computed natively ([`super::sha256`]: the gadget's own
+/// layer and node, and the parents, computed natively ([`crate::kinds::sha256`]: the gadget's own
 /// witness was most of a partition's), then packed into a number as the gadget does.
 fn label_witness(
     cs: &mut WitnessCs,
@@ -387,28 +387,6 @@ fn label_witness(
     let digest = sha256(cs, &input)?;
     let bits = reverse_bit_numbering(to_booleans(digest.iter().flat_map(Word::bits_be))?);
     multipack::pack_bits(cs, &bits[..Scalar::CAPACITY as usize])
-}
-
-/// filecoin-hashers' SHA-256 `hash_multi_leaf_circuit`, its hash computed natively: the
-/// leaves' bits (little-endian, padded to whole bytes, each byte's bits reversed), their
-/// SHA-256, and the digest's first 254 bits (each byte's bits reversed) packed into a number.
-fn hash_leaves(cs: &mut WitnessCs, leaves: &[AllocatedNum<Scalar>]) -> Result<AllocatedNum<Scalar>, SynthesisError> {
-    let mut input = Vec::new();
-    for leaf in leaves {
-        let mut bits = leaf.to_bits_le(&mut *cs)?;
-        bits.resize(bits.len().next_multiple_of(8), Boolean::Constant(false));
-        for bit in bits.chunks_exact(8).flat_map(|byte| byte.iter().rev()) {
-            input.push(Bit::of(bit)?);
-        }
-    }
-    let digest: Vec<Bit> = sha256(cs, &input)?.iter().flat_map(Word::bits_be).collect();
-    let bits = to_booleans(
-        digest
-            .chunks(8)
-            .flat_map(|byte| byte.iter().rev().copied())
-            .take(Scalar::CAPACITY as usize),
-    )?;
-    multipack::pack_bits(cs, &bits)
 }
 
 /// The 37 parents a label hashes, as `StackedCircuit` repeats them: layer 1 has 6 DRG parents

@@ -34,7 +34,7 @@ impl<'a, Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> UpdateCircuit<'a
     }
 
     /// filecoin-proofs' circuit, as `EmptySectorUpdateCompound::circuit_proofs` builds it.
-    fn build(&self) -> Result<EmptySectorUpdateCircuit<Tree>, SynthesisError> {
+    pub(super) fn build(&self) -> Result<EmptySectorUpdateCircuit<Tree>, SynthesisError> {
         match self.partition {
             None => Ok(EmptySectorUpdateCompound::<Tree>::blank_circuit(self.params)),
             Some((inputs, k, proof)) => EmptySectorUpdateCompound::<Tree>::circuit(inputs, (), proof, self.params, Some(k))

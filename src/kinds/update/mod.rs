@@ -13,7 +13,7 @@ use filecoin_proofs_api::RegisteredUpdateProof;
 use storage_proofs_core::compound_proof::{self, CompoundProof};
 use storage_proofs_core::multi_proof::MultiProof;
 use storage_proofs_core::parameter_cache::CacheableParameters;
-use storage_proofs_update::constants::{TreeDDomain, TreeRDomain, TreeRHasher};
+use storage_proofs_update::constants::{TreeDDomain, TreeDHasher, TreeRDomain, TreeRHasher};
 use storage_proofs_update::{EmptySectorUpdateCompound, PartitionProof, PublicInputs, PublicParams, SetupParams};
 
 use std::sync::Arc;
@@ -256,40 +256,14 @@ impl ProofRequest for MadeUpUpdate {
 
 #[cfg(feature = "internals")]
 fn made_up_job<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(made_up: &MadeUpUpdate) -> Result<Box<dyn ProofJob>> {
-    use crate::kinds::vanilla::made_up_path;
-    use ff::Field;
     use rand::SeedableRng;
-    use storage_proofs_update::ChallengeProof;
 
     let config = update_config(made_up.proof)?;
     let params = public_params(&config);
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(made_up.seed);
-    let scalar = |rng: &mut rand_chacha::ChaCha8Rng| blstrs::Scalar::random(rng);
-    let inputs = PublicInputs {
-        k: 0,
-        comm_r_old: scalar(&mut rng).into(),
-        comm_d_new: scalar(&mut rng).into(),
-        comm_r_new: scalar(&mut rng).into(),
-        h: config.h,
-    };
-    let nodes = params.sector_nodes;
-    let partition = |rng: &mut rand_chacha::ChaCha8Rng| {
-        let (root_r_old, root_r_new) = (scalar(rng).into(), scalar(rng).into());
-        let challenge_proofs = (0..params.challenge_count)
-            .map(|_| ChallengeProof::<Tree> {
-                proof_r_old: made_up_path(nodes, root_r_old, rng),
-                proof_d_new: made_up_path(nodes, inputs.comm_d_new, rng),
-                proof_r_new: made_up_path(nodes, root_r_new, rng),
-            })
-            .collect();
-        PartitionProof::<Tree> {
-            comm_c: scalar(rng).into(),
-            apex_leafs: (0..params.apex_leaf_count).map(|_| scalar(rng).into()).collect(),
-            challenge_proofs,
-        }
-    };
+    let inputs = made_up_inputs(&config, &mut rng);
     let proofs = (0..made_up.partitions.clamp(1, params.partition_count))
-        .map(|_| partition(&mut rng))
+        .map(|k| made_up_partition(&params, &inputs, k, &mut rng))
         .collect();
     Ok(Box::new(UpdateJob::<Tree> {
         own_key: made_up.key.clone(),
@@ -298,4 +272,77 @@ fn made_up_job<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(made_up: &
         inputs,
         proofs,
     }))
+}
+
+/// Random commitments for a made-up update ([`MadeUpUpdate`]).
+#[cfg(any(test, feature = "internals"))]
+fn made_up_inputs(config: &SectorUpdateConfig, rng: &mut impl rand::Rng) -> PublicInputs {
+    use ff::Field;
+    PublicInputs {
+        k: 0,
+        comm_r_old: blstrs::Scalar::random(&mut *rng).into(),
+        comm_d_new: blstrs::Scalar::random(&mut *rng).into(),
+        comm_r_new: blstrs::Scalar::random(&mut *rng).into(),
+        h: config.h,
+    }
+}
+
+/// A made-up vanilla proof of partition `k` ([`MadeUpUpdate`]): every path of the tree's shape
+/// with random values, except what filecoin-proofs' circuit asserts while it is synthesized: the
+/// challenges' TreeDNew paths pass through one apex root and each new label is the old one
+/// encoded with the new data (label_r_new = label_r_old + label_d_new · rho).
+#[cfg(any(test, feature = "internals"))]
+fn made_up_partition<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+    params: &PublicParams,
+    inputs: &PublicInputs,
+    k: usize,
+    rng: &mut impl rand::Rng,
+) -> PartitionProof<Tree> {
+    use crate::kinds::vanilla::made_up_path;
+    use ff::Field;
+    use storage_proofs_core::merkle::{MerkleProof, MerkleProofTrait};
+    use storage_proofs_update::vanilla::{phi, rho};
+    use storage_proofs_update::{ChallengeProof, Challenges};
+
+    type PathR<Tree> =
+        MerkleProof<TreeRHasher, <Tree as MerkleTreeTrait>::Arity, <Tree as MerkleTreeTrait>::SubTreeArity, <Tree as MerkleTreeTrait>::TopTreeArity>;
+    let nodes = params.sector_nodes;
+    let mut scalar = || blstrs::Scalar::random(&mut *rng);
+    let (root_r_old, root_r_new, comm_c) = (scalar().into(), scalar().into(), scalar().into());
+    let apex_leafs = (0..params.apex_leaf_count).map(|_| scalar().into()).collect();
+    let below_partition = params.challenge_bit_len - params.partition_bit_len;
+    let partition_path: Vec<TreeDDomain> = (0..params.partition_bit_len).map(|_| scalar().into()).collect();
+    let path_d = |rng: &mut dyn rand::RngCore| {
+        let levels = (0..params.challenge_bit_len)
+            .map(|level| {
+                let sibling = match level.checked_sub(below_partition) {
+                    Some(top) => partition_path[top],
+                    None => blstrs::Scalar::random(&mut *rng).into(),
+                };
+                (vec![sibling], rand::Rng::gen_range(rng, 0..2))
+            })
+            .collect();
+        MerkleProof::from_parts(blstrs::Scalar::random(&mut *rng).into(), inputs.comm_d_new, levels)
+    };
+    let phi = phi(&inputs.comm_d_new, &inputs.comm_r_old);
+    let high_shift = params.challenge_bit_len - inputs.h;
+    let challenge_proofs = Challenges::new(nodes, inputs.comm_r_new, k)
+        .map(|c| {
+            let proof_r_old: PathR<Tree> = made_up_path(nodes, root_r_old, &mut *rng);
+            let proof_d_new: MerkleProof<TreeDHasher, typenum::U2> = path_d(&mut *rng);
+            let (old, data): (blstrs::Scalar, blstrs::Scalar) = (proof_r_old.leaf().into(), proof_d_new.leaf().into());
+            let label = old + data * rho(&phi, c >> high_shift);
+            let path_r_new: PathR<Tree> = made_up_path(nodes, root_r_new, &mut *rng);
+            ChallengeProof::<Tree> {
+                proof_r_old,
+                proof_d_new,
+                proof_r_new: MerkleProof::from_parts(label.into(), root_r_new, path_r_new.path()),
+            }
+        })
+        .collect();
+    PartitionProof::<Tree> {
+        comm_c,
+        apex_leafs,
+        challenge_proofs,
+    }
 }

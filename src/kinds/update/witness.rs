@@ -1,14 +1,20 @@
-//! The witness of an update partition with its challenges in parallel.
+//! The witness of an update partition, made in parallel parts with its hashes computed natively.
 //!
 //! filecoin-proofs' `EmptySectorUpdateCircuit` is a prefix (the public inputs and their bits,
 //! phi, comm_c and the replica roots, the apex leaves and their tree up to comm_d_new, every
 //! challenge's generated bits) followed by one part per challenge that reads only prefix
 //! variables and its own: rho, the new label, the TreeROld and TreeRNew paths and the TreeDNew
-//! path up to the apex leaf. Here the same gadgets run in the same order, the prefix once and
-//! then the challenges on all cores, each into a part appended in challenge order; the
-//! assignment is the sequential synthesis' value for value (the tests compare them). The
-//! gadgets storage-proofs-update keeps crate-private are written out below, allocation for
-//! allocation.
+//! path up to the apex leaf. Nearly all of it is SHA-256 (the apex tree and each challenge's
+//! TreeDNew path: ≈ 78M of a 32GiB partition's ≈ 81M constraints), the rest Poseidon.
+//!
+//! Here the Poseidon hashes and inclusion paths are computed natively (`kinds::poseidon`,
+//! `kinds::por`) and every SHA-256 node hash ([`hash_multi_leaf`]) is a part of its own: the
+//! hashes' values are computed first on plain field elements, so each hash's inputs are known
+//! before any part is made, and the parts are made on all cores and appended in the order the
+//! sequential synthesis allocates them. `WitnessCs` never evaluates a linear combination, so a
+//! part may be handed variables of another system (only their values are read). The
+//! assignment is the gadgets' value for value (the tests compare them). The gadgets
+//! storage-proofs-update keeps crate-private are written out below, allocation for allocation.
 
 use bellperson::gadgets::boolean::{field_into_allocated_bits_le, AllocatedBit, Boolean};
 use bellperson::gadgets::multipack::pack_bits;
@@ -16,17 +22,18 @@ use bellperson::gadgets::num::AllocatedNum;
 use bellperson::{ConstraintSystem, SynthesisError};
 use blstrs::Scalar;
 use ff::{Field, PrimeField, PrimeFieldBits};
-use filecoin_hashers::{HashFunction, Hasher};
+use filecoin_hashers::{HashFunction, Hasher, POSEIDON_CONSTANTS_2};
 use filecoin_proofs::types::MerkleTreeTrait;
-use neptune::circuit::poseidon_hash;
 use rayon::prelude::*;
-use storage_proofs_core::gadgets::insertion::select;
-use storage_proofs_core::gadgets::por::por_no_challenge_input;
+use storage_proofs_core::gadgets::insertion::{insert, select};
 use storage_proofs_update::circuit::ChallengeProof;
-use storage_proofs_update::constants::{hs, TreeD, TreeDHasher, TreeRHasher, POSEIDON_CONSTANTS_GEN_RANDOMNESS};
+use storage_proofs_update::constants::{hs, TreeDDomain, TreeDHasher, TreeRHasher, POSEIDON_CONSTANTS_GEN_RANDOMNESS};
 use storage_proofs_update::EmptySectorUpdateCircuit;
 
 use crate::cancel::CancelToken;
+use crate::kinds::por::inclusion_at_challenge;
+use crate::kinds::poseidon::poseidon_hash;
+use crate::kinds::sha256::hash_multi_leaf;
 use crate::synthesis::r1cs::{Witness, WitnessCs};
 
 type Num = AllocatedNum<Scalar>;
@@ -35,16 +42,97 @@ fn alloc<CS: ConstraintSystem<Scalar>>(cs: &mut CS, value: Option<Scalar>) -> Re
     AllocatedNum::alloc(&mut *cs, || value.ok_or(SynthesisError::AssignmentMissing))
 }
 
+fn value(value: Option<Scalar>) -> Result<Scalar, SynthesisError> {
+    value.ok_or(SynthesisError::AssignmentMissing)
+}
+
+/// Input the checks before synthesis refuse, met in synthesis.
+fn malformed(what: &str) -> SynthesisError {
+    SynthesisError::IoError(std::io::Error::other(format!("malformed update partition: {what}")))
+}
+
+fn bit_value(bit: &AllocatedBit) -> Result<bool, SynthesisError> {
+    bit.get_value().ok_or(SynthesisError::AssignmentMissing)
+}
+
 /// What the challenges read from the prefix.
 struct Prefix {
     partition_bits: Vec<AllocatedBit>,
     h_select_bits: Vec<AllocatedBit>,
+    partition: Num,
+    comm_r_new: Num,
     phi: Num,
     root_r_old: Num,
     root_r_new: Num,
     apex_leafs: Vec<Num>,
-    /// Each challenge's generated bits (little-endian, without the partition's).
-    generated_bits: Vec<Vec<AllocatedBit>>,
+}
+
+/// One SHA-256 node hash of the TreeDNew tree (filecoin-hashers' `hash2_circuit`, or a level of
+/// `por_no_challenge_input`), with the values of what it hashes.
+struct NodeHash {
+    node: Scalar,
+    /// The other child.
+    sibling: Scalar,
+    /// On an inclusion path: the index bit `insert` orders the two by (set: `node` is the
+    /// right child). In the apex tree: None, `node` is the left child.
+    right: Option<AllocatedBit>,
+}
+
+impl NodeHash {
+    /// The hash's allocations, its inputs allocated in a scratch system (only their values are
+    /// read).
+    fn synthesize(&self, cs: &mut WitnessCs) -> Result<(), SynthesisError> {
+        let mut scratch = WitnessCs::part(None);
+        let node = alloc(&mut scratch, Some(self.node))?;
+        let sibling = alloc(&mut scratch, Some(self.sibling))?;
+        let children = match &self.right {
+            None => vec![node, sibling],
+            Some(bit) => insert(&mut *cs, &node, &[Boolean::from(bit.clone())], &[sibling])?,
+        };
+        hash_multi_leaf(cs, &children)?;
+        Ok(())
+    }
+
+    /// The hash's value (`node` and `sibling` in their order).
+    fn parent(&self) -> Result<Scalar, SynthesisError> {
+        let hash = |left: Scalar, right: Scalar| -> Scalar {
+            <TreeDHasher as Hasher>::Function::hash2(&TreeDDomain::from(left), &TreeDDomain::from(right)).into()
+        };
+        Ok(match &self.right {
+            Some(bit) if bit_value(bit)? => hash(self.sibling, self.node),
+            _ => hash(self.node, self.sibling),
+        })
+    }
+}
+
+/// The node hashes of `por_no_challenge_input::<TreeD>` from `leaf` up `siblings`, ordered by
+/// `bits` (one per level, the challenge's little-endian bits).
+fn path_hashes(leaf: Scalar, bits: &[AllocatedBit], siblings: &[Scalar]) -> Result<Vec<NodeHash>, SynthesisError> {
+    if bits.len() != siblings.len() {
+        return Err(malformed("a TreeDNew path whose levels and index bits differ in number"));
+    }
+    let mut node = leaf;
+    let mut hashes = Vec::with_capacity(siblings.len());
+    for (bit, &sibling) in bits.iter().zip(siblings) {
+        let hash = NodeHash {
+            node,
+            sibling,
+            right: Some(bit.clone()),
+        };
+        node = hash.parent()?;
+        hashes.push(hash);
+    }
+    Ok(hashes)
+}
+
+/// A part of the witness after the prefix, in the order the gadgets allocate.
+enum Part {
+    Hash(NodeHash),
+    /// A challenge up to its TreeDNew path's hashes.
+    Challenge {
+        index: usize,
+        c_bits: Vec<AllocatedBit>,
+    },
 }
 
 /// The witness of `circuit` (a partition's, with values), equal to its sequential synthesis'.
@@ -52,38 +140,108 @@ pub(super) fn partition_witness<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHa
     circuit: EmptySectorUpdateCircuit<Tree>,
     cancel: Option<&CancelToken>,
 ) -> Result<Witness, SynthesisError> {
+    let params = &circuit.pub_params;
+    let private = &circuit.priv_inputs;
+    let (challenge_bit_len, partition_bit_len) = (params.challenge_bit_len, params.partition_bit_len);
+    let first = private.challenge_proofs.first().ok_or(SynthesisError::AssignmentMissing)?;
+    let partition_path = first
+        .path_d_new
+        .get(challenge_bit_len - partition_bit_len..)
+        .ok_or_else(|| malformed("a TreeDNew path shorter than the challenge's bits"))?;
+
     let mut cs = WitnessCs::whole(cancel);
-    let prefix = prefix::<Tree>(&mut cs, &circuit)?;
-    let parts = circuit
-        .priv_inputs
-        .challenge_proofs
-        .par_iter()
-        .zip(&prefix.generated_bits)
-        .map(|(proof, bits)| {
-            let mut part = WitnessCs::part(cancel);
-            challenge::<Tree>(&mut part, &circuit, &prefix, bits, proof)?;
-            Ok(part)
+    let prefix = prefix(&mut cs, &circuit, partition_path)?;
+
+    // apex_por: the apex tree over the leaves, row by row, then its root's path to comm_d_new
+    // (the root check it ends with is one constraint, counted with the prefix's: a witness
+    // counts constraints in total only).
+    let mut parts = Vec::new();
+    let mut row = private.apex_leafs.iter().map(|&leaf| value(leaf)).collect::<Result<Vec<_>, _>>()?;
+    if !row.len().is_power_of_two() {
+        return Err(malformed("apex leaves not a power of two"));
+    }
+    while row.len() > 1 {
+        let hashes: Vec<NodeHash> = row
+            .chunks_exact(2)
+            .map(|pair| NodeHash {
+                node: pair[0],
+                sibling: pair[1],
+                right: None,
+            })
+            .collect();
+        row = hashes.iter().map(NodeHash::parent).collect::<Result<_, _>>()?;
+        parts.extend(hashes.into_iter().map(Part::Hash));
+    }
+    let apex_root = row.first().copied().ok_or(SynthesisError::AssignmentMissing)?;
+    let siblings = partition_path
+        .iter()
+        .map(|s| value(s.first().copied().flatten()))
+        .collect::<Result<Vec<_>, _>>()?;
+    parts.extend(path_hashes(apex_root, &prefix.partition_bits, &siblings)?.into_iter().map(Part::Hash));
+    cs.count_constraints(1);
+
+    let mut generated = WitnessCs::part(cancel);
+    let generated_bits = gen_challenge_bits(
+        &mut generated,
+        &prefix.comm_r_new,
+        &prefix.partition,
+        params.challenge_count,
+        challenge_bit_len - partition_bit_len,
+    )?;
+    let generated_at = parts.len();
+
+    // Each challenge: its first part, then its TreeDNew path's hashes (its root check counted
+    // here).
+    let to_apex = challenge_bit_len - partition_bit_len - params.apex_leaf_bit_len;
+    for (index, (proof, bits)) in private.challenge_proofs.iter().zip(generated_bits).enumerate() {
+        let c_bits: Vec<AllocatedBit> = bits.into_iter().chain(prefix.partition_bits.iter().cloned()).collect();
+        let siblings = proof
+            .path_d_new
+            .get(..to_apex)
+            .ok_or_else(|| malformed("a TreeDNew path shorter than the challenge's bits"))?
+            .iter()
+            .map(|s| value(s.first().copied().flatten()))
+            .collect::<Result<Vec<_>, _>>()?;
+        let hashes = path_hashes(value(proof.leaf_d_new)?, &c_bits[..to_apex], &siblings)?;
+        parts.push(Part::Challenge { index, c_bits });
+        parts.extend(hashes.into_iter().map(Part::Hash));
+        cs.count_constraints(1);
+    }
+
+    let mut made = parts
+        .into_par_iter()
+        .map(|part| match part {
+            Part::Hash(hash) => {
+                let mut cs = WitnessCs::part(cancel);
+                hash.synthesize(&mut cs)?;
+                Ok(cs)
+            }
+            Part::Challenge { index, c_bits } => {
+                let mut cs = WitnessCs::part(cancel);
+                challenge(&mut cs, &circuit, &prefix, &c_bits, &private.challenge_proofs[index])?;
+                Ok(cs)
+            }
         })
         .collect::<Result<Vec<_>, SynthesisError>>()?;
-    cs.append_all(parts);
+    made.insert(generated_at, generated);
+    cs.append_all(made);
     Ok(cs.into_witness())
 }
 
-/// `EmptySectorUpdateCircuit::synthesize` up to its challenge loop.
+/// `EmptySectorUpdateCircuit::synthesize` up to `apex_por`.
 fn prefix<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     cs: &mut WitnessCs,
     circuit: &EmptySectorUpdateCircuit<Tree>,
+    partition_path: &[Vec<Option<Scalar>>],
 ) -> Result<Prefix, SynthesisError> {
     let params = &circuit.pub_params;
     let (inputs, private) = (&circuit.pub_inputs, &circuit.priv_inputs);
     let hs = hs(params.sector_nodes);
-    let partition_path = &private.challenge_proofs[0].path_d_new[params.challenge_bit_len - params.partition_bit_len..];
 
     let k_and_h_select = alloc(cs, inputs.k_and_h_select)?;
     k_and_h_select.inputize(&mut *cs)?;
     let bit_len = params.partition_bit_len + hs.len();
-    let value = k_and_h_select.get_value().ok_or(SynthesisError::AssignmentMissing)?;
-    let bits = value
+    let bits = value(k_and_h_select.get_value())?
         .to_le_bits()
         .into_iter()
         .take(bit_len)
@@ -100,54 +258,47 @@ fn prefix<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     comm_d_new.inputize(&mut *cs)?;
     let comm_r_new = alloc(cs, inputs.comm_r_new)?;
     comm_r_new.inputize(&mut *cs)?;
-    let phi = poseidon_hash(&mut *cs, vec![comm_d_new.clone(), comm_r_old.clone()], &POSEIDON_CONSTANTS_GEN_RANDOMNESS)?;
+    let phi = poseidon_hash(cs, &[comm_d_new, comm_r_old], &POSEIDON_CONSTANTS_GEN_RANDOMNESS)?;
 
     let comm_c = alloc(cs, private.comm_c)?;
     let root_r_old = alloc(cs, private.root_r_old)?;
     let root_r_new = alloc(cs, private.root_r_new)?;
     let apex_leafs = private.apex_leafs.iter().map(|leaf| alloc(cs, *leaf)).collect::<Result<Vec<_>, _>>()?;
-    let partition_path = partition_path
-        .iter()
-        .map(|siblings| Ok(vec![alloc(cs, siblings[0])?]))
-        .collect::<Result<Vec<_>, SynthesisError>>()?;
-
-    // comm_r_old = H(comm_c ‖ root_r_old), comm_r_new = H(comm_c ‖ root_r_new).
-    for root in [&root_r_old, &root_r_new] {
-        <TreeRHasher as Hasher>::Function::hash2_circuit(&mut *cs, &comm_c, root)?;
-        cs.enforce(|| "comm_r_calc == comm_r", |lc| lc, |lc| lc, |lc| lc);
+    for siblings in partition_path {
+        alloc(cs, siblings.first().copied().flatten())?;
     }
 
-    apex_por(cs, &apex_leafs, partition_bits, partition_path, comm_d_new)?;
-    let generated_bits = gen_challenge_bits(
-        cs,
-        &comm_r_new,
-        &partition,
-        params.challenge_count,
-        params.challenge_bit_len - params.partition_bit_len,
-    )?;
+    // comm_r_old = H(comm_c ‖ root_r_old), comm_r_new = H(comm_c ‖ root_r_new) (the TreeR
+    // hasher's `hash2_circuit`).
+    for root in [&root_r_old, &root_r_new] {
+        poseidon_hash(cs, &[comm_c.clone(), root.clone()], &POSEIDON_CONSTANTS_2)?;
+        cs.enforce(|| "comm_r_calc == comm_r", |lc| lc, |lc| lc, |lc| lc);
+    }
     Ok(Prefix {
         partition_bits: partition_bits.to_vec(),
         h_select_bits: h_select_bits.to_vec(),
+        partition,
+        comm_r_new,
         phi,
         root_r_old,
         root_r_new,
         apex_leafs,
-        generated_bits,
     })
 }
 
-/// One iteration of the circuit's challenge loop.
+/// One iteration of the circuit's challenge loop, up to its TreeDNew path's hashes (made as
+/// parts of their own): `c_bits` are the challenge's bits, little-endian.
 fn challenge<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     cs: &mut WitnessCs,
     circuit: &EmptySectorUpdateCircuit<Tree>,
     prefix: &Prefix,
-    generated_bits: &[AllocatedBit],
+    c_bits: &[AllocatedBit],
     proof: &ChallengeProof<Tree>,
 ) -> Result<(), SynthesisError> {
     let params = &circuit.pub_params;
-    let c_bits: Vec<AllocatedBit> = generated_bits.iter().chain(&prefix.partition_bits).cloned().collect();
-    let c_high = challenge_high_bits(cs, &c_bits, &prefix.h_select_bits, &hs(params.sector_nodes))?;
-    let rho = poseidon_hash(&mut *cs, vec![prefix.phi.clone(), c_high], &POSEIDON_CONSTANTS_GEN_RANDOMNESS)?;
+    let c_booleans: Vec<Boolean> = c_bits.iter().cloned().map(Into::into).collect();
+    let c_high = challenge_high_bits(cs, &c_booleans, &prefix.h_select_bits, &hs(params.sector_nodes))?;
+    let rho = poseidon_hash(cs, &[prefix.phi.clone(), c_high], &POSEIDON_CONSTANTS_GEN_RANDOMNESS)?;
     let leaf_r_old = alloc(cs, proof.leaf_r_old)?;
     let leaf_d_new = alloc(cs, proof.leaf_d_new)?;
     let leaf_r_new = label_r_new(cs, &leaf_r_old, &leaf_d_new, &rho)?;
@@ -158,41 +309,20 @@ fn challenge<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
             .collect::<Result<Vec<_>, SynthesisError>>()
     };
     let path_r_old = path(cs, &proof.path_r_old)?;
-    por_no_challenge_input::<Tree, _>(&mut *cs, c_bits.clone(), leaf_r_old, path_r_old, prefix.root_r_old.clone())?;
+    inclusion_at_challenge(cs, &c_booleans, &leaf_r_old, &path_r_old, &prefix.root_r_old)?;
     let path_r_new = path(cs, &proof.path_r_new)?;
-    por_no_challenge_input::<Tree, _>(&mut *cs, c_bits.clone(), leaf_r_new, path_r_new, prefix.root_r_new.clone())?;
+    inclusion_at_challenge(cs, &c_booleans, &leaf_r_new, &path_r_new, &prefix.root_r_new)?;
 
     let to_apex = params.challenge_bit_len - params.partition_bit_len - params.apex_leaf_bit_len;
-    let apex_leaf_bits: Vec<Boolean> = c_bits[to_apex..to_apex + params.apex_leaf_bit_len]
-        .iter()
-        .cloned()
-        .map(Into::into)
-        .collect();
-    let apex_leaf = select(&mut *cs, &prefix.apex_leafs, &apex_leaf_bits)?;
-    let path_to_apex = proof.path_d_new[..to_apex]
-        .iter()
-        .map(|siblings| Ok(vec![alloc(cs, siblings[0])?]))
-        .collect::<Result<Vec<_>, SynthesisError>>()?;
-    por_no_challenge_input::<TreeD, _>(&mut *cs, c_bits[..to_apex].to_vec(), leaf_d_new, path_to_apex, apex_leaf)
-}
-
-/// The apex tree over `apex_leafs` and its root's path to comm_d (storage-proofs-update's
-/// `apex_por`).
-fn apex_por(
-    cs: &mut WitnessCs,
-    apex_leafs: &[Num],
-    partition_bits: &[AllocatedBit],
-    partition_path: Vec<Vec<Num>>,
-    comm_d: Num,
-) -> Result<(), SynthesisError> {
-    let mut row = apex_leafs.to_vec();
-    while row.len() > 1 {
-        row = row
-            .chunks(2)
-            .map(|pair| <TreeDHasher as Hasher>::Function::hash2_circuit(&mut *cs, &pair[0], &pair[1]))
-            .collect::<Result<Vec<_>, _>>()?;
+    select(&mut *cs, &prefix.apex_leafs, &c_booleans[to_apex..to_apex + params.apex_leaf_bit_len])?;
+    for siblings in proof
+        .path_d_new
+        .get(..to_apex)
+        .ok_or_else(|| malformed("a TreeDNew path shorter than the challenge's bits"))?
+    {
+        alloc(cs, siblings.first().copied().flatten())?;
     }
-    por_no_challenge_input::<TreeD, _>(&mut *cs, partition_bits.to_vec(), row.remove(0), partition_path, comm_d)
+    Ok(())
 }
 
 /// `challenges` challenges' bits of `bits_per_challenge` each, from digests H(comm_r_new ‖
@@ -208,10 +338,10 @@ fn gen_challenge_bits(
     let digests = challenges.div_ceil(per_digest) as u64;
     let mut generated = Vec::with_capacity(challenges);
     for j in 0..digests {
-        let k = partition.get_value().ok_or(SynthesisError::AssignmentMissing)?;
+        let k = value(partition.get_value())?;
         let digest_index = alloc(cs, Some(k * Scalar::from(digests) + Scalar::from(j)))?;
         cs.enforce(|| "digest_index", |lc| lc, |lc| lc, |lc| lc);
-        let digest = poseidon_hash(&mut *cs, vec![comm_r_new.clone(), digest_index], &POSEIDON_CONSTANTS_GEN_RANDOMNESS)?;
+        let digest = poseidon_hash(cs, &[comm_r_new.clone(), digest_index], &POSEIDON_CONSTANTS_GEN_RANDOMNESS)?;
         let bits = field_into_allocated_bits_le(&mut *cs, digest.get_value())?;
         cs.enforce(|| "digest binary decomp", |lc| lc, |lc| lc, |lc| lc);
         let take = (challenges - generated.len()).min(per_digest);
@@ -222,16 +352,13 @@ fn gen_challenge_bits(
 
 /// The challenge's `h` high bits, `h` chosen by the one set bit of `h_select_bits`
 /// (storage-proofs-update's `get_challenge_high_bits`).
-fn challenge_high_bits(cs: &mut WitnessCs, c_bits: &[AllocatedBit], h_select_bits: &[AllocatedBit], hs: &[usize]) -> Result<Num, SynthesisError> {
-    let c_bits: Vec<Boolean> = c_bits.iter().cloned().map(Into::into).collect();
+fn challenge_high_bits(cs: &mut WitnessCs, c_bits: &[Boolean], h_select_bits: &[AllocatedBit], hs: &[usize]) -> Result<Num, SynthesisError> {
     let mut selected = Scalar::ZERO;
     for (h, select_bit) in hs.iter().zip(h_select_bits) {
         let c_high = pack_bits(&mut *cs, &c_bits[c_bits.len() - h..])?;
-        let chosen = select_bit.get_value().ok_or(SynthesisError::AssignmentMissing)?;
-        let value = if chosen {
-            c_high.get_value().ok_or(SynthesisError::AssignmentMissing)?
-        } else {
-            Scalar::ZERO
+        let value = match bit_value(select_bit)? {
+            true => value(c_high.get_value())?,
+            false => Scalar::ZERO,
         };
         alloc(cs, Some(value))?;
         cs.enforce(|| "c_high_or_zero", |lc| lc, |lc| lc, |lc| lc);
@@ -245,8 +372,41 @@ fn challenge_high_bits(cs: &mut WitnessCs, c_bits: &[AllocatedBit], h_select_bit
 /// label_r_new = label_r_old + label_d_new · rho (storage-proofs-update's `label_r_new`).
 fn label_r_new(cs: &mut WitnessCs, label_r_old: &Num, label_d_new: &Num, rho: &Num) -> Result<Num, SynthesisError> {
     let product = label_d_new.mul(&mut *cs, rho)?;
-    let old = label_r_old.get_value().ok_or(SynthesisError::AssignmentMissing)?;
-    let label = alloc(cs, Some(old + product.get_value().ok_or(SynthesisError::AssignmentMissing)?))?;
+    let label = alloc(cs, Some(value(label_r_old.get_value())? + value(product.get_value())?))?;
     cs.enforce(|| "label_r_new", |lc| lc, |lc| lc, |lc| lc);
     Ok(label)
+}
+
+#[cfg(test)]
+mod tests {
+    use filecoin_proofs::constants::SectorShape8MiB;
+    use filecoin_proofs_api::RegisteredUpdateProof;
+    use rand::SeedableRng;
+
+    use super::super::circuit::UpdateCircuit;
+    use super::super::{made_up_inputs, made_up_partition, public_params, update_config};
+    use super::partition_witness;
+    use crate::synthesis::r1cs::synthesize_witness;
+
+    /// An 8MiB partition (4 partitions, so the apex root has a path to comm_d_new; 128 apex
+    /// leaves; h one of six) with made-up values: the parallel native witness of its last
+    /// partition is the gadgets' value for value. (The 2KiB real update is compared in
+    /// tests/update_2k.rs.)
+    #[test]
+    fn native_witness_equals_the_gadgets_at_8mib() {
+        let config = update_config(RegisteredUpdateProof::StackedDrg8MiBV1).unwrap();
+        let params = public_params(&config);
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
+        let inputs = made_up_inputs(&config, &mut rng);
+        let last = params.partition_count - 1;
+        let proof = made_up_partition::<SectorShape8MiB>(&params, &inputs, last, &mut rng);
+        let circuit = || UpdateCircuit::partition(&params, &inputs, last, &proof).build().unwrap();
+        let native = partition_witness(circuit(), None).unwrap();
+        let gadgets = synthesize_witness(circuit(), None).unwrap();
+        assert_eq!(native.input_assignment, gadgets.input_assignment);
+        assert_eq!(native.num_constraints, gadgets.num_constraints);
+        assert_eq!(native.aux_assignment.len(), gadgets.aux_assignment.len());
+        let first_difference = native.aux_assignment.iter().zip(&gadgets.aux_assignment).position(|(a, b)| a != b);
+        assert_eq!(first_difference, None, "aux values differ from the gadgets'");
+    }
 }

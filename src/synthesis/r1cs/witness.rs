@@ -185,7 +185,7 @@ impl WitnessCs {
     }
 
     /// [`Self::alloc_constrained`] of a bit (its constraint: its booleanity, or the gate that
-    /// computes it): `porep::sha256`.
+    /// computes it): `kinds::sha256`.
     pub(crate) fn alloc_constrained_bit(&mut self, value: bool) -> Result<(), SynthesisError> {
         self.alloc_constrained(if value { Scalar::ONE } else { Scalar::ZERO })
     }

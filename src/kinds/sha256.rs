@@ -15,6 +15,8 @@
 //! compare with the gadget bit for bit on random mixes of kinds.
 
 use bellperson::gadgets::boolean::{AllocatedBit, Boolean};
+use bellperson::gadgets::multipack;
+use bellperson::gadgets::num::AllocatedNum;
 use bellperson::SynthesisError;
 use blstrs::Scalar;
 use ff::PrimeField;
@@ -358,6 +360,29 @@ impl Gadget<'_> {
             self.cs.count_constraints(1);
         }
     }
+}
+
+/// filecoin-hashers' SHA-256 `hash_multi_leaf_circuit` (and `hash2_circuit`, the same for two
+/// leaves), its hash computed natively: the
+/// leaves' bits (little-endian, padded to whole bytes, each byte's bits reversed), their
+/// SHA-256, and the digest's first 254 bits (each byte's bits reversed) packed into a number.
+pub(crate) fn hash_multi_leaf(cs: &mut WitnessCs, leaves: &[AllocatedNum<Scalar>]) -> Result<AllocatedNum<Scalar>, SynthesisError> {
+    let mut input = Vec::new();
+    for leaf in leaves {
+        let mut bits = leaf.to_bits_le(&mut *cs)?;
+        bits.resize(bits.len().next_multiple_of(8), Boolean::Constant(false));
+        for bit in bits.chunks_exact(8).flat_map(|byte| byte.iter().rev()) {
+            input.push(Bit::of(bit)?);
+        }
+    }
+    let digest: Vec<Bit> = sha256(cs, &input)?.iter().flat_map(Word::bits_be).collect();
+    let bits = to_booleans(
+        digest
+            .chunks(8)
+            .flat_map(|byte| byte.iter().rev().copied())
+            .take(Scalar::CAPACITY as usize),
+    )?;
+    multipack::pack_bits(cs, &bits)
 }
 
 #[cfg(test)]
