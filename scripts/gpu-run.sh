@@ -263,9 +263,9 @@ update)
     ;;
 update-made-up)
     # An update of CUZK_SECTOR_SIZE (default 8MiB) from made-up vanilla proofs, all its
-    # partitions, synthetic key (performance only): shape extraction and key (not timed),
-    # then 3 updates, warm. (32GiB needs a shape extracted in parallel first: its blank circuit
-    # of 81M constraints records in one piece.)
+    # partitions, synthetic key (performance only): shape extraction and key (not timed; the
+    # 32GiB blank circuit's 81M constraints record in one piece), then 3 updates, the first
+    # with the key's upload.
     timeout 560 carry/cuzk-bench update --system cuzk --sector-size "${CUZK_SECTOR_SIZE:-8MiB}" --repeat 3 \
         >>"$out/bench.jsonl" 2>>"$out/bench.log" || status=1
     ;;

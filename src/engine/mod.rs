@@ -371,6 +371,13 @@ impl Engine {
         self.cached_shape(&id, source, t)
     }
 
+    /// [`Self::shape`], for benchmarks and tests (a synthetic key made from the shape the
+    /// engine's calls then use).
+    #[cfg(feature = "internals")]
+    pub fn job_shape(&self, job: &dyn ProofJob, t: &mut Timings) -> Result<Option<Arc<CircuitShape>>> {
+        self.shape(job, t)
+    }
+
     /// The shape of `job`'s partition circuits, as `porep_shape`.
     fn shape(&self, job: &dyn ProofJob, t: &mut Timings) -> Result<Option<Arc<CircuitShape>>> {
         self.cached_shape(job.circuit_id(), Box::new(|| job.extract_shape()), t)

@@ -105,3 +105,64 @@ pub(crate) fn levels<P: MerkleProofTrait>(path: &P) -> Vec<(Vec<Scalar>, usize)>
         .map(|(siblings, index)| (siblings.into_iter().map(Into::into).collect(), index))
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use bellperson::gadgets::boolean::{AllocatedBit, Boolean};
+    use bellperson::gadgets::num::AllocatedNum;
+    use blstrs::Scalar;
+    use ff::Field;
+    use filecoin_hashers::poseidon::PoseidonHasher;
+    use filecoin_proofs::constants::{SectorShape2KiB, SectorShape32GiB, SectorShape64GiB};
+    use filecoin_proofs::types::MerkleTreeTrait;
+    use rand::{Rng, SeedableRng};
+    use storage_proofs_core::gadgets::por::por_no_challenge_input;
+    use storage_proofs_core::merkle::{MerkleProof, MerkleProofTrait};
+
+    use super::inclusion_at_challenge;
+    use crate::kinds::vanilla::made_up_path;
+    use crate::synthesis::r1cs::WitnessCs;
+
+    /// A random path of `Tree`'s shape over `leaves` leaves: `por_no_challenge_input`'s witness
+    /// and `inclusion_at_challenge`'s are equal, through base, sub-tree and top-tree levels.
+    fn check<Tree: MerkleTreeTrait<Hasher = PoseidonHasher>>(leaves: usize, seed: u64) {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        let root = Scalar::random(&mut rng);
+        let path: MerkleProof<PoseidonHasher, Tree::Arity, Tree::SubTreeArity, Tree::TopTreeArity> = made_up_path(leaves, root.into(), &mut rng);
+        let challenge: usize = rng.gen_range(0..leaves);
+        let witness = |native: bool| {
+            let mut cs = WitnessCs::whole(None);
+            let bits = (0..leaves.trailing_zeros())
+                .map(|i| AllocatedBit::alloc(&mut cs, Some((challenge >> i) & 1 == 1)).unwrap())
+                .collect::<Vec<_>>();
+            let leaf = AllocatedNum::alloc(&mut cs, || Ok(path.leaf().into())).unwrap();
+            let root = AllocatedNum::alloc(&mut cs, || Ok(root)).unwrap();
+            let siblings = path
+                .path()
+                .into_iter()
+                .map(|(level, _)| {
+                    level
+                        .into_iter()
+                        .map(|s| AllocatedNum::alloc(&mut cs, || Ok(s.into())).unwrap())
+                        .collect()
+                })
+                .collect::<Vec<Vec<_>>>();
+            match native {
+                true => {
+                    let bits: Vec<Boolean> = bits.into_iter().map(Into::into).collect();
+                    inclusion_at_challenge(&mut cs, &bits, &leaf, &siblings, &root).unwrap()
+                }
+                false => por_no_challenge_input::<Tree, _>(&mut cs, bits, leaf, siblings, root).unwrap(),
+            }
+            cs.into_witness()
+        };
+        assert_eq!(witness(true), witness(false), "{leaves} leaves");
+    }
+
+    #[test]
+    fn inclusion_at_challenge_equals_the_gadget() {
+        check::<SectorShape2KiB>(64, 1);
+        check::<SectorShape32GiB>(1 << 30, 2);
+        check::<SectorShape64GiB>(1 << 31, 3);
+    }
+}
