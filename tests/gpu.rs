@@ -501,8 +501,9 @@ fn post_2k_gpu_proofs_equal_bellperson_and_verify() {
     not(cuzk_gpu_tests),
     ignore = "GPU test: build with CUZK_GPU_TESTS=1 and run where a CUDA device is present"
 )]
-fn update_2k_gpu_proof_equals_bellperson_and_verifies() {
+fn update_gpu_proof_equals_bellperson_and_verifies() {
     let f = common::update_fixture();
+    let size = common::update_sector_size();
     let engine = gpu_engine();
     let mut rng = rand::thread_rng();
     let vanilla: Vec<Vec<u8>> = f.vanilla_proofs.iter().map(|h| h.0.clone()).collect();
@@ -522,7 +523,7 @@ fn update_2k_gpu_proof_equals_bellperson_and_verifies() {
     let proven = engine.generate_update(&request, &options).expect("GPU update proof");
     assert_eq!(proven.timings.backend, BackendKind::Gpu as u32);
     for (name, ns) in proven.timings.phases() {
-        eprintln!("update-2k GPU {name:<12} {:>9.3} ms", ns as f64 / 1e6);
+        eprintln!("update-{size} GPU {name:<12} {:>9.3} ms", ns as f64 / 1e6);
     }
     let comms = (f.comm_r_old, f.comm_r_new, f.comm_d_new);
     let theirs = bellperson_update(f.registered_proof, comms, &vanilla, &fixture().params_dir, &rs).unwrap();

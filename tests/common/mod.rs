@@ -72,8 +72,8 @@ pub fn post_fixture() -> &'static PostFixture {
     })
 }
 
-/// A 2KiB CC sector updated with random data and its update vanilla proofs, made once per test
-/// process.
+/// A CC sector ([`update_sector_size`], 2KiB by default) updated with random data and its update
+/// vanilla proofs, made once per test process.
 pub fn update_fixture() -> &'static UpdateFixture {
     static FIXTURE: OnceLock<UpdateFixture> = OnceLock::new();
     FIXTURE.get_or_init(|| {
@@ -82,10 +82,18 @@ pub fn update_fixture() -> &'static UpdateFixture {
         std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &params);
         let work = std::env::temp_dir().join(format!("cuzk-test-update-{}", std::process::id()));
         let mut rng = rand_chacha::ChaCha20Rng::from_entropy();
-        let fixture = make_update_fixture("2KiB", 1000, &work, &mut rng).expect("2KiB update fixture");
+        let size = update_sector_size();
+        let fixture = make_update_fixture(&size, 1000, &work, &mut rng).unwrap_or_else(|e| panic!("{size} update fixture: {e:#}"));
         let _ = std::fs::remove_dir_all(&work);
         fixture
     })
+}
+
+/// The sector size of the update fixture: `CUZK_TEST_UPDATE_SECTOR_SIZE`, 2KiB by default (the
+/// GPU machine also runs the GPU update test at 8MiB, whose parameters it makes:
+/// `scripts/gpu-run.sh update-8m`).
+pub fn update_sector_size() -> String {
+    std::env::var("CUZK_TEST_UPDATE_SECTOR_SIZE").unwrap_or_else(|_| "2KiB".to_string())
 }
 
 /// filecoin-proofs-api's `verify_empty_sector_update_proof` of the update fixture's statement
