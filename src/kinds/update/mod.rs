@@ -13,7 +13,7 @@ use filecoin_proofs_api::RegisteredUpdateProof;
 use storage_proofs_core::compound_proof::{self, CompoundProof};
 use storage_proofs_core::multi_proof::MultiProof;
 use storage_proofs_core::parameter_cache::CacheableParameters;
-use storage_proofs_update::constants::{TreeDDomain, TreeDHasher, TreeRDomain, TreeRHasher};
+use storage_proofs_update::constants::{TreeDDomain, TreeRDomain, TreeRHasher};
 use storage_proofs_update::{EmptySectorUpdateCompound, PartitionProof, PublicInputs, PublicParams, SetupParams};
 
 use std::sync::Arc;
@@ -301,6 +301,7 @@ fn made_up_partition<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     use crate::kinds::vanilla::made_up_path;
     use ff::Field;
     use storage_proofs_core::merkle::{MerkleProof, MerkleProofTrait};
+    use storage_proofs_update::constants::TreeDHasher;
     use storage_proofs_update::vanilla::{phi, rho};
     use storage_proofs_update::{ChallengeProof, Challenges};
 
