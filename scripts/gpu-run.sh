@@ -38,6 +38,12 @@
 #   scripts/gpu-run.sh update-made-up  an update of CUZK_SECTOR_SIZE (default 8MiB) from made-up
 #                                 vanilla proofs (synthetic key, performance only): shape, key,
 #                                 3 runs (32GiB: ≈ 5 min)
+#   scripts/gpu-run.sh keys       the keys of every proof kind of a 32GiB sector in use on one
+#                                 engine (made-up, keys repeating a pool of random points,
+#                                 performance only): 3 rounds of a WinningPoSt, a WindowPoSt
+#                                 partition, a PoRep sector and an update (CUZK_PARTITIONS,
+#                                 default 2, of their partitions); each call's key residency and
+#                                 the device's resident keys (~6 min)
 #   scripts/gpu-run.sh post-window  one 32GiB WindowPoSt partition (2 349 sectors × 10 challenges,
 #                                 made-up, synthetic key, performance only), warm (~8 min)
 #   scripts/gpu-run.sh post-during  32GiB WinningPoSts at random moments while a call proves
@@ -295,6 +301,10 @@ update-made-up)
     # 32GiB blank circuit's 81M constraints record in one piece), then 3 updates, the first
     # with the key's upload.
     timeout 560 carry/cuzk-bench update --system cuzk --sector-size "${CUZK_SECTOR_SIZE:-8MiB}" --repeat 3 \
+        >>"$out/bench.jsonl" 2>>"$out/bench.log" || status=1
+    ;;
+keys)
+    timeout 560 carry/cuzk-bench keys --system cuzk --sector-size 32GiB --partitions "${CUZK_PARTITIONS:-2}" --repeat 3 \
         >>"$out/bench.jsonl" 2>>"$out/bench.log" || status=1
     ;;
 post-window)

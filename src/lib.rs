@@ -43,10 +43,10 @@ pub mod internals {
     pub use crate::backend::gpu::injection as gpu_fault_injection;
     #[cfg(feature = "cuda")]
     pub use crate::backend::gpu::{device_count, GpuBackend, GpuConfig};
-    pub use crate::backend::{Backend, DeviceStatus};
+    pub use crate::backend::{Backend, DeviceStatus, ResidentKey};
     pub use crate::engine::MadeUpSector;
     pub use crate::engine::SectorInput;
-    pub use crate::groth16::{assemble, check_key_fits, MsmResults};
+    pub use crate::groth16::{assemble, check_key_fits, MsmResults, QuerySizes};
     pub use crate::kinds::porep;
     pub use crate::kinds::post;
     pub use crate::kinds::post::MadeUpPost;

@@ -24,17 +24,33 @@ use crate::error::{Error, Result, Status};
 const QUERY_NAMES: [&str; 5] = ["h", "l", "a", "b_g1", "b_g2"];
 
 /// A point of a proving key's query as the file stores it (uncompressed) and memory holds it.
-pub trait KeyPoint: UncompressedEncoding + PrimeCurveAffine + Send + Sync {}
-impl KeyPoint for G1Affine {}
-impl KeyPoint for G2Affine {}
+pub trait KeyPoint: UncompressedEncoding + PrimeCurveAffine + Send + Sync {
+    /// The pool of a repeating key that queries of this group repeat.
+    #[cfg(feature = "internals")]
+    fn pool(pools: &RepeatedPoints) -> &[Self];
+}
+
+impl KeyPoint for G1Affine {
+    #[cfg(feature = "internals")]
+    fn pool(pools: &RepeatedPoints) -> &[Self] {
+        &pools.g1
+    }
+}
+
+impl KeyPoint for G2Affine {
+    #[cfg(feature = "internals")]
+    fn pool(pools: &RepeatedPoints) -> &[Self] {
+        &pools.g2
+    }
+}
 
 /// A Groth16 proving key, with an identity that device-side copies of its points are keyed by.
 pub struct ProvingKey {
     pub vk: VerifyingKey<Bls12>,
     sizes: QuerySizes,
-    /// The params file the points are read from; None for a key made in memory, whose host
-    /// points are always held.
-    file: Option<KeyFile>,
+    /// Where the points are read from; None for a key made in memory, whose host points are
+    /// always held.
+    source: Option<PointSource>,
     /// The points decoded in host memory, while held.
     host: Mutex<Option<Arc<Parameters<Bls12>>>>,
     id: u64,
@@ -42,6 +58,20 @@ pub struct ProvingKey {
     /// Copies of this key elsewhere (device memory) hold a `Weak` of it: once the key is gone
     /// they are stale and are dropped.
     alive: Arc<()>,
+}
+
+/// Where the points of a key are read from when they are not held in host memory.
+enum PointSource {
+    File(KeyFile),
+    #[cfg(feature = "internals")]
+    Repeated(RepeatedPoints),
+}
+
+/// The pools of a repeating key ([`ProvingKey::repeating`]).
+#[cfg(feature = "internals")]
+pub struct RepeatedPoints {
+    g1: Vec<G1Affine>,
+    g2: Vec<G2Affine>,
 }
 
 /// An open params file: where each query's points start, and the file's length and
@@ -69,7 +99,7 @@ impl ProvingKey {
         ProvingKey {
             vk: params.vk.clone(),
             sizes,
-            file: None,
+            source: None,
             host: Mutex::new(Some(Arc::new(params))),
             id: next_id(),
             label: label.into(),
@@ -91,12 +121,37 @@ impl ProvingKey {
         Ok(ProvingKey {
             vk,
             sizes,
-            file: Some(KeyFile {
+            source: Some(PointSource::File(KeyFile {
                 file,
                 starts,
                 len: meta.len(),
                 modified: meta.modified().ok(),
-            }),
+            })),
+            host: Mutex::new(None),
+            id: next_id(),
+            label: label.into(),
+            alive: Arc::new(()),
+        })
+    }
+
+    /// A key of `sizes` whose G1 queries repeat the pool `g1` and whose B_G2 query repeats
+    /// `g2` (point i of a query is the pool's point i modulo its length). For benchmarks: a
+    /// synthetic key of a 32GiB circuit's sizes whose host memory is its pools (its points are
+    /// made only for a call that needs them there, and copied to a device part by part like a
+    /// file's), so that the keys of several proof kinds can be in use at once. Its proofs cannot
+    /// verify.
+    #[cfg(feature = "internals")]
+    pub fn repeating(vk: VerifyingKey<Bls12>, sizes: QuerySizes, g1: Vec<G1Affine>, g2: Vec<G2Affine>, label: impl Into<String>) -> Result<Self> {
+        let [h, l, a, b_g1, b_g2] = sizes.counts();
+        if (g1.is_empty() && h + l + a + b_g1 > 0) || (g2.is_empty() && b_g2 > 0) || vk.ic.len() as u64 != sizes.ic {
+            return Err(Error::invalid(
+                "a repeating key needs points in each pool its queries use, and ic of the inputs' count",
+            ));
+        }
+        Ok(ProvingKey {
+            vk,
+            sizes,
+            source: Some(PointSource::Repeated(RepeatedPoints { g1, g2 })),
             host: Mutex::new(None),
             id: next_id(),
             label: label.into(),
@@ -177,11 +232,11 @@ impl ProvingKey {
         Ok(points)
     }
 
-    /// Drops the host copy of the points of a key read from a file (calls using it keep it until
-    /// they end): the next call that needs them decodes them again. Returns the bytes it held;
-    /// 0 for a key made in memory, which has no other copy.
+    /// Drops the host copy of the points of a key read from a file or repeating a pool (calls
+    /// using it keep it until they end): the next call that needs them decodes them again.
+    /// Returns the bytes it held; 0 for a key made in memory, which has no other copy.
     pub fn release_host_points(&self) -> u64 {
-        if self.file.is_none() {
+        if self.source.is_none() {
             return 0;
         }
         match self.held().take() {
@@ -190,16 +245,29 @@ impl ProvingKey {
         }
     }
 
-    /// Points `first..first + out.len()` of query `query` decoded from the file into `out` (on
-    /// the current rayon pool). Only for a key read from a file.
+    /// Points `first..first + out.len()` of query `query` decoded from the file (or taken from
+    /// the pool) into `out`, on the current rayon pool. Not for a key made in memory.
     pub fn read_points<P: KeyPoint>(&self, query: usize, first: usize, out: &mut [P]) -> Result<()> {
-        let key_file = self
-            .file
-            .as_ref()
-            .ok_or_else(|| Error::internal(format!("{} was made in memory: it has no file to read points from", self.label)))?;
-        key_file
-            .read_points(query, first, out)
-            .map_err(|e| Error::new(Status::ParametersInvalid, format!("corrupt parameter file {}: {e}", self.label)))
+        match &self.source {
+            None => Err(Error::internal(format!(
+                "{} was made in memory: it has no file to read points from",
+                self.label
+            ))),
+            Some(PointSource::File(key_file)) => key_file
+                .read_points(query, first, out)
+                .map_err(|e| Error::new(Status::ParametersInvalid, format!("corrupt parameter file {}: {e}", self.label))),
+            #[cfg(feature = "internals")]
+            Some(PointSource::Repeated(pools)) => {
+                let pool = P::pool(pools);
+                out.par_chunks_mut(DECODE_CHUNK_POINTS).enumerate().for_each(|(c, chunk)| {
+                    let start = first + c * DECODE_CHUNK_POINTS;
+                    for (i, point) in chunk.iter_mut().enumerate() {
+                        *point = pool[(start + i) % pool.len()];
+                    }
+                });
+                Ok(())
+            }
+        }
     }
 
     /// Asks the OS to read points `first..first + count` of query `query` into the page cache
@@ -207,7 +275,7 @@ impl ProvingKey {
     /// the disk: the key's upload asks for the part after the one it decodes. A hint: a key
     /// made in memory, or an OS that declines, reads them when asked.
     pub fn prefetch_points(&self, query: usize, first: usize, count: usize) {
-        let Some(key_file) = &self.file else {
+        let Some(PointSource::File(key_file)) = &self.source else {
             return;
         };
         let point_bytes = QuerySizes::point_bytes(query);
@@ -445,6 +513,36 @@ mod tests {
 
     fn pool() -> ThreadPool {
         rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap()
+    }
+
+    /// A repeating key's queries are its pools repeated, read at any offset, decoded whole
+    /// into host memory on demand and released again; pools its queries need are required.
+    #[cfg(feature = "internals")]
+    #[test]
+    fn a_repeating_key_repeats_its_pools() {
+        let (params, _, _) = written_parameters();
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(9);
+        let (g1, g2) = (g1s(3, &mut rng), g2s(2, &mut rng));
+        let sizes = QuerySizes {
+            ic: 2,
+            h: 7,
+            l: 5,
+            a: 4,
+            b_g1: 3,
+            b_g2: 3,
+        };
+        let key = ProvingKey::repeating(params.vk.clone(), sizes, g1.clone(), g2.clone(), "repeating").unwrap();
+        assert_eq!(key.host_bytes(), 0);
+        let mut l = vec![G1Affine::identity(); 4];
+        key.read_points(1, 2, &mut l).unwrap();
+        assert_eq!(l, vec![g1[2], g1[0], g1[1], g1[2]]);
+        let points = key.host_points(&pool(), &mut 0).unwrap();
+        assert_eq!(*points.h, (0..7).map(|i| g1[i % 3]).collect::<Vec<_>>());
+        assert_eq!(*points.b_g2, vec![g2[0], g2[1], g2[0]]);
+        assert_eq!(key.release_host_points(), key.points_bytes());
+        assert_eq!(key.host_bytes(), 0);
+        assert!(ProvingKey::repeating(params.vk.clone(), sizes, g1, Vec::new(), "no G2 pool").is_err());
+        assert!(ProvingKey::repeating(params.vk, QuerySizes { ic: 3, ..sizes }, g1s(1, &mut rng), g2, "ic").is_err());
     }
 
     fn key_file(bytes: &[u8], name: &str) -> (std::path::PathBuf, File) {

@@ -14,6 +14,7 @@ use rand::{Rng, SeedableRng};
 use rayon::prelude::*;
 
 use cuzk::internals::Domain;
+use cuzk::internals::QuerySizes;
 use cuzk::internals::SynthesizedCircuit;
 use cuzk::ProvingKey;
 
@@ -148,16 +149,6 @@ impl KeySizes {
     /// distinct points (one pool to make, not four), the largest query taking the pool itself
     /// so that no more than the key is ever held.
     pub fn synthetic_key(self, seed: u64) -> ProvingKey {
-        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-        let vk = VerifyingKey::<Bls12> {
-            alpha_g1: G1Projective::random(&mut rng).to_affine(),
-            beta_g1: G1Projective::random(&mut rng).to_affine(),
-            beta_g2: G2Projective::random(&mut rng).to_affine(),
-            gamma_g2: G2Projective::random(&mut rng).to_affine(),
-            delta_g1: G1Projective::random(&mut rng).to_affine(),
-            delta_g2: G2Projective::random(&mut rng).to_affine(),
-            ic: random_points::<G1Projective>(self.inputs, seed + 1),
-        };
         let lengths = [self.h, self.a, self.b, self.l];
         let largest = (0..4).max_by_key(|&q| lengths[q]).expect("four queries");
         let mut pool = Some(random_points::<G1Projective>(lengths[largest], seed));
@@ -168,7 +159,7 @@ impl KeySizes {
         queries[largest] = pool.take().map(Arc::new);
         let [h, a, b_g1, l] = queries.map(|q| q.expect("every query made"));
         let params = Parameters {
-            vk,
+            vk: self.random_verifying_key(seed),
             h,
             a,
             b_g1,
@@ -177,7 +168,45 @@ impl KeySizes {
         };
         ProvingKey::new(params, format!("synthetic key (seed {seed}, performance only)"))
     }
+
+    /// A key of these sizes whose G1 queries repeat one pool of `REPEATING_G1_POOL` random
+    /// points and whose B_G2 query repeats one of `REPEATING_G2_POOL`: host memory holds the
+    /// pools only (a device copy, or a host copy for a streamed call, is made from them on
+    /// demand), so that the keys of every proof kind of a 32GiB sector (≈ 140 GB) can be in use
+    /// in one process. Performance only, like `synthetic_key`.
+    pub fn repeating_key(self, seed: u64, label: &str) -> cuzk::error::Result<ProvingKey> {
+        let sizes = QuerySizes {
+            ic: self.inputs as u64,
+            h: self.h as u64,
+            l: self.l as u64,
+            a: self.a as u64,
+            b_g1: self.b as u64,
+            b_g2: self.b as u64,
+        };
+        let g1 = random_points::<G1Projective>(REPEATING_G1_POOL.min(self.h.max(self.l).max(self.a).max(self.b)), seed);
+        let g2 = random_points::<G2Projective>(REPEATING_G2_POOL.min(self.b), seed + 2);
+        let label = format!("{label} (repeating key, seed {seed}, performance only)");
+        ProvingKey::repeating(self.random_verifying_key(seed), sizes, g1, g2, label)
+    }
+
+    fn random_verifying_key(self, seed: u64) -> VerifyingKey<Bls12> {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        VerifyingKey::<Bls12> {
+            alpha_g1: G1Projective::random(&mut rng).to_affine(),
+            beta_g1: G1Projective::random(&mut rng).to_affine(),
+            beta_g2: G2Projective::random(&mut rng).to_affine(),
+            gamma_g2: G2Projective::random(&mut rng).to_affine(),
+            delta_g1: G1Projective::random(&mut rng).to_affine(),
+            delta_g2: G2Projective::random(&mut rng).to_affine(),
+            ic: random_points::<G1Projective>(self.inputs, seed + 1),
+        }
+    }
 }
+
+/// Points in a repeating key's pools: enough that an MSM's buckets see distinct points (its
+/// speed is a real key's), few enough to make in a second.
+const REPEATING_G1_POOL: usize = 1 << 20;
+const REPEATING_G2_POOL: usize = 1 << 16;
 
 /// A circuit with nothing but the constant input: one constraint (the input's), an FFT domain
 /// of size 1 and an empty H query: the smallest circuit a prover can be handed.

@@ -42,6 +42,7 @@ pub enum Workload {
     PorepSector,
     Post,
     Update,
+    Keys,
     Soak,
     Pressure,
     Msm,
@@ -56,6 +57,7 @@ impl Named for Workload {
         ("porep-sector", Workload::PorepSector),
         ("post", Workload::Post),
         ("update", Workload::Update),
+        ("keys", Workload::Keys),
         ("soak", Workload::Soak),
         ("pressure", Workload::Pressure),
         ("msm", Workload::Msm),
@@ -275,7 +277,13 @@ impl Args {
         let real_post = matches!(args.workload, Workload::Post | Workload::Update) && args.fixture.is_some();
         if matches!(
             args.workload,
-            Workload::PorepPartition | Workload::PorepSector | Workload::Post | Workload::Update | Workload::Soak | Workload::Pressure
+            Workload::PorepPartition
+                | Workload::PorepSector
+                | Workload::Post
+                | Workload::Update
+                | Workload::Keys
+                | Workload::Soak
+                | Workload::Pressure
         ) && !args.system.is_cuzk()
             && !real_post
         {

@@ -34,6 +34,12 @@
 //!       an update of the sector size's exact shape from made-up vanilla proofs with a synthetic
 //!       key (PERFORMANCE ONLY): P of its partitions (default all) through the pipeline.
 //!
+//!   cuzk-bench keys --system cuzk --sector-size 32GiB [--partitions P] [--repeat N]
+//!       the keys of every proof kind in use on one engine (PERFORMANCE ONLY, keys that repeat
+//!       a pool of random points): N rounds of a WinningPoSt, a WindowPoSt partition, a PoRep
+//!       sector and an update (P of their partitions), one record per call with its key's
+//!       residency and the device's resident keys; fails unless the PoSt keys stay resident.
+//!
 //!   cuzk-bench soak --system cuzk|cuzk-cpu --fixture DIR --params DIR --repeat CALLS
 //!       reliability: CALLS PoRep C2 calls of a `cuzk-fixtures seal` fixture from two threads,
 //!       one in ten a malformed C1, one in ten cancelled after a random delay, the key evicted
@@ -61,6 +67,7 @@
 mod args;
 mod c2;
 mod circuit;
+mod keys;
 #[cfg(feature = "cuda")]
 mod msm;
 mod porep_partition;
@@ -136,10 +143,16 @@ fn fixed_randomness() -> CircuitOptions {
     }
 }
 
-/// A synthetic key for `request`'s circuit, from one synthesized proof (a, b, c on the host),
-/// and the circuit's constraints. The circuit's shape comes from the engine's cache, so that its
-/// calls do not extract it again (81M constraints of a 32GiB update: ≈ 85 s each time).
+/// A synthetic key for `request`'s circuit, and the circuit's constraints.
 fn made_up_key(engine: &Engine, request: &dyn ProofRequest) -> Result<(Arc<cuzk::ProvingKey>, usize)> {
+    let (sizes, constraints) = made_up_key_sizes(engine, request)?;
+    Ok((Arc::new(sizes.synthetic_key(7)), constraints))
+}
+
+/// The query sizes of `request`'s circuit's key, from one synthesized proof (a, b, c on the
+/// host), and the circuit's constraints. The circuit's shape comes from the engine's cache, so
+/// that its calls do not extract it again (81M constraints of a 32GiB update: ≈ 85 s each time).
+fn made_up_key_sizes(engine: &Engine, request: &dyn ProofRequest) -> Result<(KeySizes, usize)> {
     let mut t = Timings::new();
     let job = engine.prover().install(|| request.check(&mut t))?;
     let shape = match engine.job_shape(job.as_ref(), &mut t)? {
@@ -151,9 +164,7 @@ fn made_up_key(engine: &Engine, request: &dyn ProofRequest) -> Result<(Arc<cuzk:
         defer_products: false,
     };
     let synthesized = engine.prover().install(|| job.synthesize(0, &path, None, &mut t))?;
-    let (constraints, sizes) = (synthesized.num_constraints(), KeySizes::of(&synthesized));
-    drop(synthesized);
-    Ok((Arc::new(sizes.synthetic_key(7)), constraints))
+    Ok((KeySizes::of(&synthesized), synthesized.num_constraints()))
 }
 
 fn run() -> Result<()> {
@@ -169,6 +180,7 @@ fn run() -> Result<()> {
         Workload::PorepSector => porep_sector::run(&bench),
         Workload::Post => post::run(&bench),
         Workload::Update => update::run(&bench),
+        Workload::Keys => keys::run(&bench),
         Workload::Soak => soak::run(&bench),
         Workload::Pressure => pressure::run(&bench),
         #[cfg(feature = "cuda")]

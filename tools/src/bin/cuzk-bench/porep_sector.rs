@@ -11,7 +11,7 @@ use cuzk::engine::{Engine, PartitionSpan, ProveOptions};
 use cuzk::internals::{porep, synthesize_with_shape, MadeUpSector, SectorInput, SynthesizedCircuit};
 use cuzk::timings::Timings;
 use cuzk::{with_tree_shape, CircuitShape};
-use cuzk_tools::circuits::synthetic_key;
+use cuzk_tools::circuits::KeySizes;
 use filecoin_proofs::types::MerkleTreeTrait;
 use filecoin_proofs_api::RegisteredSealProof;
 use serde::Serialize;
@@ -185,20 +185,21 @@ pub fn run(bench: &Bench) -> Result<()> {
 /// A synthetic key for `proof`'s partition circuit, made from one made-up partition's sizes
 /// and densities (not timed; `what` names the workload in the log line).
 pub(crate) fn porep_synthetic_key(engine: &Engine, proof: RegisteredSealProof, what: &str) -> Result<Arc<cuzk::ProvingKey>> {
+    let start = Instant::now();
+    let key = Arc::new(porep_key_sizes(engine, proof)?.synthetic_key(7));
+    eprintln!("{what}: synthetic key made in {:.1} s (not timed)", start.elapsed().as_secs_f64());
+    Ok(key)
+}
+
+/// The query sizes of `proof`'s partition circuit's key, from one made-up partition.
+pub(crate) fn porep_key_sizes(engine: &Engine, proof: RegisteredSealProof) -> Result<KeySizes> {
     let config = porep::porep_config(proof)?;
     let mut t = Timings::new();
     let shape = engine
         .porep_shape(proof, &mut t)?
         .context("made-up PoRep sectors need the R1CS synthesis path")?;
-    let start = Instant::now();
     let synthesized = with_tree_shape!(proof, made_up_partition(engine, &config, &shape))?;
-    let key = Arc::new(synthetic_key(&synthesized, 7));
-    eprintln!(
-        "{what}: {} constraints a partition, synthetic key made in {:.1} s (not timed)",
-        shape.num_constraints(),
-        start.elapsed().as_secs_f64()
-    );
-    Ok(key)
+    Ok(KeySizes::of(&synthesized))
 }
 
 /// The synthetic key for `proof` as the engine reads a parameter file: written to `path` in

@@ -36,7 +36,7 @@ struct PostRun<'a> {
 }
 
 /// The current WindowPoSt and WinningPoSt proofs of a seal proof's sector size.
-fn post_proofs(seal: RegisteredSealProof) -> Result<(RegisteredPoStProof, RegisteredPoStProof)> {
+pub(crate) fn post_proofs(seal: RegisteredSealProof) -> Result<(RegisteredPoStProof, RegisteredPoStProof)> {
     use filecoin_proofs::constants as c;
     use RegisteredPoStProof::*;
     Ok(match u64::from(seal.sector_size()) {

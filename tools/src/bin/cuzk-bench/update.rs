@@ -134,7 +134,7 @@ fn made_up(bench: &Bench) -> Result<()> {
 }
 
 /// The update proof of a seal proof's sector size.
-fn update_proof(seal: filecoin_proofs_api::RegisteredSealProof) -> Result<RegisteredUpdateProof> {
+pub(crate) fn update_proof(seal: filecoin_proofs_api::RegisteredSealProof) -> Result<RegisteredUpdateProof> {
     use filecoin_proofs::constants as c;
     use RegisteredUpdateProof::*;
     Ok(match u64::from(seal.sector_size()) {
