@@ -162,6 +162,45 @@ impl<V> ResidentCache<V> {
         (used + key.bytes <= budget).then_some(victims)
     }
 
+    /// Evicts copies of keys of classes below `class` that no call is using, the lowest class
+    /// first and within a class the least recently used, until `bytes` are freed or none is
+    /// left; the bytes freed. For a call of `class` whose working memory does not fit beside
+    /// the copies: a deadline-critical call never fails for the room sealing keys hold. A copy
+    /// in use is kept: evicting it would free nothing until its user is done.
+    pub fn evict_below(&self, class: Priority, bytes: u64) -> u64 {
+        let mut state = self.lock();
+        let idle = |e: &Entry<V>| e.slot.get().is_some_and(|copy| Arc::strong_count(copy) == 1);
+        let mut candidates: Vec<usize> = (0..state.entries.len())
+            .filter(|&i| state.entries[i].class < class && idle(&state.entries[i]))
+            .collect();
+        candidates.sort_by_key(|&i| (state.entries[i].class, state.entries[i].last_used));
+        let mut freed = 0;
+        let mut victims = Vec::new();
+        for i in candidates {
+            if freed >= bytes {
+                break;
+            }
+            freed += state.entries[i].key.bytes;
+            victims.push(i);
+        }
+        victims.sort_unstable();
+        for i in victims.into_iter().rev() {
+            let evicted = state.entries.remove(i);
+            log::info!(
+                "evicting {} ({} MiB, {:?} class) to make room for the working memory of a {class:?} call",
+                evicted.key.label,
+                evicted.key.bytes >> 20,
+                evicted.class
+            );
+        }
+        freed
+    }
+
+    /// Whether a copy of key `id` is resident or being loaded.
+    pub fn holds(&self, id: u64) -> bool {
+        self.lock().entries.iter().any(|e| e.key.id == id)
+    }
+
     /// Drops the copies whose label is `label` (a key file's path); how many there were.
     pub fn evict_label(&self, label: &str) -> usize {
         let mut state = self.lock();
@@ -315,6 +354,36 @@ mod tests {
             Residency::Displaces
         ));
         assert_eq!(labels(&cache), ["k4", "k5"]);
+    }
+
+    /// A call's working memory evicts idle copies of lower classes only, lowest class and
+    /// least recently used first, as few as free the bytes asked for.
+    #[test]
+    fn working_memory_evicts_idle_lower_classes() {
+        use Priority::*;
+        let alive = Arc::new(());
+        let cache = ResidentCache::<u64>::new(1000);
+        for (id, class) in [(1, Sealing), (2, Sealing), (3, WindowPost), (4, WinningPost)] {
+            cache.get(&class_key(id, 100, &alive, class), || Ok(id)).unwrap();
+        }
+        // A sealing call has no lower class to take room from.
+        assert_eq!(cache.evict_below(Sealing, 500), 0);
+        // k2 is in use by a call: only k1 can go.
+        let in_use = match cache.get(&class_key(2, 100, &alive, Sealing), || panic!("resident")).unwrap() {
+            Residency::Resident { copy, .. } => copy,
+            _ => panic!("resident"),
+        };
+        assert_eq!(cache.evict_below(WindowPost, 150), 100);
+        assert_eq!(labels(&cache), ["k2", "k4", "k3"]);
+        drop(in_use);
+        // Asked for 50: the least recently used sealing copy goes, not the WindowPoSt one.
+        cache.get(&class_key(5, 100, &alive, Sealing), || Ok(5)).unwrap();
+        assert_eq!(cache.evict_below(WinningPost, 50), 100);
+        assert_eq!(labels(&cache), ["k5", "k4", "k3"]);
+        assert!(cache.holds(5) && !cache.holds(2));
+        // The WinningPoSt call takes the sealing copy first, then the WindowPoSt one.
+        assert_eq!(cache.evict_below(WinningPost, 150), 200);
+        assert_eq!(labels(&cache), ["k4"]);
     }
 
     #[test]

@@ -45,6 +45,11 @@ impl Priority {
     pub fn above(self) -> Option<Priority> {
         Self::ALL.get(self as usize + 1).copied()
     }
+
+    /// The class below this one, None for the lowest.
+    pub fn below(self) -> Option<Priority> {
+        (self as usize).checked_sub(1).map(|i| Self::ALL[i])
+    }
 }
 
 #[derive(Default)]

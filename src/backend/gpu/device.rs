@@ -214,6 +214,38 @@ impl Device {
         }
     }
 
+    /// Makes room in this device's memory for a call of `class` with `key`, whose working
+    /// memory (NTT and witness buffers, MSM scratch: `Backend::call_memory`) is `call_bytes`:
+    /// when free memory, with the buffers the device already holds and the key's upload
+    /// counted, falls short, copies of keys of lower classes that no call is using are evicted
+    /// (`ResidentCache::evict_below`). So the key budget, a plan made without the calls' own
+    /// memory, never makes a PoSt fail for the room sealing keys take. Call inside the turn.
+    pub(super) fn make_room_for_call(&self, key: &ProvingKey, class: Priority, call_bytes: u64) -> Result<()> {
+        if class.below().is_none() {
+            return Ok(());
+        }
+        let memory = self.ctx.memory()?;
+        let upload = match self.keys.holds(key.id()) || key.points_bytes() > self.keys.budget() {
+            true => 0,
+            false => key.points_bytes(),
+        };
+        let needed = (call_bytes + CALL_HEADROOM_BYTES).saturating_sub(memory.ntt_buffer_bytes + memory.witness_buffer_bytes) + upload;
+        if memory.free >= needed {
+            return Ok(());
+        }
+        let freed = self.keys.evict_below(class, needed - memory.free);
+        if freed > 0 {
+            log::info!(
+                "device {}: {} MiB of lower-class keys evicted for a {class:?} call ({} MiB free, {} MiB needed)",
+                self.ordinal,
+                freed >> 20,
+                memory.free >> 20,
+                needed >> 20
+            );
+        }
+        Ok(())
+    }
+
     /// The key's copy in this device's memory, uploaded now if it is not there (timed into
     /// `srs_upload_ns`; its points decoded from the parameter file on `pool` as they go, when
     /// the host does not hold them) for a call of `class`; `None` when it is larger than the

@@ -329,6 +329,7 @@ impl GpuBackend {
         };
         cancel.check()?;
 
+        let call_bytes = self.call_memory(&key.query_sizes(), 0).device_call_bytes;
         let mut device_turn = timed(&mut t.proving_wait_ns, || device.turn.take(priority));
         cancel.check()?;
         // The device's part, whose key copy and staging buffers are released when it returns, so
@@ -344,6 +345,7 @@ impl GpuBackend {
         };
         let on_device = || -> Result<MsmResults> {
             device.check_usable()?;
+            device.make_room_for_call(key, priority, call_bytes)?;
             let copy = device.with_staging(t, |staging, t| {
                 let copy = device.resident_key(key, priority, pool, staging, t, &mut |t| device.make_way_in_upload(&mut device_turn, t))?;
                 let mut input = h_input;
