@@ -88,6 +88,14 @@ impl Word {
         }
     }
 
+    /// A word whose every bit is an allocated variable (a sum's, `addmany`).
+    fn allocated(value: u32) -> Word {
+        Word {
+            bits: std::array::from_fn(|i| Bit::Is((value >> i) & 1 == 1)),
+            value,
+        }
+    }
+
     fn from_bits_le(bits: [Bit; 32]) -> Word {
         let value = bits.iter().rev().fold(0, |acc, bit| (acc << 1) | u32::from(bit.value()));
         Word { bits, value }
@@ -141,16 +149,67 @@ const ROUND_CONSTANTS: [u32; 64] = [
 /// bellpepper's `sha256`: `input` padded (the padding is constants), its blocks compressed from
 /// the IV (constants). Returns the digest's words.
 pub fn sha256(cs: &mut WitnessCs, input: &[Bit]) -> Result<[Word; 8], SynthesisError> {
-    assert!(input.len() % 8 == 0, "SHA-256 of a whole number of bytes");
-    let mut padded = input.to_vec();
-    padded.push(Bit::Constant(true));
-    padded.resize((padded.len() + 64).next_multiple_of(512) - 64, Bit::Constant(false));
-    padded.extend((0..64).rev().map(|i| Bit::Constant(((input.len() as u64) >> i) & 1 == 1)));
-    let mut state = IV.map(Word::constant);
-    for block in padded.chunks(512) {
-        state = compression(cs, block, &state)?;
+    let blocks = Blocks::of(input);
+    let mut digest = blocks.states[0];
+    for k in 0..blocks.count() {
+        digest = blocks.compress(cs, k)?;
     }
-    Ok(state)
+    Ok(digest)
+}
+
+/// The blocks of `sha256(input)` with the state each is compressed from, computed natively
+/// first, so that each block's compression (≈ 27k variables) can be made in a part of its own,
+/// on a core of its own: the parts in block order are `sha256`'s witness. A message's blocks
+/// are otherwise compressed one after another (a 2KiB PoRep label's 20 blocks were the
+/// partition's longest task).
+pub struct Blocks {
+    /// The padded message.
+    padded: Vec<Bit>,
+    /// The state block k is compressed from (the IV's constants first); the last is the digest.
+    states: Vec<[Word; 8]>,
+}
+
+impl Blocks {
+    pub fn of(input: &[Bit]) -> Blocks {
+        assert!(input.len() % 8 == 0, "SHA-256 of a whole number of bytes");
+        let mut padded = input.to_vec();
+        padded.push(Bit::Constant(true));
+        padded.resize((padded.len() + 64).next_multiple_of(512) - 64, Bit::Constant(false));
+        padded.extend((0..64).rev().map(|i| Bit::Constant(((input.len() as u64) >> i) & 1 == 1)));
+        let mut states = vec![IV.map(Word::constant)];
+        for block in padded.chunks(512) {
+            let state = states[states.len() - 1];
+            let mut values = state.map(|w| w.value);
+            let bytes: Vec<u8> = block
+                .chunks(8)
+                .map(|byte| byte.iter().fold(0, |acc, bit| (acc << 1) | u8::from(bit.value())))
+                .collect();
+            sha2::compress256(&mut values, &[*sha2::digest::generic_array::GenericArray::from_slice(&bytes)]);
+            // The gadget's output words are sums: constants when every operand is, which only
+            // an all-constant block and state give; else every bit is allocated.
+            let constant = block.iter().chain(state.iter().flat_map(|w| &w.bits)).all(|b| b.is_constant());
+            states.push(values.map(|v| if constant { Word::constant(v) } else { Word::allocated(v) }));
+        }
+        Blocks { padded, states }
+    }
+
+    /// How many blocks the padded message has.
+    pub fn count(&self) -> usize {
+        self.states.len() - 1
+    }
+
+    /// Block k's compression (`compression`), written into `cs`; its output, the state block
+    /// k + 1 is compressed from.
+    pub fn compress(&self, cs: &mut WitnessCs, k: usize) -> Result<[Word; 8], SynthesisError> {
+        let out = compression(cs, &self.padded[512 * k..512 * (k + 1)], &self.states[k])?;
+        debug_assert_eq!(out, self.states[k + 1], "block {k}'s compression differs from the native state");
+        Ok(out)
+    }
+
+    /// The digest's words, as the last block's compression outputs them.
+    pub fn digest(&self) -> &[Word; 8] {
+        &self.states[self.count()]
+    }
 }
 
 /// bellpepper's `sha256_compression_function` of one 512-bit block from `state`.
@@ -446,6 +505,32 @@ mod tests {
                 ours.into_witness() == theirs.into_witness(),
                 "constants {constants}: variables or constraint count differ"
             );
+        }
+    }
+
+    /// The native states of `Blocks` are the compressions' outputs, value and kind, for
+    /// messages of every mix of bit kinds (all constants included) and several blocks; the
+    /// blocks made apart, in order, are `sha256`'s witness.
+    #[test]
+    fn blocks_made_apart_are_sha256() {
+        let mut rng = ChaCha8Rng::seed_from_u64(7);
+        for (bytes, constants) in [(0, 0.0), (64, 1.0), (130, 0.5), (1248, 0.1), (200, 0.98)] {
+            let message: Vec<Bit> = (0..bytes * 8).map(|_| random_bit(&mut rng, constants)).collect();
+            let blocks = Blocks::of(&message);
+            let mut whole = WitnessCs::whole(None);
+            let digest = sha256(&mut whole, &message).unwrap();
+            assert_eq!(&digest, blocks.digest(), "{bytes} bytes, constants {constants}");
+            let mut apart = WitnessCs::whole(None);
+            let parts: Vec<WitnessCs> = (0..blocks.count())
+                .map(|k| {
+                    let mut part = WitnessCs::part(None);
+                    let out = blocks.compress(&mut part, k).unwrap();
+                    assert_eq!(out, blocks.states[k + 1], "{bytes} bytes, block {k}");
+                    part
+                })
+                .collect();
+            apart.append_all(parts);
+            assert!(apart.into_witness() == whole.into_witness(), "{bytes} bytes: parts differ from the whole");
         }
     }
 

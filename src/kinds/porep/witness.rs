@@ -6,7 +6,9 @@
 //! parents: most of the constraints) read only values the vanilla proof already holds; only
 //! the last step (encoding, the column hash of the labels and their inclusion proofs) needs the
 //! labels. So each challenge runs as: its parts and its layers, all in parallel with every
-//! other challenge's, then its tail.
+//! other challenge's, then its tail. A label's SHA-256 is itself 20 parts, one per block
+//! ([`Blocks`]: the chaining states computed natively first), so that no part is longer than
+//! one compression: whole, a label was a quarter of a 2KiB partition on one core.
 //!
 //! This is valid for witness generation only. `WitnessCs` never evaluates a linear
 //! combination, so a gadget may be handed variables allocated in another constraint system
@@ -44,7 +46,7 @@ use super::{PartitionCircuit, TreeDomain};
 use crate::cancel::CancelToken;
 use crate::kinds::por;
 use crate::kinds::poseidon::poseidon_hash;
-use crate::kinds::sha256::{hash_multi_leaf, sha256, to_booleans, Bit, Word};
+use crate::kinds::sha256::{hash_multi_leaf, to_booleans, Bit, Blocks, Word};
 use crate::synthesis::r1cs::{NotInPlace, PartBuffers, Placed, Witness, WitnessCs};
 
 type PieceDomain = <DefaultPieceHasher as Hasher>::Domain;
@@ -128,8 +130,13 @@ enum Part {
     Parent(usize),
     /// The challenged node's number, also a public input.
     Challenge,
-    /// The label of layer `l` (1-based): the parents' bits and a SHA-256 over them.
-    Layer(usize),
+    /// The parents' bits of layer `l`'s label (1-based), as `create_label_circuit` allocates
+    /// them before its SHA-256.
+    LabelParents(usize),
+    /// Block `k` of the SHA-256 of layer `l`'s label (see [`Blocks`]).
+    LabelBlock(usize, usize),
+    /// Layer `l`'s label: the digest packed into a number.
+    Label(usize),
 }
 
 /// The witness of `circuit`, equal to `synthesize_witness(circuit)` (tests/r1cs.rs).
@@ -156,8 +163,9 @@ pub fn partition_witness<Tree: 'static + MerkleTreeTrait>(
     );
     let missing = || SynthesisError::AssignmentMissing;
 
-    // Challenge i's parts, in the order `StackedCircuit` synthesizes them.
-    let parts_of = |i: usize| {
+    // Challenge i's parts, in the order `StackedCircuit` synthesizes them (`labels`: its
+    // labels' SHA-256 blocks, one per layer).
+    let parts_of = |i: usize, labels: &[Blocks]| {
         let proof = &proofs[i];
         let parents = proof.drg_parents_proofs.len() + proof.exp_parents_proofs.len();
         let levels = circuit.proofs[i].comm_d_proofs.path().len();
@@ -166,62 +174,89 @@ pub fn partition_witness<Tree: 'static + MerkleTreeTrait>(
         parts.push(Part::DataRoot);
         parts.extend((0..parents).map(Part::Parent));
         parts.push(Part::Challenge);
-        parts.extend((1..=circuit.num_layers).map(Part::Layer));
+        for (layer, blocks) in (1..=circuit.num_layers).zip(labels) {
+            parts.push(Part::LabelParents(layer));
+            parts.extend((0..blocks.count()).map(|k| Part::LabelBlock(layer, k)));
+            parts.push(Part::Label(layer));
+        }
         parts
     };
-    // One part of challenge i, made in `cs`, and the label it computes (a layer's).
-    let make_part =
-        |i: usize, part: Part, data_path: &DataPath, mut cs: WitnessCs| -> Result<(WitnessCs, Option<AllocatedNum<Scalar>>), SynthesisError> {
-            let proof = &proofs[i];
-            let mut label = None;
-            match part {
-                Part::DataLeaf => {
-                    AllocatedNum::alloc(&mut cs, || proof.data_leaf.ok_or_else(missing))?;
-                }
-                Part::DataLevel(height) => data_path.level(&mut cs, height)?,
-                Part::DataRoot => data_path.root(&mut cs, &prefix.comm_d)?,
-                Part::Parent(j) => {
-                    let drg = proof.drg_parents_proofs.len();
-                    let column = if j < drg {
-                        &proof.drg_parents_proofs[j]
-                    } else {
-                        &proof.exp_parents_proofs[j - drg]
-                    };
-                    let (rows, _) = column.clone().alloc(&mut cs)?;
-                    let rows: Vec<_> = (1..=circuit.num_layers).map(|layer| rows.get_value(layer).clone()).collect();
-                    let hash = hash_column(&mut cs, &rows)?;
-                    let vanilla = &circuit.proofs[i].replica_column_proofs;
-                    let vanilla = if j < drg {
-                        &vanilla.drg_parents[j]
-                    } else {
-                        &vanilla.exp_parents[j - drg]
-                    };
-                    por::inclusion(&mut cs, &hash, &column_levels::<Tree>(vanilla)?, &prefix.comm_c)?;
-                }
-                Part::Challenge => UInt64::alloc(&mut cs, proof.challenge)?.pack_into_input(&mut cs)?,
-                Part::Layer(layer) => {
-                    // The parents' rows and the challenge number as the earlier parts allocate
-                    // them, in a scratch system: only their values matter here.
-                    let mut scratch = WitnessCs::part(None);
-                    let challenge = UInt64::alloc(&mut scratch, proof.challenge)?;
-                    let mut parents = Vec::new();
-                    for column in &proof.drg_parents_proofs {
-                        let (rows, _) = column.clone().alloc(&mut scratch)?;
-                        parents.push(reverse_bit_numbering(rows.get_value(layer).to_bits_le(&mut cs)?));
-                    }
-                    // Layer 1 has no expander parents; theirs are shifted by one layer.
-                    if layer > 1 {
-                        for column in &proof.exp_parents_proofs {
-                            let (rows, _) = column.clone().alloc(&mut scratch)?;
-                            parents.push(reverse_bit_numbering(rows.get_value(layer - 1).to_bits_le(&mut cs)?));
-                        }
-                    }
-                    let expanded = expand_parents(parents, layer);
-                    label = Some(label_witness(&mut cs, &prefix.replica_id_bits, expanded, layer as u32, challenge)?);
-                }
+    // The bits of the parents challenge i's label of `layer` hashes, allocated in `cs` (the
+    // rows in a scratch system: only their values are read).
+    let parent_bits = |i: usize, layer: usize, cs: &mut WitnessCs| -> Result<Vec<Vec<Boolean>>, SynthesisError> {
+        let proof = &proofs[i];
+        let mut scratch = WitnessCs::part(None);
+        let mut parents = Vec::new();
+        for column in &proof.drg_parents_proofs {
+            let (rows, _) = column.clone().alloc(&mut scratch)?;
+            parents.push(reverse_bit_numbering(rows.get_value(layer).to_bits_le(&mut *cs)?));
+        }
+        // Layer 1 has no expander parents; theirs are shifted by one layer.
+        if layer > 1 {
+            for column in &proof.exp_parents_proofs {
+                let (rows, _) = column.clone().alloc(&mut scratch)?;
+                parents.push(reverse_bit_numbering(rows.get_value(layer - 1).to_bits_le(&mut *cs)?));
             }
-            Ok((cs, label))
-        };
+        }
+        Ok(parents)
+    };
+    // Challenge i's labels, one per layer: their SHA-256 inputs and blocks, from the proof's
+    // values alone.
+    let labels_of = |i: usize| -> Result<Vec<Blocks>, SynthesisError> {
+        (1..=circuit.num_layers)
+            .into_par_iter()
+            .map(|layer| {
+                let mut scratch = WitnessCs::part(None);
+                let challenge = UInt64::alloc(&mut scratch, proofs[i].challenge)?;
+                let parents = expand_parents(parent_bits(i, layer, &mut scratch)?, layer);
+                Ok(Blocks::of(&label_input(&prefix.replica_id_bits, parents, layer as u32, challenge)?))
+            })
+            .collect()
+    };
+    // One part of challenge i, made in `cs`, and the label it computes (a layer's).
+    let make_part = |i: usize,
+                     part: Part,
+                     data_path: &DataPath,
+                     labels: &[Blocks],
+                     mut cs: WitnessCs|
+     -> Result<(WitnessCs, Option<AllocatedNum<Scalar>>), SynthesisError> {
+        let proof = &proofs[i];
+        let mut label = None;
+        match part {
+            Part::DataLeaf => {
+                AllocatedNum::alloc(&mut cs, || proof.data_leaf.ok_or_else(missing))?;
+            }
+            Part::DataLevel(height) => data_path.level(&mut cs, height)?,
+            Part::DataRoot => data_path.root(&mut cs, &prefix.comm_d)?,
+            Part::Parent(j) => {
+                let drg = proof.drg_parents_proofs.len();
+                let column = if j < drg {
+                    &proof.drg_parents_proofs[j]
+                } else {
+                    &proof.exp_parents_proofs[j - drg]
+                };
+                let (rows, _) = column.clone().alloc(&mut cs)?;
+                let rows: Vec<_> = (1..=circuit.num_layers).map(|layer| rows.get_value(layer).clone()).collect();
+                let hash = hash_column(&mut cs, &rows)?;
+                let vanilla = &circuit.proofs[i].replica_column_proofs;
+                let vanilla = if j < drg {
+                    &vanilla.drg_parents[j]
+                } else {
+                    &vanilla.exp_parents[j - drg]
+                };
+                por::inclusion(&mut cs, &hash, &column_levels::<Tree>(vanilla)?, &prefix.comm_c)?;
+            }
+            Part::Challenge => UInt64::alloc(&mut cs, proof.challenge)?.pack_into_input(&mut cs)?,
+            Part::LabelParents(layer) => {
+                parent_bits(i, layer, &mut cs)?;
+            }
+            Part::LabelBlock(layer, k) => {
+                labels[layer - 1].compress(&mut cs, k)?;
+            }
+            Part::Label(layer) => label = Some(pack_label(&mut cs, labels[layer - 1].digest())?),
+        }
+        Ok((cs, label))
+    };
     // Challenge i's tail over its layers' labels: the encoding, its inclusion in comm_r_last,
     // the labels' column hash and its inclusion in comm_c.
     let make_tail = |i: usize, labels: &[AllocatedNum<Scalar>]| -> Result<WitnessCs, SynthesisError> {
@@ -243,9 +278,10 @@ pub fn partition_witness<Tree: 'static + MerkleTreeTrait>(
     // Challenge i whole, its parts on all cores, then its tail.
     let make_challenge = |i: usize| -> Result<Vec<WitnessCs>, SynthesisError> {
         let data_path = DataPath::of(&circuit.proofs[i].comm_d_proofs, proofs[i].data_leaf)?;
-        let parts = parts_of(i)
+        let labels = labels_of(i)?;
+        let parts = parts_of(i, &labels)
             .into_par_iter()
-            .map(|part| make_part(i, part, &data_path, WitnessCs::part(cancel)))
+            .map(|part| make_part(i, part, &data_path, &labels, WitnessCs::part(cancel)))
             .collect::<Result<Vec<_>, _>>()?;
         let labels: Vec<_> = parts.iter().filter_map(|(_, label)| label.clone()).collect();
         let tail = make_tail(i, &labels)?;
@@ -255,7 +291,8 @@ pub fn partition_witness<Tree: 'static + MerkleTreeTrait>(
     // `layout` as soon as it is made, on the buffers of parts placed before.
     let buffers = PartBuffers::default();
     let place_challenge = |i: usize, layout: &[usize], tile: &mut [MaybeUninit<Scalar>]| -> Result<Vec<Placed>, NotInPlace> {
-        let parts = parts_of(i);
+        let labels = labels_of(i)?;
+        let parts = parts_of(i, &labels);
         if parts.len() + 1 != layout.len() {
             return Err(NotInPlace::Uneven);
         }
@@ -272,7 +309,7 @@ pub fn partition_witness<Tree: 'static + MerkleTreeTrait>(
             .into_par_iter()
             .zip(slots)
             .map(|(part, slot)| {
-                let (cs, label) = make_part(i, part, &data_path, buffers.part(cancel))?;
+                let (cs, label) = make_part(i, part, &data_path, &labels, buffers.part(cancel))?;
                 Ok((buffers.place(cs, slot)?, label))
             })
             .collect::<Result<Vec<_>, NotInPlace>>()?;
@@ -361,18 +398,11 @@ impl DataPath {
     }
 }
 
-/// `create_label_circuit`'s label (storage-proofs-porep): the SHA-256 of the replica id, the
-/// layer and node, and the parents, computed natively ([`crate::kinds::sha256`]: the gadget's own
-/// witness was most of a partition's), then packed into a number as the gadget does.
-fn label_witness(
-    cs: &mut WitnessCs,
-    replica_id: &[Boolean],
-    parents: Vec<Vec<Boolean>>,
-    layer: u32,
-    node: UInt64,
-) -> Result<AllocatedNum<Scalar>, SynthesisError> {
-    // create_label_circuit's buffer: replica id | layer, node | 37 parents, each padded to 32
-    // bytes.
+/// `create_label_circuit`'s SHA-256 input (storage-proofs-porep): the replica id, the layer
+/// and node, and the parents, each padded to 32 bytes. Its hash is computed natively
+/// ([`crate::kinds::sha256`]: the gadget's own witness was most of a partition's), block by
+/// block ([`Blocks`]), then packed into a number ([`pack_label`]).
+fn label_input(replica_id: &[Boolean], parents: Vec<Vec<Boolean>>, layer: u32, node: UInt64) -> Result<Vec<Bit>, SynthesisError> {
     let pad_to_multiple = |bits: &mut Vec<Boolean>, n: usize| bits.resize(bits.len().next_multiple_of(n), Boolean::constant(false));
     let mut input = replica_id.to_vec();
     pad_to_multiple(&mut input, 256);
@@ -383,8 +413,11 @@ fn label_witness(
         input.extend_from_slice(parent);
         pad_to_multiple(&mut input, 256);
     }
-    let input = input.iter().map(Bit::of).collect::<Result<Vec<_>, _>>()?;
-    let digest = sha256(cs, &input)?;
+    input.iter().map(Bit::of).collect()
+}
+
+/// The label: the digest's first 254 bits packed into a number, as `create_label_circuit` does.
+fn pack_label(cs: &mut WitnessCs, digest: &[Word; 8]) -> Result<AllocatedNum<Scalar>, SynthesisError> {
     let bits = reverse_bit_numbering(to_booleans(digest.iter().flat_map(Word::bits_be))?);
     multipack::pack_bits(cs, &bits[..Scalar::CAPACITY as usize])
 }
