@@ -22,7 +22,8 @@ pub struct MemoryEstimate {
     pub partitions: u64,
     /// Host memory the engine keeps for the kind between calls (a preload makes it): the
     /// proving key's points (none for a key resident on the devices: they are read from the
-    /// parameter file as they are copied there) and the circuit's shape.
+    /// parameter file as they are copied there), the circuit's shape, and the verifying key
+    /// prepared by the first self-verification.
     pub host_resident_bytes: u64,
     /// Host memory a call adds while it runs: its partitions synthesized and waiting or in
     /// proving (one more than its proving lanes, as many as the engine's host memory budget
@@ -60,7 +61,7 @@ impl Engine {
         let call_bytes = waiting + lanes_used * call.host_lane_bytes + call.host_key_upload_bytes;
         Ok(MemoryEstimate {
             partitions,
-            host_resident_bytes: call.host_key_bytes + shape_bytes,
+            host_resident_bytes: call.host_key_bytes + shape_bytes + sizes.prepared_verifying_key_bytes(),
             host_call_bytes: call_bytes + call_bytes / CALL_OVERHEAD_SHARE + CALL_OVERHEAD_FLOOR,
             device_resident_bytes: call.device_resident_bytes,
             device_call_bytes: call.device_call_bytes,

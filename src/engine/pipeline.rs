@@ -551,7 +551,7 @@ fn finish_sector(engine: &Engine, options: &ProveOptions, sector: &mut Proving, 
     if engine.config.self_verify {
         let verify_start = Instant::now();
         let pool = engine.pool(options.priority.unwrap_or_default());
-        let verified = pool.install(|| sector.job.verify(&sector.key.vk, &bytes));
+        let verified = pool.install(|| sector.job.verify(sector.key.prepared_verifying_key(), &bytes));
         if let Some(valid) = verified {
             timings.verify_ns += nanos(verify_start.elapsed());
             if !valid? {

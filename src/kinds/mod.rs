@@ -10,7 +10,7 @@
 
 use std::sync::Arc;
 
-use bellperson::groth16::VerifyingKey;
+use bellperson::groth16::PreparedVerifyingKey;
 use bellperson::Circuit;
 use blstrs::{Bls12, Scalar};
 use filecoin_proofs_api::{RegisteredPoStProof, RegisteredSealProof, RegisteredUpdateProof};
@@ -61,8 +61,9 @@ pub trait ProofJob: Send + Sync {
     fn synthesize(&self, k: usize, path: &SynthesisPath, cancel: Option<&CancelToken>, t: &mut Timings) -> Result<SynthesizedCircuit>;
 
     /// Whether `proof` (every partition's proof, in order) is a valid proof of this input
-    /// under `vk`; None when there is nothing to verify against (made-up inputs of benchmarks).
-    fn verify(&self, vk: &VerifyingKey<Bls12>, proof: &[u8]) -> Option<Result<bool>>;
+    /// under `vk` (the key's, prepared once: `ProvingKey::prepared_verifying_key`); None when
+    /// there is nothing to verify against (made-up inputs of benchmarks).
+    fn verify(&self, vk: &PreparedVerifyingKey<Bls12>, proof: &[u8]) -> Option<Result<bool>>;
 
     /// The proving key, when the job brings its own instead of the parameter file's (made-up
     /// inputs with synthetic keys).

@@ -5,7 +5,7 @@
 #[cfg(feature = "internals")]
 use std::sync::Arc;
 
-use bellperson::groth16::{prepare_verifying_key, VerifyingKey};
+use bellperson::groth16::PreparedVerifyingKey;
 use blstrs::Bls12;
 use filecoin_proofs::types::MerkleTreeTrait;
 #[cfg(feature = "internals")]
@@ -128,8 +128,8 @@ impl<Tree: 'static + MerkleTreeTrait> ProofJob for SealJob<Tree> {
         path.run(circuit, cancel, t)
     }
 
-    fn verify(&self, vk: &VerifyingKey<Bls12>, proof: &[u8]) -> Option<Result<bool>> {
-        Some(verify_seal::<Tree>(&self.statement, &prepare_verifying_key(vk), proof))
+    fn verify(&self, vk: &PreparedVerifyingKey<Bls12>, proof: &[u8]) -> Option<Result<bool>> {
+        Some(verify_seal::<Tree>(&self.statement, vk, proof))
     }
 }
 
@@ -179,7 +179,7 @@ impl<Tree: 'static + MerkleTreeTrait> ProofJob for MadeUpJob<Tree> {
         path.run(circuit, cancel, t)
     }
 
-    fn verify(&self, _: &VerifyingKey<Bls12>, _: &[u8]) -> Option<Result<bool>> {
+    fn verify(&self, _: &PreparedVerifyingKey<Bls12>, _: &[u8]) -> Option<Result<bool>> {
         None
     }
 

@@ -12,7 +12,7 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
-use bellperson::groth16::{prepare_verifying_key, PreparedVerifyingKey, Proof, VerifyingKey};
+use bellperson::groth16::{PreparedVerifyingKey, Proof};
 use blstrs::{Bls12, Scalar};
 use filecoin_hashers::{HashFunction, Hasher};
 use filecoin_proofs::parameters::{window_post_public_params, winning_post_public_params};
@@ -386,13 +386,13 @@ impl<Tree: 'static + MerkleTreeTrait> ProofJob for PostJob<Tree> {
         path.run(circuit, cancel, t)
     }
 
-    fn verify(&self, vk: &VerifyingKey<Bls12>, proof: &[u8]) -> Option<Result<bool>> {
+    fn verify(&self, vk: &PreparedVerifyingKey<Bls12>, proof: &[u8]) -> Option<Result<bool>> {
         if self.own_key.is_some() {
             return None;
         }
         let verify = || -> Result<bool> {
             let proof = Proof::<Bls12>::read(proof).map_err(|e| Error::from_dependency(Status::Internal, "reading the proof", e))?;
-            bellperson::groth16::verify_proof(&prepare_verifying_key(vk), &proof, &self.public_inputs()?)
+            bellperson::groth16::verify_proof(vk, &proof, &self.public_inputs()?)
                 .map_err(|e| Error::from_dependency(Status::Internal, "verifying the proof", e))
         };
         Some(verify())

@@ -6,7 +6,7 @@
 //! The proof is what filecoin-proofs-api's `generate_empty_sector_update_proof_with_vanilla`
 //! returns: every partition's Groth16 proof (192 bytes), in partition order.
 
-use bellperson::groth16::{prepare_verifying_key, PreparedVerifyingKey, VerifyingKey};
+use bellperson::groth16::PreparedVerifyingKey;
 use blstrs::Bls12;
 use filecoin_proofs::types::{MerkleTreeTrait, PoRepConfig, SectorUpdateConfig};
 use filecoin_proofs_api::RegisteredUpdateProof;
@@ -164,11 +164,11 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> ProofJob for UpdateJ
         path.run(UpdateCircuit::partition(&self.params, &self.inputs, k, proof), cancel, t)
     }
 
-    fn verify(&self, vk: &VerifyingKey<Bls12>, proof: &[u8]) -> Option<Result<bool>> {
+    fn verify(&self, vk: &PreparedVerifyingKey<Bls12>, proof: &[u8]) -> Option<Result<bool>> {
         if self.own_key.is_some() {
             return None;
         }
-        Some(verify_with::<Tree>(&self.params, &self.inputs, &prepare_verifying_key(vk), proof))
+        Some(verify_with::<Tree>(&self.params, &self.inputs, vk, proof))
     }
 
     fn own_key(&self) -> Option<Arc<ProvingKey>> {
