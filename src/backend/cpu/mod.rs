@@ -4,7 +4,7 @@
 mod msm;
 mod ntt;
 
-use self::msm::{pippenger, sum_points, MixedAdd};
+use self::msm::{pippenger, sum_points, BlstAffine};
 use super::prep::{ClassifiedScalars, PreparedMsms};
 use super::turn::Turn;
 use super::{check_not_a_worker, Backend, BackendKind, CallMemory, Priority};
@@ -185,11 +185,8 @@ impl CpuBackend {
     }
 }
 
-pub(crate) fn tail_msm<G: MixedAdd>(points: &[G], classes: &ClassifiedScalars, cancel: &CancelToken) -> G::Curve {
-    if classes.dense {
-        // Scalar i is point i's.
-        let every_point: Vec<u32> = (0..classes.tail_scalars.len() as u32).collect();
-        return pippenger(points, &every_point, &classes.tail_scalars, cancel);
-    }
-    pippenger(points, &classes.tail_indices, &classes.tail_scalars, cancel)
+pub(crate) fn tail_msm<G: BlstAffine>(points: &[G], classes: &ClassifiedScalars, cancel: &CancelToken) -> G::Curve {
+    // Dense: scalar i is point i's.
+    let indices = (!classes.dense).then_some(classes.tail_indices.as_slice());
+    pippenger(points, indices, &classes.tail_scalars, cancel)
 }

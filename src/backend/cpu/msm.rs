@@ -1,7 +1,11 @@
 //! Multi-scalar multiplication on the CPU: the sum Σ sᵢ·Pᵢ split the way a PoRep witness asks
 //! for. Scalars 0 are skipped, scalars 1 are plain point additions ("batch addition"), and only
-//! the remaining full-width scalars ("the tail") go through Pippenger's bucket method.
+//! the remaining full-width scalars ("the tail") go through Pippenger's bucket method. Both are
+//! blst's (under blstrs): its batched affine additions, and its Pippenger
+//! (`blst_p1s_mult_pippenger`: signed Booth digits, buckets in XYZZ coordinates), single-threaded
+//! calls over chunks of the points on the backend's pool.
 
+use blst::{blst_p1, blst_p1_affine, blst_p2, blst_p2_affine};
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use ff::PrimeField;
 use group::prime::PrimeCurveAffine;
@@ -10,112 +14,115 @@ use rayon::prelude::*;
 
 use crate::cancel::CancelToken;
 
-/// Affine points that can be added into their projective accumulator (mixed addition).
-pub trait MixedAdd: PrimeCurveAffine<Scalar = Scalar> + Sync {
-    fn add_to(&self, acc: &mut Self::Curve);
+/// Affine points blst sums: without scalars by its batched affine additions (`blst_p1s_add`: a
+/// tree of additions sharing one inversion per level), with scalars by its Pippenger.
+pub trait BlstAffine: PrimeCurveAffine<Scalar = Scalar> + Sync {
+    /// Σ Pᵢ over `points`, one pointer per point. Single-threaded.
+    ///
+    /// # Safety
+    /// Every pointer is valid.
+    unsafe fn sum_blst(points: &[*const Self]) -> Self::Curve;
+
+    /// Σ sᵢ·Pᵢ over `n` ≥ 2 points and their little-endian 32-byte scalars, as blst reads them:
+    /// arrays of one pointer per point and per scalar, or `[first, null]` for a contiguous run.
+    /// Single-threaded.
+    ///
+    /// # Safety
+    /// Every pointer is valid for what blst reads: `n` points and `n` scalars.
+    unsafe fn pippenger_blst(points: &[*const Self], scalars: &[*const u8], n: usize) -> Self::Curve;
 }
 
-impl MixedAdd for G1Affine {
-    fn add_to(&self, acc: &mut G1Projective) {
-        *acc += self;
+// G1Affine and G2Affine are `repr(transparent)` blst_p1_affine and blst_p2_affine, G1Projective
+// and G2Projective blst_p1 and blst_p2: the pointers and sums cross as they are.
+impl BlstAffine for G1Affine {
+    unsafe fn sum_blst(points: &[*const Self]) -> G1Projective {
+        let mut sum = blst_p1::default();
+        blst::blst_p1s_add(&mut sum, points.as_ptr().cast::<*const blst_p1_affine>(), points.len());
+        std::mem::transmute::<blst_p1, G1Projective>(sum)
+    }
+
+    unsafe fn pippenger_blst(points: &[*const Self], scalars: &[*const u8], n: usize) -> G1Projective {
+        let mut scratch = vec![0u64; blst::blst_p1s_mult_pippenger_scratch_sizeof(n).div_ceil(8)];
+        let mut sum = blst_p1::default();
+        blst::blst_p1s_mult_pippenger(
+            &mut sum,
+            points.as_ptr().cast::<*const blst_p1_affine>(),
+            n,
+            scalars.as_ptr(),
+            Scalar::NUM_BITS as usize,
+            scratch.as_mut_ptr(),
+        );
+        std::mem::transmute::<blst_p1, G1Projective>(sum)
     }
 }
 
-impl MixedAdd for G2Affine {
-    fn add_to(&self, acc: &mut G2Projective) {
-        *acc += self;
+impl BlstAffine for G2Affine {
+    unsafe fn sum_blst(points: &[*const Self]) -> G2Projective {
+        let mut sum = blst_p2::default();
+        blst::blst_p2s_add(&mut sum, points.as_ptr().cast::<*const blst_p2_affine>(), points.len());
+        std::mem::transmute::<blst_p2, G2Projective>(sum)
+    }
+
+    unsafe fn pippenger_blst(points: &[*const Self], scalars: &[*const u8], n: usize) -> G2Projective {
+        let mut scratch = vec![0u64; blst::blst_p2s_mult_pippenger_scratch_sizeof(n).div_ceil(8)];
+        let mut sum = blst_p2::default();
+        blst::blst_p2s_mult_pippenger(
+            &mut sum,
+            points.as_ptr().cast::<*const blst_p2_affine>(),
+            n,
+            scalars.as_ptr(),
+            Scalar::NUM_BITS as usize,
+            scratch.as_mut_ptr(),
+        );
+        std::mem::transmute::<blst_p2, G2Projective>(sum)
     }
 }
 
 /// Σ P[i] over `indices`, the 1-scalar part, in parallel.
-pub fn sum_points<G: MixedAdd>(points: &[G], indices: &[u32]) -> G::Curve {
+pub fn sum_points<G: BlstAffine>(points: &[G], indices: &[u32]) -> G::Curve {
     indices
         .par_chunks(1 << 14)
         .map(|chunk| {
-            let mut acc = G::Curve::identity();
-            for &i in chunk {
-                points[i as usize].add_to(&mut acc);
-            }
-            acc
+            let chunk: Vec<*const G> = chunk.iter().map(|&i| &points[i as usize] as *const G).collect();
+            // SAFETY: pointers to elements of `points`.
+            unsafe { G::sum_blst(&chunk) }
         })
         .reduce(G::Curve::identity, |a, b| a + b)
 }
 
-/// Window width for Pippenger over `n` points (≈ ln n, the usual optimum for bucket methods).
-fn window_bits(n: usize) -> usize {
-    if n < 32 {
-        3
-    } else {
-        ((n as f64).ln().ceil() as usize).clamp(4, 16)
-    }
-}
+/// The most points one Pippenger call sums: how often a long MSM looks at the cancel token
+/// (≈ 0.2 s of one core for G1 here).
+const MAX_CHUNK_POINTS: usize = 1 << 17;
 
-/// Bits [offset, offset + width) of a little-endian 256-bit scalar.
-fn window_digit(scalar: &[u8; 32], offset: usize, width: usize) -> usize {
-    let mut digit = 0usize;
-    let mut taken = 0;
-    while taken < width {
-        let bit = offset + taken;
-        if bit >= 256 {
-            break;
-        }
-        let byte = scalar[bit / 8] as usize >> (bit % 8);
-        let available = (8 - bit % 8).min(width - taken);
-        digit |= (byte & ((1 << available) - 1)) << taken;
-        taken += available;
-    }
-    digit
-}
+/// The scalar 0, paired with a chunk's only point (blst sums two at least).
+static ZERO_SCALAR: [u8; 32] = [0; 32];
 
-/// Points scattered between two looks at the cancel token: ~10 ms of additions.
-const POINTS_PER_CANCEL_CHECK: usize = 1 << 14;
-
-/// One chunk's Pippenger: for every window, scatter points into buckets by digit, then sum the
-/// buckets with the running-sum trick; combine windows by doubling. Once `cancel` is set it
-/// stops early with a meaningless sum (the caller checks the token after the phase).
-fn pippenger_chunk<G: MixedAdd>(points: &[G], indices: &[u32], scalars: &[[u8; 32]], width: usize, cancel: &CancelToken) -> G::Curve {
-    let num_bits = Scalar::NUM_BITS as usize;
-    let windows = num_bits.div_ceil(width);
-    let mut buckets = vec![G::Curve::identity(); (1 << width) - 1];
-    let mut total = G::Curve::identity();
-    for w in (0..windows).rev() {
-        for _ in 0..width {
-            total = total.double();
-        }
-        buckets.iter_mut().for_each(|b| *b = G::Curve::identity());
-        for (n, (&i, s)) in indices.iter().zip(scalars).enumerate() {
-            if n % POINTS_PER_CANCEL_CHECK == 0 && cancel.is_cancelled() {
-                return total;
+/// Σ sᵢ·P[indexᵢ] for the tail scalars (little-endian bytes), or Σ sᵢ·Pᵢ over the first
+/// `scalars.len()` points when `indices` is None, in chunks over the current pool's workers;
+/// abandoned (a meaningless sum) once `cancel` is set.
+pub fn pippenger<G: BlstAffine>(points: &[G], indices: Option<&[u32]>, scalars: &[[u8; 32]], cancel: &CancelToken) -> G::Curve {
+    let n = scalars.len();
+    let chunk_len = n.div_ceil(rayon::current_num_threads().max(1)).clamp(1, MAX_CHUNK_POINTS);
+    let chunks = n.div_ceil(chunk_len);
+    let point = |k: usize| -> *const G { &points[indices.map_or(k, |indices| indices[k] as usize)] };
+    (0..chunks)
+        .into_par_iter()
+        .map(|c| {
+            let range = c * n / chunks..(c + 1) * n / chunks;
+            if cancel.is_cancelled() || range.is_empty() {
+                return G::Curve::identity();
             }
-            let digit = window_digit(s, w * width, width);
-            if digit != 0 {
-                points[i as usize].add_to(&mut buckets[digit - 1]);
-            }
-        }
-        let mut running = G::Curve::identity();
-        let mut window_sum = G::Curve::identity();
-        for b in buckets.iter().rev() {
-            running += b;
-            window_sum += running;
-        }
-        total += window_sum;
-    }
-    total
-}
-
-/// Σ sᵢ·P[indexᵢ] for the tail scalars, split into one chunk per worker thread; abandoned
-/// (a meaningless sum) once `cancel` is set.
-pub fn pippenger<G: MixedAdd>(points: &[G], indices: &[u32], scalars: &[[u8; 32]], cancel: &CancelToken) -> G::Curve {
-    if indices.is_empty() {
-        return G::Curve::identity();
-    }
-    let chunks = rayon::current_num_threads().max(1);
-    let chunk_len = indices.len().div_ceil(chunks);
-    let width = window_bits(chunk_len);
-    indices
-        .par_chunks(chunk_len)
-        .zip(scalars.par_chunks(chunk_len))
-        .map(|(idx, sc)| pippenger_chunk(points, idx, sc, width, cancel))
+            let first = scalars[range.start].as_ptr();
+            let (point_ptrs, scalar_ptrs) = match (range.len(), indices) {
+                (1, _) => (vec![point(range.start); 2], vec![first, ZERO_SCALAR.as_ptr()]),
+                (_, Some(_)) => (range.clone().map(point).collect(), vec![first, std::ptr::null()]),
+                (_, None) => (vec![point(range.start), std::ptr::null()], vec![first, std::ptr::null()]),
+            };
+            // SAFETY: `range` is within `scalars` and, by index or by position, within
+            // `points`; the pointers cover `range.len()` points and scalars (the point twice
+            // with the scalar 0 when there is one).
+            unsafe { G::pippenger_blst(&point_ptrs, &scalar_ptrs, range.len().max(2)) }
+        })
         .reduce(G::Curve::identity, |a, b| a + b)
 }
 
@@ -146,16 +153,19 @@ mod tests {
             .collect()
     }
 
-    fn check<G: MixedAdd>(points: &[G], scalars: &[Scalar]) {
+    fn check<G: BlstAffine>(points: &[G], scalars: &[Scalar]) {
         let classes = ClassifiedScalars::all(scalars);
-        let got = sum_points(points, &classes.ones) + pippenger(points, &classes.tail_indices, &classes.tail_scalars, &CancelToken::new());
-        assert!(got == naive(points, scalars));
+        let got = sum_points(points, &classes.ones) + pippenger(points, Some(&classes.tail_indices), &classes.tail_scalars, &CancelToken::new());
+        assert!(got == naive(points, scalars), "{} points, indexed", points.len());
+        let every: Vec<[u8; 32]> = scalars.iter().map(|s| s.to_repr()).collect();
+        let dense = pippenger(points, None, &every, &CancelToken::new());
+        assert!(dense == naive(points, scalars), "{} points, dense", points.len());
     }
 
     #[test]
     fn split_msm_equals_naive_sum() {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
-        for n in [1usize, 7, 300] {
+        for n in [1usize, 2, 7, 300, 5000] {
             let g1: Vec<G1Affine> = (0..n).map(|_| G1Projective::random(&mut rng).to_affine()).collect();
             let g2: Vec<G2Affine> = (0..n).map(|_| G2Projective::random(&mut rng).to_affine()).collect();
             let uniform: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut rng)).collect();
@@ -163,24 +173,6 @@ mod tests {
             check(&g1, &uniform);
             check(&g1, &porep);
             check(&g2, &porep);
-        }
-    }
-
-    #[test]
-    fn window_digits_cover_all_bits() {
-        let s = Scalar::random(&mut rand_chacha::ChaCha8Rng::seed_from_u64(3)).to_repr();
-        for width in [3usize, 8, 13, 16] {
-            let mut rebuilt = [0u8; 32];
-            for w in 0..256usize.div_ceil(width) {
-                let d = window_digit(&s, w * width, width);
-                for b in 0..width {
-                    let bit = w * width + b;
-                    if bit < 256 && d >> b & 1 == 1 {
-                        rebuilt[bit / 8] |= 1 << (bit % 8);
-                    }
-                }
-            }
-            assert_eq!(rebuilt, s, "width {width}");
         }
     }
 }
