@@ -2,8 +2,8 @@
 //! for. Scalars 0 are skipped, scalars 1 are plain point additions ("batch addition"), and only
 //! the remaining full-width scalars ("the tail") go through Pippenger's bucket method. Both are
 //! blst's (under blstrs): its batched affine additions, and its Pippenger
-//! (`blst_p1s_mult_pippenger`: signed Booth digits, buckets in XYZZ coordinates), single-threaded
-//! calls over chunks of the points on the backend's pool.
+//! (`blst_p1s_tile_pippenger`: signed Booth digits, buckets in XYZZ coordinates), single-threaded
+//! calls over tiles of the points and digits on the backend's pool.
 
 use blst::{blst_p1, blst_p1_affine, blst_p2, blst_p2_affine};
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
@@ -23,13 +23,17 @@ pub trait BlstAffine: PrimeCurveAffine<Scalar = Scalar> + Sync {
     /// Every pointer is valid.
     unsafe fn sum_blst(points: &[*const Self]) -> Self::Curve;
 
-    /// Σ sᵢ·Pᵢ over `n` ≥ 2 points and their little-endian 32-byte scalars, as blst reads them:
-    /// arrays of one pointer per point and per scalar, or `[first, null]` for a contiguous run.
-    /// Single-threaded.
+    /// Σ dᵢ·Pᵢ over `n` ≥ 2 points, dᵢ the signed digit of bits `bit0 .. bit0 + window` of
+    /// their little-endian 32-byte scalars (one tile of blst's Pippenger), with blst's arrays: one
+    /// pointer per point and per scalar, or `[first, null]` for a contiguous run. `scratch`:
+    /// `scratch_words(window)` words, zero, and left zero. Single-threaded.
     ///
     /// # Safety
     /// Every pointer is valid for what blst reads: `n` points and `n` scalars.
-    unsafe fn pippenger_blst(points: &[*const Self], scalars: &[*const u8], n: usize) -> Self::Curve;
+    unsafe fn tile_blst(points: &[*const Self], scalars: &[*const u8], n: usize, bit0: usize, window: usize, scratch: &mut [u64]) -> Self::Curve;
+
+    /// The scratch a tile of `window` bits needs (its buckets), in 64-bit words.
+    fn scratch_words(window: usize) -> usize;
 }
 
 // G1Affine and G2Affine are `repr(transparent)` blst_p1_affine and blst_p2_affine, G1Projective
@@ -41,18 +45,24 @@ impl BlstAffine for G1Affine {
         std::mem::transmute::<blst_p1, G1Projective>(sum)
     }
 
-    unsafe fn pippenger_blst(points: &[*const Self], scalars: &[*const u8], n: usize) -> G1Projective {
-        let mut scratch = vec![0u64; blst::blst_p1s_mult_pippenger_scratch_sizeof(n).div_ceil(8)];
+    unsafe fn tile_blst(points: &[*const Self], scalars: &[*const u8], n: usize, bit0: usize, window: usize, scratch: &mut [u64]) -> G1Projective {
         let mut sum = blst_p1::default();
-        blst::blst_p1s_mult_pippenger(
+        blst::blst_p1s_tile_pippenger(
             &mut sum,
             points.as_ptr().cast::<*const blst_p1_affine>(),
             n,
             scalars.as_ptr(),
             Scalar::NUM_BITS as usize,
             scratch.as_mut_ptr(),
+            bit0,
+            window,
         );
         std::mem::transmute::<blst_p1, G1Projective>(sum)
+    }
+
+    fn scratch_words(window: usize) -> usize {
+        // SAFETY: a size query: for no points, one bucket.
+        (unsafe { blst::blst_p1s_mult_pippenger_scratch_sizeof(0) } << (window - 1)).div_ceil(8)
     }
 }
 
@@ -63,18 +73,24 @@ impl BlstAffine for G2Affine {
         std::mem::transmute::<blst_p2, G2Projective>(sum)
     }
 
-    unsafe fn pippenger_blst(points: &[*const Self], scalars: &[*const u8], n: usize) -> G2Projective {
-        let mut scratch = vec![0u64; blst::blst_p2s_mult_pippenger_scratch_sizeof(n).div_ceil(8)];
+    unsafe fn tile_blst(points: &[*const Self], scalars: &[*const u8], n: usize, bit0: usize, window: usize, scratch: &mut [u64]) -> G2Projective {
         let mut sum = blst_p2::default();
-        blst::blst_p2s_mult_pippenger(
+        blst::blst_p2s_tile_pippenger(
             &mut sum,
             points.as_ptr().cast::<*const blst_p2_affine>(),
             n,
             scalars.as_ptr(),
             Scalar::NUM_BITS as usize,
             scratch.as_mut_ptr(),
+            bit0,
+            window,
         );
         std::mem::transmute::<blst_p2, G2Projective>(sum)
+    }
+
+    fn scratch_words(window: usize) -> usize {
+        // SAFETY: a size query: for no points, one bucket.
+        (unsafe { blst::blst_p2s_mult_pippenger_scratch_sizeof(0) } << (window - 1)).div_ceil(8)
     }
 }
 
@@ -90,40 +106,78 @@ pub fn sum_points<G: BlstAffine>(points: &[G], indices: &[u32]) -> G::Curve {
         .reduce(G::Curve::identity, |a, b| a + b)
 }
 
-/// The most points one Pippenger call sums: how often a long MSM looks at the cancel token
-/// (≈ 0.2 s of one core for G1 here).
-const MAX_CHUNK_POINTS: usize = 1 << 17;
+/// The most points one tile sums: how often a long MSM looks at the cancel token (a tile of
+/// 2^21 G1 points is ≈ 0.6 s of one core here).
+const MAX_TILE_POINTS: usize = 1 << 21;
 
-/// The scalar 0, paired with a chunk's only point (blst sums two at least).
+/// The scalar 0, paired with a tile's only point (blst sums two at least).
 static ZERO_SCALAR: [u8; 32] = [0; 32];
 
+/// The widest digits: 2^15 buckets of XYZZ points (6 MB in G1) per tile. blst's choice for
+/// 2^22 points, 19 bits, was slower here (MSM H of a 2KiB PoRep, 2 cores).
+const MAX_WINDOW_BITS: usize = 16;
+
+/// The digits' width for `n` points: blst's choice (≈ log2 n − 4 bits), at most
+/// `MAX_WINDOW_BITS`.
+fn window_bits(n: usize) -> usize {
+    match (usize::BITS - n.leading_zeros()) as usize {
+        bits if bits > 13 => (bits - 4).min(MAX_WINDOW_BITS),
+        bits if bits > 5 => bits - 3,
+        _ => 2,
+    }
+}
+
 /// Σ sᵢ·P[indexᵢ] for the tail scalars (little-endian bytes), or Σ sᵢ·Pᵢ over the first
-/// `scalars.len()` points when `indices` is None, in chunks over the current pool's workers;
-/// abandoned (a meaningless sum) once `cancel` is set.
+/// `scalars.len()` points when `indices` is None, on the current pool; abandoned (a
+/// meaningless sum) once `cancel` is set. Blst's Pippenger in tiles, as its own threads run it:
+/// a row of tiles per window of the digits, a column per range of points (as many as keep
+/// every worker busy and a tile under `MAX_TILE_POINTS`), each tile's buckets summed on one
+/// core; then the rows combined by doubling.
 pub fn pippenger<G: BlstAffine>(points: &[G], indices: Option<&[u32]>, scalars: &[[u8; 32]], cancel: &CancelToken) -> G::Curve {
     let n = scalars.len();
-    let chunk_len = n.div_ceil(rayon::current_num_threads().max(1)).clamp(1, MAX_CHUNK_POINTS);
-    let chunks = n.div_ceil(chunk_len);
+    if n == 0 {
+        return G::Curve::identity();
+    }
+    let window = window_bits(n);
+    // A row per window from bit 0, and one above the last whole window for its digit's carry
+    // (Booth digits are signed): bit 255 when the window divides 255.
+    let rows = Scalar::NUM_BITS as usize / window + 1;
+    let columns = n
+        .div_ceil(MAX_TILE_POINTS)
+        .max(rayon::current_num_threads().div_ceil(rows))
+        .min(n.div_ceil(2));
     let point = |k: usize| -> *const G { &points[indices.map_or(k, |indices| indices[k] as usize)] };
-    (0..chunks)
+    let tiles: Vec<G::Curve> = (0..rows * columns)
         .into_par_iter()
-        .map(|c| {
-            let range = c * n / chunks..(c + 1) * n / chunks;
-            if cancel.is_cancelled() || range.is_empty() {
-                return G::Curve::identity();
-            }
-            let first = scalars[range.start].as_ptr();
-            let (point_ptrs, scalar_ptrs) = match (range.len(), indices) {
-                (1, _) => (vec![point(range.start); 2], vec![first, ZERO_SCALAR.as_ptr()]),
-                (_, Some(_)) => (range.clone().map(point).collect(), vec![first, std::ptr::null()]),
-                (_, None) => (vec![point(range.start), std::ptr::null()], vec![first, std::ptr::null()]),
-            };
-            // SAFETY: `range` is within `scalars` and, by index or by position, within
-            // `points`; the pointers cover `range.len()` points and scalars (the point twice
-            // with the scalar 0 when there is one).
-            unsafe { G::pippenger_blst(&point_ptrs, &scalar_ptrs, range.len().max(2)) }
-        })
-        .reduce(G::Curve::identity, |a, b| a + b)
+        .map_init(
+            || vec![0u64; G::scratch_words(window)],
+            |scratch, tile| {
+                let (row, column) = (tile / columns, tile % columns);
+                let range = column * n / columns..(column + 1) * n / columns;
+                if cancel.is_cancelled() || range.is_empty() {
+                    return G::Curve::identity();
+                }
+                let first = scalars[range.start].as_ptr();
+                let (point_ptrs, scalar_ptrs) = match (range.len(), indices) {
+                    (1, _) => (vec![point(range.start); 2], vec![first, ZERO_SCALAR.as_ptr()]),
+                    (_, Some(_)) => (range.clone().map(point).collect(), vec![first, std::ptr::null()]),
+                    (_, None) => (vec![point(range.start), std::ptr::null()], vec![first, std::ptr::null()]),
+                };
+                // SAFETY: `range` is within `scalars` and, by index or by position, within
+                // `points`; the pointers cover `range.len()` points and scalars (the point
+                // twice with the scalar 0 when there is one); the scratch is the window's.
+                unsafe { G::tile_blst(&point_ptrs, &scalar_ptrs, range.len().max(2), row * window, window, scratch) }
+            },
+        )
+        .collect();
+    let mut total = G::Curve::identity();
+    for row in tiles.chunks(columns).rev() {
+        for _ in 0..window {
+            total = total.double();
+        }
+        total += row.iter().fold(G::Curve::identity(), |sum, tile| sum + tile);
+    }
+    total
 }
 
 #[cfg(test)]
@@ -165,7 +219,7 @@ mod tests {
     #[test]
     fn split_msm_equals_naive_sum() {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
-        for n in [1usize, 2, 7, 300, 5000] {
+        for n in [1usize, 2, 3, 7, 40, 300, 5000] {
             let g1: Vec<G1Affine> = (0..n).map(|_| G1Projective::random(&mut rng).to_affine()).collect();
             let g2: Vec<G2Affine> = (0..n).map(|_| G2Projective::random(&mut rng).to_affine()).collect();
             let uniform: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut rng)).collect();
