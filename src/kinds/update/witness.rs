@@ -10,8 +10,9 @@
 //! Here the Poseidon hashes and inclusion paths are computed natively (`kinds::poseidon`,
 //! `kinds::por`) and every SHA-256 node hash ([`hash_multi_leaf`]) is a part of its own: the
 //! hashes' values are computed first on plain field elements, so each hash's inputs are known
-//! before any part is made, and the parts are made on all cores and appended in the order the
-//! sequential synthesis allocates them. `WitnessCs` never evaluates a linear combination, so a
+//! before any part is made, and the parts are made on all cores, each written into its place
+//! in the whole as soon as it is made (every part of a kind allocates the same variables, so
+//! one of each kind gives every place), in the order the sequential synthesis allocates them. `WitnessCs` never evaluates a linear combination, so a
 //! part may be handed variables of another system (only their values are read). The
 //! assignment is the gadgets' value for value (the tests compare them). The gadgets
 //! storage-proofs-update keeps crate-private are written out below, allocation for allocation.
@@ -34,7 +35,7 @@ use crate::cancel::CancelToken;
 use crate::kinds::por::inclusion_at_challenge;
 use crate::kinds::poseidon::poseidon_hash;
 use crate::kinds::sha256::hash_multi_leaf;
-use crate::synthesis::r1cs::{Witness, WitnessCs};
+use crate::synthesis::r1cs::{NotInPlace, PartBuffers, Witness, WitnessCs};
 
 type Num = AllocatedNum<Scalar>;
 
@@ -135,6 +136,18 @@ enum Part {
     },
 }
 
+impl Part {
+    /// Parts of one kind allocate the same variables: an apex tree hash, a hash on an
+    /// inclusion path (its index bit inserted), a challenge.
+    fn kind(&self) -> usize {
+        match self {
+            Part::Hash(NodeHash { right: None, .. }) => 0,
+            Part::Hash(_) => 1,
+            Part::Challenge { .. } => 2,
+        }
+    }
+}
+
 /// The witness of `circuit` (a partition's, with values), equal to its sequential synthesis'.
 pub(super) fn partition_witness<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     circuit: EmptySectorUpdateCircuit<Tree>,
@@ -180,14 +193,19 @@ pub(super) fn partition_witness<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHa
     parts.extend(path_hashes(apex_root, &prefix.partition_bits, &siblings)?.into_iter().map(Part::Hash));
     cs.count_constraints(1);
 
-    let mut generated = WitnessCs::part(cancel);
-    let generated_bits = gen_challenge_bits(
-        &mut generated,
-        &prefix.comm_r_new,
-        &prefix.partition,
-        params.challenge_count,
-        challenge_bit_len - partition_bit_len,
-    )?;
+    // Every challenge's generated bits, a part made here (the challenges read its bits).
+    let generate = || -> Result<(WitnessCs, Vec<Vec<AllocatedBit>>), SynthesisError> {
+        let mut generated = WitnessCs::part(cancel);
+        let bits = gen_challenge_bits(
+            &mut generated,
+            &prefix.comm_r_new,
+            &prefix.partition,
+            params.challenge_count,
+            challenge_bit_len - partition_bit_len,
+        )?;
+        Ok((generated, bits))
+    };
+    let (generated, generated_bits) = generate()?;
     let generated_at = parts.len();
 
     // Each challenge: its first part, then its TreeDNew path's hashes (its root check counted
@@ -208,23 +226,48 @@ pub(super) fn partition_witness<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHa
         cs.count_constraints(1);
     }
 
-    let mut made = parts
-        .into_par_iter()
-        .map(|part| match part {
-            Part::Hash(hash) => {
-                let mut cs = WitnessCs::part(cancel);
-                hash.synthesize(&mut cs)?;
-                Ok(cs)
-            }
-            Part::Challenge { index, c_bits } => {
-                let mut cs = WitnessCs::part(cancel);
-                challenge(&mut cs, &circuit, &prefix, &c_bits, &private.challenge_proofs[index])?;
-                Ok(cs)
-            }
-        })
-        .collect::<Result<Vec<_>, SynthesisError>>()?;
-    made.insert(generated_at, generated);
-    cs.append_all(made);
+    let make = |part: &Part, mut cs: WitnessCs| -> Result<WitnessCs, SynthesisError> {
+        match part {
+            Part::Hash(hash) => hash.synthesize(&mut cs)?,
+            Part::Challenge { index, c_bits } => challenge(&mut cs, &circuit, &prefix, c_bits, &private.challenge_proofs[*index])?,
+        }
+        Ok(cs)
+    };
+    // Each part's place: the first part of each kind made apart, its length every part's of
+    // the kind (the generated bits' their own).
+    let mut kind_lengths = [None; 3];
+    let mut lengths = Vec::with_capacity(parts.len() + 1);
+    for part in &parts {
+        let length = match kind_lengths[part.kind()] {
+            Some(length) => length,
+            None => *kind_lengths[part.kind()].insert(make(part, WitnessCs::part(cancel))?.aux_len()),
+        };
+        lengths.push(length);
+    }
+    lengths.insert(generated_at, generated.aux_len());
+    let buffers = PartBuffers::default();
+    let generated = std::sync::Mutex::new(Some(generated));
+    let placed = cs.try_append_in_place(&lengths, |k, tile| {
+        let part = match k.cmp(&generated_at) {
+            std::cmp::Ordering::Less => make(&parts[k], buffers.part(cancel))?,
+            std::cmp::Ordering::Equal => generated.lock().unwrap_or_else(|p| p.into_inner()).take().ok_or(NotInPlace::Uneven)?,
+            std::cmp::Ordering::Greater => make(&parts[k - 1], buffers.part(cancel))?,
+        };
+        Ok(vec![buffers.place(part, tile)?])
+    });
+    match placed {
+        Ok(()) => {}
+        Err(NotInPlace::Failed(e)) => return Err(e),
+        Err(NotInPlace::Uneven) => {
+            log::warn!("an update part's witness does not fit the place its kind's first part gives it: parts made apart, then copied");
+            let mut made = parts
+                .par_iter()
+                .map(|part| make(part, WitnessCs::part(cancel)))
+                .collect::<Result<Vec<_>, SynthesisError>>()?;
+            made.insert(generated_at, generate()?.0);
+            cs.append_all(made);
+        }
+    }
     Ok(cs.into_witness())
 }
 
