@@ -36,63 +36,59 @@ pub trait BlstAffine: PrimeCurveAffine<Scalar = Scalar> + Sync {
     fn scratch_words(window: usize) -> usize;
 }
 
-// G1Affine and G2Affine are `repr(transparent)` blst_p1_affine and blst_p2_affine, G1Projective
-// and G2Projective blst_p1 and blst_p2: the pointers and sums cross as they are.
-impl BlstAffine for G1Affine {
-    unsafe fn sum_blst(points: &[*const Self]) -> G1Projective {
-        let mut sum = blst_p1::default();
-        blst::blst_p1s_add(&mut sum, points.as_ptr().cast::<*const blst_p1_affine>(), points.len());
-        std::mem::transmute::<blst_p1, G1Projective>(sum)
-    }
+/// `BlstAffine` for an affine type of blstrs through blst's functions of its group. blstrs'
+/// affine and projective points are `repr(transparent)` blst points: the pointers and sums
+/// cross as they are.
+macro_rules! blst_affine {
+    ($affine:ty, $projective:ty, $blst_affine:ty, $blst_point:ty, $add:path, $tile:path, $scratch_sizeof:path) => {
+        impl BlstAffine for $affine {
+            unsafe fn sum_blst(points: &[*const Self]) -> $projective {
+                let mut sum = <$blst_point>::default();
+                $add(&mut sum, points.as_ptr().cast::<*const $blst_affine>(), points.len());
+                std::mem::transmute::<$blst_point, $projective>(sum)
+            }
 
-    unsafe fn tile_blst(points: &[*const Self], scalars: &[*const u8], n: usize, bit0: usize, window: usize, scratch: &mut [u64]) -> G1Projective {
-        let mut sum = blst_p1::default();
-        blst::blst_p1s_tile_pippenger(
-            &mut sum,
-            points.as_ptr().cast::<*const blst_p1_affine>(),
-            n,
-            scalars.as_ptr(),
-            Scalar::NUM_BITS as usize,
-            scratch.as_mut_ptr(),
-            bit0,
-            window,
-        );
-        std::mem::transmute::<blst_p1, G1Projective>(sum)
-    }
+            unsafe fn tile_blst(
+                points: &[*const Self],
+                scalars: &[*const u8],
+                n: usize,
+                bit0: usize,
+                window: usize,
+                scratch: &mut [u64],
+            ) -> $projective {
+                let mut sum = <$blst_point>::default();
+                let nbits = Scalar::NUM_BITS as usize;
+                let points = points.as_ptr().cast::<*const $blst_affine>();
+                $tile(&mut sum, points, n, scalars.as_ptr(), nbits, scratch.as_mut_ptr(), bit0, window);
+                std::mem::transmute::<$blst_point, $projective>(sum)
+            }
 
-    fn scratch_words(window: usize) -> usize {
-        // SAFETY: a size query: for no points, one bucket.
-        (unsafe { blst::blst_p1s_mult_pippenger_scratch_sizeof(0) } << (window - 1)).div_ceil(8)
-    }
+            fn scratch_words(window: usize) -> usize {
+                // SAFETY: a size query: for no points, one bucket.
+                (unsafe { $scratch_sizeof(0) } << (window - 1)).div_ceil(8)
+            }
+        }
+    };
 }
 
-impl BlstAffine for G2Affine {
-    unsafe fn sum_blst(points: &[*const Self]) -> G2Projective {
-        let mut sum = blst_p2::default();
-        blst::blst_p2s_add(&mut sum, points.as_ptr().cast::<*const blst_p2_affine>(), points.len());
-        std::mem::transmute::<blst_p2, G2Projective>(sum)
-    }
-
-    unsafe fn tile_blst(points: &[*const Self], scalars: &[*const u8], n: usize, bit0: usize, window: usize, scratch: &mut [u64]) -> G2Projective {
-        let mut sum = blst_p2::default();
-        blst::blst_p2s_tile_pippenger(
-            &mut sum,
-            points.as_ptr().cast::<*const blst_p2_affine>(),
-            n,
-            scalars.as_ptr(),
-            Scalar::NUM_BITS as usize,
-            scratch.as_mut_ptr(),
-            bit0,
-            window,
-        );
-        std::mem::transmute::<blst_p2, G2Projective>(sum)
-    }
-
-    fn scratch_words(window: usize) -> usize {
-        // SAFETY: a size query: for no points, one bucket.
-        (unsafe { blst::blst_p2s_mult_pippenger_scratch_sizeof(0) } << (window - 1)).div_ceil(8)
-    }
-}
+blst_affine!(
+    G1Affine,
+    G1Projective,
+    blst_p1_affine,
+    blst_p1,
+    blst::blst_p1s_add,
+    blst::blst_p1s_tile_pippenger,
+    blst::blst_p1s_mult_pippenger_scratch_sizeof
+);
+blst_affine!(
+    G2Affine,
+    G2Projective,
+    blst_p2_affine,
+    blst_p2,
+    blst::blst_p2s_add,
+    blst::blst_p2s_tile_pippenger,
+    blst::blst_p2s_mult_pippenger_scratch_sizeof
+);
 
 /// Σ P[i] over `indices`, the 1-scalar part, in parallel.
 pub fn sum_points<G: BlstAffine>(points: &[G], indices: &[u32]) -> G::Curve {
