@@ -104,20 +104,14 @@ impl<V> ResidentCache<V> {
                 if key.bytes > self.budget {
                     return Ok(Residency::TooLarge);
                 }
-                let Some(victims) = Self::victims(&state.entries, key, self.budget) else {
+                // Of its class or lower, as few as make room in the budget.
+                let used: u64 = state.entries.iter().map(|e| e.key.bytes).sum();
+                let needed = (used + key.bytes).saturating_sub(self.budget);
+                let (victims, freed) = Self::lowest_first(&state.entries, |e| e.class <= key.class, needed);
+                if freed < needed {
                     return Ok(Residency::Displaces);
-                };
-                for victim in victims.into_iter().rev() {
-                    let evicted = state.entries.remove(victim);
-                    log::info!(
-                        "evicting {} ({} MiB, {:?} class) to make room for {} ({:?} class)",
-                        evicted.key.label,
-                        evicted.key.bytes >> 20,
-                        evicted.class,
-                        key.label,
-                        key.class
-                    );
                 }
+                Self::evict(&mut state.entries, victims, &format!("{} ({:?} class)", key.label, key.class));
                 let slot = Arc::new(OnceCell::new());
                 state.entries.push(Entry {
                     key: key.clone(),
@@ -143,23 +137,36 @@ impl<V> ResidentCache<V> {
         }
     }
 
-    /// The entries to evict for `key` to fit in `budget` (ascending indices): of its class or
-    /// lower, the lowest class first and within a class the least recently used; None when
-    /// evicting all of those would not make room.
-    fn victims(entries: &[Entry<V>], key: &KeyRef, budget: u64) -> Option<Vec<usize>> {
-        let mut used: u64 = entries.iter().map(|e| e.key.bytes).sum();
-        let mut candidates: Vec<usize> = (0..entries.len()).filter(|&i| entries[i].class <= key.class).collect();
+    /// The entries `eligible` takes, the lowest class first and within a class the least
+    /// recently used, as few as hold `bytes` (all of them when they hold less), in ascending
+    /// order; and the bytes they hold.
+    fn lowest_first(entries: &[Entry<V>], eligible: impl Fn(&Entry<V>) -> bool, bytes: u64) -> (Vec<usize>, u64) {
+        let mut candidates: Vec<usize> = (0..entries.len()).filter(|&i| eligible(&entries[i])).collect();
         candidates.sort_by_key(|&i| (entries[i].class, entries[i].last_used));
+        let mut freed = 0;
         let mut victims = Vec::new();
         for i in candidates {
-            if used + key.bytes <= budget {
+            if freed >= bytes {
                 break;
             }
-            used -= entries[i].key.bytes;
+            freed += entries[i].key.bytes;
             victims.push(i);
         }
         victims.sort_unstable();
-        (used + key.bytes <= budget).then_some(victims)
+        (victims, freed)
+    }
+
+    /// Removes the entries at `victims` (ascending indices), each logged as evicted for `what`.
+    fn evict(entries: &mut Vec<Entry<V>>, victims: Vec<usize>, what: &str) {
+        for victim in victims.into_iter().rev() {
+            let evicted = entries.remove(victim);
+            log::info!(
+                "evicting {} ({} MiB, {:?} class) to make room for {what}",
+                evicted.key.label,
+                evicted.key.bytes >> 20,
+                evicted.class
+            );
+        }
     }
 
     /// Evicts copies of keys of classes below `class` that no call is using, the lowest class
@@ -170,29 +177,8 @@ impl<V> ResidentCache<V> {
     pub fn evict_below(&self, class: Priority, bytes: u64) -> u64 {
         let mut state = self.lock();
         let idle = |e: &Entry<V>| e.slot.get().is_some_and(|copy| Arc::strong_count(copy) == 1);
-        let mut candidates: Vec<usize> = (0..state.entries.len())
-            .filter(|&i| state.entries[i].class < class && idle(&state.entries[i]))
-            .collect();
-        candidates.sort_by_key(|&i| (state.entries[i].class, state.entries[i].last_used));
-        let mut freed = 0;
-        let mut victims = Vec::new();
-        for i in candidates {
-            if freed >= bytes {
-                break;
-            }
-            freed += state.entries[i].key.bytes;
-            victims.push(i);
-        }
-        victims.sort_unstable();
-        for i in victims.into_iter().rev() {
-            let evicted = state.entries.remove(i);
-            log::info!(
-                "evicting {} ({} MiB, {:?} class) to make room for the working memory of a {class:?} call",
-                evicted.key.label,
-                evicted.key.bytes >> 20,
-                evicted.class
-            );
-        }
+        let (victims, freed) = Self::lowest_first(&state.entries, |e| e.class < class && idle(e), bytes);
+        Self::evict(&mut state.entries, victims, &format!("the working memory of a {class:?} call"));
         freed
     }
 
