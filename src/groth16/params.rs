@@ -99,14 +99,26 @@ impl ProvingKey {
     /// and the engine status. Every call gives a new identity.
     pub fn new(params: Parameters<Bls12>, label: impl Into<String>) -> Self {
         let sizes = QuerySizes::of(&params);
+        let vk = params.vk.clone();
+        Self::with_points(vk, sizes, None, Some(Arc::new(params)), label.into())
+    }
+
+    /// A key of a new identity whose points are read from `source` (None: held in `host`).
+    fn with_points(
+        vk: VerifyingKey<Bls12>,
+        sizes: QuerySizes,
+        source: Option<PointSource>,
+        host: Option<Arc<Parameters<Bls12>>>,
+        label: String,
+    ) -> Self {
         ProvingKey {
-            vk: params.vk.clone(),
+            vk,
             sizes,
-            source: None,
-            host: Mutex::new(Some(Arc::new(params))),
+            source,
+            host: Mutex::new(host),
             prepared_vk: OnceCell::new(),
             id: next_id(),
-            label: label.into(),
+            label,
             alive: Arc::new(()),
         }
     }
@@ -122,21 +134,13 @@ impl ProvingKey {
         let mut reader = BufReader::new(&file);
         reader.seek(io::SeekFrom::Start(0))?;
         let (vk, sizes, starts) = read_layout(&mut reader)?;
-        Ok(ProvingKey {
-            vk,
-            sizes,
-            source: Some(PointSource::File(KeyFile {
-                file,
-                starts,
-                len: meta.len(),
-                modified: meta.modified().ok(),
-            })),
-            host: Mutex::new(None),
-            prepared_vk: OnceCell::new(),
-            id: next_id(),
-            label: label.into(),
-            alive: Arc::new(()),
-        })
+        let file = KeyFile {
+            file,
+            starts,
+            len: meta.len(),
+            modified: meta.modified().ok(),
+        };
+        Ok(Self::with_points(vk, sizes, Some(PointSource::File(file)), None, label.into()))
     }
 
     /// A key of `sizes` whose G1 queries repeat the pool `g1` and whose B_G2 query repeats
@@ -153,16 +157,8 @@ impl ProvingKey {
                 "a repeating key needs points in each pool its queries use, and ic of the inputs' count",
             ));
         }
-        Ok(ProvingKey {
-            vk,
-            sizes,
-            source: Some(PointSource::Repeated(RepeatedPoints { g1, g2 })),
-            host: Mutex::new(None),
-            prepared_vk: OnceCell::new(),
-            id: next_id(),
-            label: label.into(),
-            alive: Arc::new(()),
-        })
+        let pools = PointSource::Repeated(RepeatedPoints { g1, g2 });
+        Ok(Self::with_points(vk, sizes, Some(pools), None, label.into()))
     }
 
     pub fn id(&self) -> u64 {
