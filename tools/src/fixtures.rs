@@ -19,13 +19,17 @@ use filecoin_proofs_api::{PaddedBytesAmount, PieceInfo, RegisteredSealProof, Sec
 use rand::{Rng, RngCore};
 use serde::{Deserialize, Serialize};
 use storage_proofs_core::compound_proof::CompoundProof;
-use storage_proofs_core::parameter_cache::{parameter_cache_dir, CacheableParameters};
+use storage_proofs_core::parameter_cache::{
+    parameter_cache_dir, parameter_cache_params_path, parameter_cache_verifying_key_path, CacheableParameters, ParameterSetMetadata,
+};
 use storage_proofs_porep::stacked::StackedCompound;
 use storage_proofs_post::fallback::{self, FallbackPoStCompound};
 use storage_proofs_update::constants::TreeRHasher;
 use storage_proofs_update::EmptySectorUpdateCompound;
 
 use cuzk::internals::porep::porep_config;
+
+use crate::params_file::{write_parameters, write_renamed};
 
 /// A sealed sector's C2 input and everything needed to verify its proof.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -87,20 +91,59 @@ fn ensure_settings_dir(dir: &Path) -> Result<()> {
 
 fn generate_params<Tree: 'static + MerkleTreeTrait>(proof: RegisteredSealProof, rng: &mut (impl RngCore + Send)) -> cuzk::error::Result<PathBuf> {
     let mut run = || -> Result<PathBuf> {
-        let config = porep_config(proof)?;
-        let params = public_params::<Tree>(&config)?;
+        let params = public_params::<Tree>(&porep_config(proof)?)?;
         type Compound<Tree> = StackedCompound<Tree, DefaultPieceHasher>;
-        <Compound<Tree> as CompoundProof<_, _>>::groth_params(Some(&mut *rng), &params)?;
-        <Compound<Tree> as CompoundProof<_, _>>::verifying_key(Some(&mut *rng), &params)?;
-        let blank = <Compound<Tree> as CompoundProof<_, _>>::blank_circuit(&params);
-        <Compound<Tree> as CacheableParameters<_, _>>::get_param_metadata(blank, &params)?;
-        config.get_cache_params_path::<Tree>()
+        let blank = || <Compound<Tree> as CompoundProof<_, _>>::blank_circuit(&params);
+        ensure_random_setup::<Compound<Tree>, _, _>(&params, blank, rng)
     };
     run().map_err(|e| cuzk::error::Error::internal(format!("{e:#}")))
 }
 
+/// Makes the random-setup Groth16 parameters and verifying key of the compound proof `K`
+/// (`setup.rs`) under filecoin-proofs' names in its parameter cache unless both are there,
+/// each written to a temporary file renamed into place, and its metadata; returns the
+/// `.params` path. A process making them holds `<id>.lock` in the cache: another one making
+/// the same waits, then finds both (never a key from one setup beside a verifying key from
+/// another).
+fn ensure_random_setup<K, C, P>(params: &P, blank: impl Fn() -> C, rng: &mut (impl RngCore + Send)) -> Result<PathBuf>
+where
+    K: CacheableParameters<C, P>,
+    C: bellperson::Circuit<blstrs::Scalar>,
+    P: ParameterSetMetadata,
+{
+    let id = K::cache_identifier(params);
+    let params_path = parameter_cache_params_path(&id);
+    let vk_path = parameter_cache_verifying_key_path(&id);
+    let _lock = lock_exclusive(&params_path.with_extension("lock"))?;
+    if !(params_path.exists() && vk_path.exists()) {
+        let start = std::time::Instant::now();
+        let parameters = crate::setup::random_parameters(blank(), rng).with_context(|| format!("random setup of {id}"))?;
+        write_parameters(&parameters, &params_path)?;
+        write_renamed(&vk_path, |file| parameters.vk.write(file))?;
+        eprintln!("cuzk-fixtures: random setup of {id} in {:.1} s", start.elapsed().as_secs_f64());
+    }
+    K::get_param_metadata(blank(), params)?;
+    Ok(params_path)
+}
+
+/// `path` (created if missing) opened and locked exclusively (flock) until the file is dropped.
+fn lock_exclusive(path: &Path) -> Result<fs::File> {
+    use std::os::fd::AsRawFd;
+    let file = fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .with_context(|| format!("opening {}", path.display()))?;
+    // SAFETY: flock on the descriptor of a file this function owns.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
+        return Err(std::io::Error::last_os_error()).with_context(|| format!("locking {}", path.display()));
+    }
+    Ok(file)
+}
+
 /// Generates (random setup) the Groth16 parameters, verifying key and metadata of `proof` into
-/// `dir` unless they are there already. Slow: ≈ 12 min for 2KiB on 2 cores.
+/// `dir` unless they are there already: 2KiB in ≈ 50 s on 2 cores.
 pub fn ensure_params(proof: RegisteredSealProof, dir: &Path, rng: &mut (impl RngCore + Send)) -> Result<PathBuf> {
     fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     ensure_settings_dir(dir)?;
@@ -117,21 +160,16 @@ pub(crate) fn post_public_params<Tree: 'static + MerkleTreeTrait>(config: &PoStC
 }
 
 fn generate_post_params<Tree: 'static + MerkleTreeTrait>(proof: RegisteredPoStProof, rng: &mut (impl RngCore + Send)) -> Result<PathBuf> {
-    let config = proof.as_v1_config();
-    let params = post_public_params::<Tree>(&config)?;
-    type Compound<Tree> = FallbackPoStCompound<Tree>;
-    <Compound<Tree> as CompoundProof<_, _>>::groth_params(Some(&mut *rng), &params)?;
-    <Compound<Tree> as CompoundProof<_, _>>::verifying_key(Some(&mut *rng), &params)?;
-    let blank = <Compound<Tree> as CompoundProof<_, _>>::blank_circuit(&params);
-    <Compound<Tree> as CacheableParameters<_, _>>::get_param_metadata(blank, &params)?;
-    config.get_cache_params_path::<Tree>()
+    let params = post_public_params::<Tree>(&proof.as_v1_config())?;
+    let blank = || <FallbackPoStCompound<Tree> as CompoundProof<_, _>>::blank_circuit(&params);
+    ensure_random_setup::<FallbackPoStCompound<Tree>, _, _>(&params, blank, rng)
 }
 
 /// Generates (random setup) the Groth16 parameters, verifying key and metadata of a Window or
 /// Winning PoSt `proof` into `dir` under filecoin-proofs' names
 /// (`v28-proof-of-spacetime-fallback-…`) unless they are there already, and returns the
-/// `.params` path. At 2KiB on 2 cores ≈ 5 s for Window (2 sectors × 10 challenges, 11 MB)
-/// and ≈ 20 s for Winning (66 one-challenge "sectors", 47 MB).
+/// `.params` path. At 2KiB on 2 cores ≈ 1 s for Window (2 sectors × 10 challenges, 11 MB)
+/// and ≈ 3 s for Winning (66 one-challenge "sectors", 47 MB).
 pub fn ensure_post_params(proof: RegisteredPoStProof, dir: &Path, rng: &mut (impl RngCore + Send)) -> Result<PathBuf> {
     fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     ensure_settings_dir(dir)?;
@@ -500,14 +538,8 @@ fn generate_update_params<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>
     rng: &mut (impl RngCore + Send),
 ) -> Result<PathBuf> {
     let params = storage_proofs_update::PublicParams::from_sector_size(u64::from(proof.sector_size()));
-    type Compound<Tree> = EmptySectorUpdateCompound<Tree>;
-    <Compound<Tree> as CompoundProof<_, _>>::groth_params(Some(&mut *rng), &params)?;
-    <Compound<Tree> as CompoundProof<_, _>>::verifying_key(Some(&mut *rng), &params)?;
-    let blank = <Compound<Tree> as CompoundProof<_, _>>::blank_circuit(&params);
-    <Compound<Tree> as CacheableParameters<_, _>>::get_param_metadata(blank, &params)?;
-    Ok(storage_proofs_core::parameter_cache::parameter_cache_params_path(
-        &<Compound<Tree> as CacheableParameters<_, _>>::cache_identifier(&params),
-    ))
+    let blank = || <EmptySectorUpdateCompound<Tree> as CompoundProof<_, _>>::blank_circuit(&params);
+    ensure_random_setup::<EmptySectorUpdateCompound<Tree>, _, _>(&params, blank, rng)
 }
 
 /// Generates (random setup) the Groth16 parameters, verifying key and metadata of the SnapDeals

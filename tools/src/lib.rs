@@ -10,6 +10,8 @@
 pub mod circuits;
 pub mod fixtures;
 pub mod memory;
+pub mod params_file;
 pub mod post_oracle;
+pub mod setup;
 pub mod sha_chain;
 pub mod update_oracle;

@@ -1,19 +1,19 @@
 //! `circuit`: a circuit of 2^K constraints with a synthetic key (performance only) or, with
 //! `--setup-key`, a key from bellperson's random setup and every proof verified.
 
-use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use bellperson::groth16::{generate_random_parameters, prepare_verifying_key, verify_proof, Proof};
+use bellperson::groth16::{prepare_verifying_key, verify_proof, Proof};
 use bellperson::Circuit;
 use blstrs::{Bls12, Scalar};
 use cuzk::internals::{synthesize, synthesize_with_shape};
 use cuzk::timings::Timings;
 use cuzk::{CircuitShape, ProvingKey, Whole};
 use cuzk_tools::circuits::{synthetic_key, RandomCircuit};
+use cuzk_tools::setup::random_parameters;
 use cuzk_tools::sha_chain::ShaChain;
 use ff::Field;
 use rand::SeedableRng;
@@ -81,10 +81,7 @@ fn bench_circuit<C: Circuit<Scalar> + Clone + Send + Sync>(
     let key = match args.setup_key {
         true => {
             let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(7);
-            ProvingKey::new(
-                generate_random_parameters::<Bls12, _, _>(circuit.clone(), &mut rng)?,
-                "random setup (seed 7)",
-            )
+            ProvingKey::new(random_parameters(circuit.clone(), &mut rng)?, "random setup (seed 7)")
         }
         false => synthetic_key(&synthesized, 7),
     };
@@ -174,22 +171,12 @@ fn bench_circuit<C: Circuit<Scalar> + Clone + Send + Sync>(
     Ok(())
 }
 
-/// `key` (made in memory) written to `path` in bellperson's params format, through a file
-/// renamed into place once complete (`what` names the workload in the log line).
+/// `key` (made in memory) written to `path` in bellperson's params format
+/// (`cuzk_tools::params_file`; `what` names the workload in the log line).
 pub(crate) fn write_key(key: &ProvingKey, path: &Path, what: &str) -> Result<()> {
     let start = Instant::now();
-    let partial = path.with_extension("partial");
-    let mut file = std::io::BufWriter::with_capacity(
-        64 << 20,
-        std::fs::File::create(&partial).with_context(|| format!("creating {}", partial.display()))?,
-    );
-    key.held_host_points()
-        .context("a synthetic key is made in memory")?
-        .write(&mut file)
-        .and_then(|()| file.flush())
-        .with_context(|| format!("writing {}", partial.display()))?;
-    drop(file);
-    std::fs::rename(&partial, path).with_context(|| format!("renaming {} to {}", partial.display(), path.display()))?;
+    let params = key.held_host_points().context("a synthetic key is made in memory")?;
+    cuzk_tools::params_file::write_parameters(&params, path)?;
     eprintln!(
         "{what}: key written to {} in {:.1} s (not timed)",
         path.display(),
