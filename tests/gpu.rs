@@ -8,7 +8,7 @@ mod common;
 use std::sync::Arc;
 use std::time::Instant;
 
-use bellperson::groth16::{create_proof_batch, generate_random_parameters, prepare_verifying_key, verify_proof};
+use bellperson::groth16::{create_proof_batch, prepare_verifying_key, verify_proof};
 use blstrs::{Bls12, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use common::fixture;
 use cuzk::engine::{Engine, EngineConfig, MsmChoice, PostKind, PostRequest, ProofOutput, ProveOptions, SplitPolicy, UpdateRequest};
@@ -22,6 +22,7 @@ use cuzk::ProvingKey;
 use cuzk::{BackendChoice, CircuitOptions, Prover, Whole};
 use cuzk_tools::circuits::{synthetic_key, OnlyTheConstant, RandomCircuit};
 use cuzk_tools::post_oracle::{bellperson_window_post, bellperson_winning_post};
+use cuzk_tools::setup::random_parameters;
 use cuzk_tools::update_oracle::bellperson_update;
 use ff::Field;
 use filecoin_proofs_api::RegisteredSealProof;
@@ -116,7 +117,7 @@ fn check_circuit_equals_bellperson<C: bellperson::Circuit<Scalar> + Clone + Send
 ) {
     let start = Instant::now();
     let params = match key_kind {
-        Key::Setup => ProvingKey::new(generate_random_parameters::<Bls12, _, _>(circuit.clone(), &mut *rng).unwrap(), "setup"),
+        Key::Setup => ProvingKey::new(random_parameters(circuit.clone(), &mut *rng).unwrap(), "setup"),
         Key::Synthetic => synthetic_key(&synthesize(circuit.clone(), None).unwrap(), rand::Rng::gen(&mut *rng)),
     };
     let key_s = start.elapsed().as_secs_f64();
@@ -206,12 +207,12 @@ fn gpu_matches_bellperson_2_pow_10_and_16() {
 )]
 fn gpu_matches_bellperson_2_pow_20_and_22() {
     require_gpu();
-    // A random setup at 2^20 takes 110 s on the H200 machine's 16 cores (set CUZK_GPU_TESTS_SETUP_2_20=1
-    // for it); synthetic keys otherwise, still compared with bellperson byte for byte.
-    let setup_2_20 = std::env::var_os("CUZK_GPU_TESTS_SETUP_2_20").is_some_and(|v| v == "1");
+    // A random setup (whose proofs verify) for the bit-heavy circuits, a synthetic key for the
+    // others (still compared with bellperson byte for byte).
     for bit_heavy in [true, false] {
-        check_gpu_equals_bellperson(1 << 20, bit_heavy, if setup_2_20 && bit_heavy { Key::Setup } else { Key::Synthetic });
-        check_gpu_equals_bellperson((1 << 22) - 100, bit_heavy, Key::Synthetic);
+        let key = if bit_heavy { Key::Setup } else { Key::Synthetic };
+        check_gpu_equals_bellperson(1 << 20, bit_heavy, key);
+        check_gpu_equals_bellperson((1 << 22) - 100, bit_heavy, key);
     }
 }
 
@@ -825,10 +826,7 @@ fn device_fault_fails_only_its_call() {
     let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed);
     let circuit = RandomCircuit::new(&mut rng, 1 << 16, true);
     let inputs = circuit.inputs.clone();
-    let key = ProvingKey::new(
-        generate_random_parameters::<Bls12, _, _>(circuit.clone(), &mut rng).unwrap(),
-        "fault test",
-    );
+    let key = ProvingKey::new(random_parameters(circuit.clone(), &mut rng).unwrap(), "fault test");
     let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
     let expected = proof_bytes(
         &create_proof_batch(vec![circuit.clone()], &*key.held_host_points().unwrap(), vec![r], vec![s])

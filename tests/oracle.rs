@@ -4,12 +4,13 @@
 
 use std::sync::{Arc, OnceLock};
 
-use bellperson::groth16::{create_proof_batch, generate_random_parameters, prepare_verifying_key, verify_proof, Proof};
+use bellperson::groth16::{create_proof_batch, prepare_verifying_key, verify_proof, Proof};
 use blstrs::{Bls12, Scalar};
 use cuzk::engine::EngineConfig;
 use cuzk::timings::Timings;
 use cuzk::{BackendChoice, CircuitOptions, CircuitShape, Prover, Whole};
 use cuzk_tools::circuits::{OnlyTheConstant, RandomCircuit};
+use cuzk_tools::setup::random_parameters;
 use ff::Field;
 use rand::SeedableRng;
 
@@ -34,10 +35,7 @@ fn check_circuit<C: bellperson::Circuit<Scalar> + Clone + Send + Sync>(
     rng: &mut rand_chacha::ChaCha20Rng,
     what: &str,
 ) -> Timings {
-    let params = cuzk::ProvingKey::new(
-        generate_random_parameters::<Bls12, _, _>(circuit.clone(), &mut *rng).expect("parameters"),
-        "setup",
-    );
+    let params = cuzk::ProvingKey::new(random_parameters(circuit.clone(), &mut *rng).expect("parameters"), "setup");
     let (r, s) = (Scalar::random(&mut *rng), Scalar::random(&mut *rng));
 
     let expected: Proof<Bls12> = create_proof_batch(vec![circuit.clone()], &*params.held_host_points().unwrap(), vec![r], vec![s])

@@ -9,9 +9,9 @@ use common::{assert_same, check_job_split_path};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bellperson::groth16::{create_proof_batch, generate_random_parameters, prepare_verifying_key, verify_proof};
+use bellperson::groth16::{create_proof_batch, prepare_verifying_key, verify_proof};
 use bellperson::{Circuit, ConstraintSystem, SynthesisError};
-use blstrs::{Bls12, Scalar};
+use blstrs::Scalar;
 use cuzk::cancel::CancelToken;
 use cuzk::engine::EngineConfig;
 use cuzk::engine::PostKind;
@@ -22,6 +22,7 @@ use cuzk::internals::{synthesize, MadeUpPost, ProofRequest, SynthesizedCircuit};
 use cuzk::timings::Timings;
 use cuzk::{BackendChoice, CircuitOptions, Prover};
 use cuzk_tools::circuits::RandomCircuit;
+use cuzk_tools::setup::random_parameters;
 use cuzk_tools::sha_chain::ShaChain;
 use ff::Field;
 use filecoin_proofs::constants::{DefaultPieceHasher, SectorShape2KiB, SectorShape8MiB};
@@ -195,7 +196,7 @@ fn split_path_proof_equals_bellperson() {
     let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(10);
     for (constraints, bit_heavy) in [(1000, true), (777, false)] {
         let circuit = RandomCircuit::new(&mut rng, constraints, bit_heavy);
-        let params = cuzk::ProvingKey::new(generate_random_parameters::<Bls12, _, _>(circuit.clone(), &mut rng).unwrap(), "setup");
+        let params = cuzk::ProvingKey::new(random_parameters(circuit.clone(), &mut rng).unwrap(), "setup");
         let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
         let theirs = create_proof_batch(vec![circuit.clone()], &*params.held_host_points().unwrap(), vec![r], vec![s])
             .unwrap()

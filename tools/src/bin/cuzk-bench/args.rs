@@ -158,7 +158,8 @@ pub struct Args {
     pub repeat: usize,
     pub sector_size: SectorSize,
     pub check_shape: bool,
-    /// Prove with a key from bellperson's random setup (`--setup-key`) and verify every proof.
+    /// Prove with a key from a random setup (`--setup-key`, `cuzk_tools::setup`) and verify
+    /// every proof.
     pub setup_key: bool,
     /// porep-partition: alternate runs with a, b, c on the device and on the host.
     pub compare_spmv: bool,
@@ -270,8 +271,8 @@ impl Args {
                 }
             }
         }
-        if args.setup_key && args.log_constraints > 20 {
-            bail!("--setup-key: a random setup above 2^20 constraints takes too long; use the synthetic key");
+        if args.setup_key && args.log_constraints > 24 {
+            bail!("--setup-key: a random setup above 2^24 constraints takes too long; use the synthetic key");
         }
         args.system = system.context("--system is required")?;
         let real_post = matches!(args.workload, Workload::Post | Workload::Update) && args.fixture.is_some();
