@@ -31,10 +31,10 @@
 #                                 key, performance only), warm (~4 min)
 #   scripts/gpu-run.sh update     2KiB SnapDeals update of a fresh fixture: cuzk GPU, cuzk CPU,
 #                                 bellperson, supraseal-c2 (filecoin-proofs-api) in one run (~4 min)
-#   scripts/gpu-run.sh params-8m-update, then update-8m on the same machine: 8MiB SnapDeals
-#                                 update of a fresh fixture (its parameters: 537 s): the GPU
-#                                 test against bellperson's bytes and filecoin-proofs'
-#                                 verifier, then cuzk, supraseal-c2 and bellperson in one run
+#   scripts/gpu-run.sh update-8m  8MiB SnapDeals update of a fresh fixture (its random-setup
+#                                 parameters first: ≈ 40 s predicted): the GPU test against
+#                                 bellperson's bytes and filecoin-proofs' verifier, then cuzk,
+#                                 supraseal-c2 and bellperson in one run
 #   scripts/gpu-run.sh update-made-up  an update of CUZK_SECTOR_SIZE (default 8MiB) from made-up
 #                                 vanilla proofs (synthetic key, performance only): shape, key,
 #                                 3 runs (32GiB: ≈ 5 min)
@@ -271,15 +271,9 @@ update)
         carry/supraseal-bench update --fixture /tmp/uf --params /tmp/cuzk-params --repeat 3 >>"$out/bench.jsonl" 2>>"$out/bench.log" || status=1
     fi
     ;;
-params-8m-update)
-    # The 8MiB update's random-setup parameters alone (537 s in run 97): a command of their
-    # own, for update-8m next on the same machine (the device keeps /tmp between commands
-    # while it stays warm).
-    params 8MiB update
-    ;;
 update-8m)
     # An 8MiB SnapDeals update of a fresh CC sector (4 partitions of 10M constraints, domain
-    # 2^24), its parameters made by params-8m-update first: the GPU test's proof with fixed
+    # 2^24), its random-setup parameters made first: the GPU test's proof with fixed
     # r, s against bellperson's bytes and filecoin-proofs' verifier, then another fresh sector
     # proven by cuzk (every proof self-verified), bellperson and supraseal-c2 (both through
     # filecoin-proofs-api) in one run.
@@ -316,7 +310,7 @@ post-during)
         >>"$out/bench.jsonl" 2>>"$out/bench.log" || status=1
     ;;
 micro)
-    # SHA chains with keys from bellperson's random setup (≈ 100 s at 2^20): every proof verified.
+    # SHA chains with keys from a random setup: every proof verified.
     for k in 16 20; do
         timeout 200 carry/cuzk-bench circuit --system cuzk --witness sha --setup-key --log-constraints $k --repeat 2 \
             >>"$out/bench.jsonl" 2>>"$out/bench.log" || status=1

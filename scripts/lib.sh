@@ -35,7 +35,7 @@ build_library() {
     (cd "$root" && cargo build --release --locked -p cuzk --lib)
 }
 
-# Random-setup parameters for a sector size, generated once (2KiB: ~12 min on 2 cores).
+# Random-setup parameters for a sector size, generated once (2KiB, every kind: ~1.5 min on 2 cores).
 ensure_params() {
     local kinds="${2:-porep,post,update}"
     step "Groth16 parameters for $1 $kinds (random setup, tests only) in $CUZK_TEST_PARAMS"
