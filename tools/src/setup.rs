@@ -252,25 +252,23 @@ trait Coordinates: Copy + Send + Sync {
     fn from_xy(x: Self::Field, y: Self::Field) -> Self;
 }
 
-impl Coordinates for G1Affine {
-    type Field = Fp;
-    fn xy(&self) -> (Fp, Fp) {
-        (self.x(), self.y())
-    }
-    fn from_xy(x: Fp, y: Fp) -> Self {
-        G1Affine::from_raw_unchecked(x, y, false)
-    }
+/// [`Coordinates`] of a blstrs affine point type over its base field.
+macro_rules! coordinates {
+    ($affine:ty, $field:ty) => {
+        impl Coordinates for $affine {
+            type Field = $field;
+            fn xy(&self) -> ($field, $field) {
+                (self.x(), self.y())
+            }
+            fn from_xy(x: $field, y: $field) -> Self {
+                <$affine>::from_raw_unchecked(x, y, false)
+            }
+        }
+    };
 }
 
-impl Coordinates for G2Affine {
-    type Field = Fp2;
-    fn xy(&self) -> (Fp2, Fp2) {
-        (self.x(), self.y())
-    }
-    fn from_xy(x: Fp2, y: Fp2) -> Self {
-        G2Affine::from_raw_unchecked(x, y, false)
-    }
-}
+coordinates!(G1Affine, Fp);
+coordinates!(G2Affine, Fp2);
 
 impl<G> Comb<G>
 where
