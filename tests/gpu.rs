@@ -236,8 +236,8 @@ fn msm_points(n: usize, rng: &mut rand_chacha::ChaCha20Rng) -> Vec<G1Affine> {
 /// cuzk's MSM (cuda/msm.cuh) against the CPU's (blstrs) and sppark's, at sizes where its
 /// windows, run-sum chunks and segments begin and end (2^k ± 1), on random scalars and on the
 /// edge cases: all equal, all p − 1, all 0 or 1, all 0, one point; scalars in Montgomery form
-/// and canonical; in G1 and in G2; at the narrowest and widest digits, and at 2^25 points,
-/// whose windows are sorted in two groups. Prints each size's time by both MSMs (their inputs
+/// and canonical; in G1 and in G2; at the narrowest and widest digits, and at 2^25 and 2^27
+/// points (H's size at 32GiB), whose windows are sorted in groups. Prints each size's time by both MSMs (their inputs
 /// on the device already).
 #[test]
 #[cfg_attr(
@@ -341,22 +341,36 @@ fn own_msm_equals_cpu_and_sppark() {
             "cuzk's G2 MSM of {n} points, {bits}-bit digits, seed {seed}"
         );
     }
-    // 2^25 points (the 2^22 above, 8 times over), whose windows are sorted in groups: 16 of 16
-    // bits in two groups of 8, 13 of 20 bits in groups of 8 and 5. Σ sᵢ·P_(i mod 2^22) is the
-    // 2^22-point MSM of the scalars summed per point.
-    let n = 1usize << 25;
-    let tiled: Vec<G1Affine> = all_points.iter().copied().cycle().take(n).collect();
-    let scalars: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut rng)).collect();
-    let mut folded = vec![Scalar::ZERO; largest];
-    for (i, s) in scalars.iter().enumerate() {
-        folded[i % largest] += s;
-    }
+    // 2^25 and 2^27 points (the 2^22 above, 8 and 32 times over), whose windows are sorted in
+    // groups (2^25: 16 of 16 bits in two groups of 8, 13 of 20 bits in groups of 8 and 5).
+    // Σ sᵢ·P_(i mod 2^22) is the 2^22-point MSM of the scalars summed per point: the CPU's
+    // reference stays a 2^22-point MSM. Scalars drawn on all cores, a stream per chunk.
     let projective: Vec<G1Projective> = all_points.iter().map(|p| G1Projective::from(*p)).collect();
-    let expected = G1Projective::multi_exp(&projective, &folded);
-    for bits in [0, 20] {
-        let (ours, ours_ns) = gpu.msm_g1(&tiled, &scalars, MsmChoice::Cuzk, bits, true).expect("cuzk MSM");
-        assert_eq!(ours, expected, "cuzk's MSM of 2^25 points ({bits}-bit digits; 0: by size), seed {seed}");
-        eprintln!("MSM 2^25 points ({bits}-bit digits; 0: by size): cuzk {:.3} ms", ours_ns as f64 / 1e6);
+    for (log_n, digit_bits) in [(25, &[0, 20][..]), (27, &[0][..])] {
+        use rayon::prelude::*;
+        let n = 1usize << log_n;
+        let tiled: Vec<G1Affine> = all_points.iter().copied().cycle().take(n).collect();
+        let mut scalars = vec![Scalar::ZERO; n];
+        scalars.par_chunks_mut(largest).enumerate().for_each(|(k, chunk)| {
+            let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed ^ ((k as u64 + 1) << 32));
+            chunk.iter_mut().for_each(|s| *s = Scalar::random(&mut rng));
+        });
+        let folded: Vec<Scalar> = (0..largest)
+            .into_par_iter()
+            .map(|i| scalars.iter().skip(i).step_by(largest).sum())
+            .collect();
+        let expected = G1Projective::multi_exp(&projective, &folded);
+        for &bits in digit_bits {
+            let (ours, ours_ns) = gpu.msm_g1(&tiled, &scalars, MsmChoice::Cuzk, bits, true).expect("cuzk MSM");
+            assert_eq!(
+                ours, expected,
+                "cuzk's MSM of 2^{log_n} points ({bits}-bit digits; 0: by size), seed {seed}"
+            );
+            eprintln!(
+                "MSM 2^{log_n} points ({bits}-bit digits; 0: by size): cuzk {:.3} ms",
+                ours_ns as f64 / 1e6
+            );
+        }
     }
     // 2^16 … 2^22 random, the per-size table of docs/PERFORMANCE.md.
     for lg in 16..=22 {
