@@ -1,8 +1,9 @@
 //! Test fixtures for cuzk, made with filecoin-proofs itself.
 //!
 //!   cuzk-fixtures params --sector-size 2KiB [--dir DIR] [--kinds porep,post,update]
-//!       random-setup Groth16 parameters (TEST ONLY) of the PoRep, WindowPoSt, WinningPoSt and
-//!       SnapDeals update circuits (or of the kinds listed) into DIR (default:
+//!       random-setup Groth16 parameters (TEST ONLY; cuzk_tools::setup on filecoin-proofs' blank
+//!       circuits) of the PoRep, WindowPoSt, WinningPoSt and SnapDeals update circuits (or of
+//!       the kinds listed) into DIR (default:
 //!       CUZK_TEST_PARAMS or ~/.cache/cuzk/test-params); nothing is done for those that exist.
 //!   cuzk-fixtures seal --sector-size 2KiB --out DIR [--miner ID] [--sector N]
 //!       seals a random sector and writes DIR/c1.json and DIR/sector.json.
