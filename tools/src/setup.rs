@@ -456,7 +456,8 @@ mod tests {
     /// past a power of two (4, 8; 3, 9), and combs of several digit widths.
     #[test]
     fn equal_to_bellpersons_for_the_same_secrets() {
-        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(rand::random());
+        let seed: u64 = rand::random();
+        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed);
         for len in [2, 3, 6, 7, 100, 1000] {
             let waste = ToxicWaste::random(&mut rng);
             let shape = CircuitShape::extract(blank(len)).unwrap();
@@ -472,19 +473,20 @@ mod tests {
                 waste.tau,
             )
             .unwrap();
-            assert!(ours.vk == theirs.vk, "verifying keys of a {len}-link chain");
-            assert!(ours.h == theirs.h, "H of a {len}-link chain");
-            assert!(ours.l == theirs.l, "L of a {len}-link chain");
-            assert!(ours.a == theirs.a, "A of a {len}-link chain");
-            assert!(ours.b_g1 == theirs.b_g1, "B_G1 of a {len}-link chain");
-            assert!(ours.b_g2 == theirs.b_g2, "B_G2 of a {len}-link chain");
+            assert!(ours.vk == theirs.vk, "verifying keys of a {len}-link chain, seed {seed}");
+            assert!(ours.h == theirs.h, "H of a {len}-link chain, seed {seed}");
+            assert!(ours.l == theirs.l, "L of a {len}-link chain, seed {seed}");
+            assert!(ours.a == theirs.a, "A of a {len}-link chain, seed {seed}");
+            assert!(ours.b_g1 == theirs.b_g1, "B_G1 of a {len}-link chain, seed {seed}");
+            assert!(ours.b_g2 == theirs.b_g2, "B_G2 of a {len}-link chain, seed {seed}");
         }
     }
 
     /// bellperson proves with them and its verifier accepts.
     #[test]
     fn bellperson_proves_and_verifies_with_them() {
-        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(rand::random());
+        let seed: u64 = rand::random();
+        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed);
         let params = random_parameters(blank(300), &mut rng).unwrap();
         let circuit = chain(300, &mut rng);
         let mut inputs = Vec::new();
@@ -497,9 +499,9 @@ mod tests {
         }
         let proof = create_random_proof(circuit, &params, &mut rng).unwrap();
         let pvk = prepare_verifying_key(&params.vk);
-        assert!(verify_proof(&pvk, &proof, &inputs).unwrap());
+        assert!(verify_proof(&pvk, &proof, &inputs).unwrap(), "seed {seed}");
         inputs[0] += Scalar::ONE;
-        assert!(!verify_proof(&pvk, &proof, &inputs).unwrap());
+        assert!(!verify_proof(&pvk, &proof, &inputs).unwrap(), "seed {seed}");
     }
 
     /// A variable in no constraint is refused, as bellperson refuses it.
@@ -521,7 +523,8 @@ mod tests {
     /// 0, 1, 2, r − 1, a power of two, scalars whose digits are all the largest, and random ones.
     #[test]
     fn comb_products_are_scalar_multiples() {
-        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(rand::random());
+        let seed: u64 = rand::random();
+        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed);
         let base = G1Projective::random(&mut rng);
         let mut scalars = vec![
             Scalar::ZERO,
@@ -535,20 +538,21 @@ mod tests {
         for bits in [4, 9, 13, 16] {
             let products = Comb::with_bits(base, bits).multiply(&scalars);
             for (s, product) in scalars.iter().zip(&products) {
-                assert_eq!(*product, (base * s).to_affine(), "{bits}-bit comb, scalar {s:?}");
+                assert_eq!(*product, (base * s).to_affine(), "{bits}-bit comb, scalar {s:?}, seed {seed}");
             }
         }
         let g2 = G2Projective::random(&mut rng);
         let products = Comb::with_bits(g2, 11).multiply(&scalars);
         for (s, product) in scalars.iter().zip(&products) {
-            assert_eq!(*product, (g2 * s).to_affine(), "G2 comb, scalar {s:?}");
+            assert_eq!(*product, (g2 * s).to_affine(), "G2 comb, scalar {s:?}, seed {seed}");
         }
     }
 
     /// Digits straddling bytes and the scalar's end.
     #[test]
     fn digits_cover_every_bit() {
-        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(rand::random());
+        let seed: u64 = rand::random();
+        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed);
         for bits in 4..=16 {
             let s = Scalar::random(&mut rng);
             let bytes = s.to_repr();
@@ -556,7 +560,7 @@ mod tests {
                 let shifted = (0..bits).fold(acc, |a, _| a.double());
                 shifted + Scalar::from(digit(&bytes, k * bits, bits) as u64)
             });
-            assert_eq!(rebuilt, s, "{bits}-bit digits");
+            assert_eq!(rebuilt, s, "{bits}-bit digits, seed {seed}");
         }
     }
 }
