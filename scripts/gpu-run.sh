@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (which has no cargo), from binaries built here by
 # scripts/gpu-build.sh into carry/; logs and JSON lines go to $OUT. Each mode fits one
-# 10-minute device command; the 2KiB params (106–141 s by bellperson's generator, ≈ 15 s
+# 10-minute device command; the 2KiB params (106–141 s by bellperson's generator, ≈ 15–20 s
 # predicted by cuzk_tools::setup) are made once per machine start.
 #   scripts/gpu-run.sh tests [F]  2KiB params, the GPU test target (~6.5 min predicted; F: only
 #                                 tests named *F*)
