@@ -2,9 +2,9 @@
 //! sector sizes (PoRep, WindowPoSt, WinningPoSt, SnapDeals; made by [`crate::setup`] from their
 //! blank circuits, under filecoin-proofs' cache names), and, made with filecoin-proofs itself,
 //! freshly sealed random sectors with their C1 output, sealed sectors' PoSt vanilla proofs, and
-//! CC sectors updated with new data with their update vanilla proofs. FOR TESTS ONLY: the parameters carry the
-//! production file names but come from a random setup, so they never verify against the
-//! network's keys — keep them in a test cache directory.
+//! CC sectors updated with new data with their update vanilla proofs. FOR TESTS ONLY: the
+//! parameters carry the production file names but come from a random setup, so they never
+//! verify against the network's keys — keep them in a test cache directory.
 
 use std::fs;
 use std::io::Cursor;
