@@ -3,7 +3,7 @@
 # scripts/gpu-build.sh into carry/; logs and JSON lines go to $OUT. Each mode fits one
 # 10-minute device command; the 2KiB params (106–141 s by bellperson's generator, ≈ 15–20 s
 # predicted by cuzk_tools::setup) are made once per machine start.
-#   scripts/gpu-run.sh tests [F]  2KiB params, the GPU test target (~6.5 min predicted; F: only
+#   scripts/gpu-run.sh tests [F]  2KiB params, the GPU test target (~7 min predicted; F: only
 #                                 tests named *F*)
 #   scripts/gpu-run.sh bench      the 2KiB C2 benchmark in one run: cuzk GPU cold + warm with
 #                                 the key resident, with classic synthesis, with the key
