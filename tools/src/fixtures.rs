@@ -115,13 +115,18 @@ where
     let id = K::cache_identifier(params);
     let params_path = parameter_cache_params_path(&id);
     let vk_path = parameter_cache_verifying_key_path(&id);
-    let _lock = lock_exclusive(&params_path.with_extension("lock"))?;
-    if !(params_path.exists() && vk_path.exists()) {
-        let start = std::time::Instant::now();
-        let parameters = crate::setup::random_parameters(blank(), rng).with_context(|| format!("random setup of {id}"))?;
-        write_parameters(&parameters, &params_path)?;
-        write_renamed(&vk_path, |file| parameters.vk.write(file))?;
-        eprintln!("cuzk-fixtures: random setup of {id} in {:.1} s", start.elapsed().as_secs_f64());
+    let present = || params_path.exists() && vk_path.exists();
+    // Checked again under the lock: another process may have made them meanwhile. A cache
+    // that has both needs no lock (nor write access).
+    if !present() {
+        let _lock = lock_exclusive(&params_path.with_extension("lock"))?;
+        if !present() {
+            let start = std::time::Instant::now();
+            let parameters = crate::setup::random_parameters(blank(), rng).with_context(|| format!("random setup of {id}"))?;
+            write_parameters(&parameters, &params_path)?;
+            write_renamed(&vk_path, |file| parameters.vk.write(file))?;
+            eprintln!("cuzk-fixtures: random setup of {id} in {:.1} s", start.elapsed().as_secs_f64());
+        }
     }
     K::get_param_metadata(blank(), params)?;
     Ok(params_path)
