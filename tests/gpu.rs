@@ -237,8 +237,8 @@ fn msm_points(n: usize, rng: &mut rand_chacha::ChaCha20Rng) -> Vec<G1Affine> {
 /// windows, run-sum chunks and segments begin and end (2^k ± 1), on random scalars and on the
 /// edge cases: all equal, all p − 1, all 0 or 1, all 0, one point; scalars in Montgomery form
 /// and canonical; in G1 and in G2; at the narrowest and widest digits, and at 2^25 and 2^27
-/// points (H's size at 32GiB), whose windows are sorted in groups. Prints each size's time by both MSMs (their inputs
-/// on the device already).
+/// points (H's size at 32GiB), whose windows are sorted in groups. Prints each size's time by
+/// both MSMs (their inputs on the device already).
 #[test]
 #[cfg_attr(
     not(cuzk_gpu_tests),
