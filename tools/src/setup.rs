@@ -23,6 +23,7 @@ use rand::RngCore;
 use rayon::prelude::*;
 
 use cuzk::internals::r1cs::SparseMatrix;
+use cuzk::internals::Domain;
 use cuzk::CircuitShape;
 
 /// The secrets of one setup.
@@ -124,18 +125,13 @@ struct QapDomain {
 
 impl QapDomain {
     fn new(constraints: usize) -> Result<Self> {
-        let size = constraints.max(1).next_power_of_two();
-        let log_size = size.trailing_zeros();
-        ensure!(
-            log_size < Scalar::S,
-            "{constraints} constraints need a domain of 2^{log_size}, past the field's 2^{}",
-            Scalar::S - 1
-        );
-        let mut omega = Scalar::ROOT_OF_UNITY;
-        for _ in log_size..Scalar::S {
-            omega = omega.square();
-        }
-        Ok(QapDomain { size, omega })
+        let domain = Domain::for_len(constraints)
+            .filter(|d| d.log_size < Scalar::S)
+            .with_context(|| format!("{constraints} constraints need a domain past the field's 2^{}", Scalar::S - 1))?;
+        Ok(QapDomain {
+            size: domain.size(),
+            omega: domain.omega(),
+        })
     }
 
     /// Z(x) = x^m − 1.

@@ -43,6 +43,11 @@ impl Domain {
         1 << self.log_size
     }
 
+    /// The domain's generator: a primitive root of unity of order `size()`.
+    pub fn omega(&self) -> Scalar {
+        self.omega
+    }
+
     pub fn fft(&self, values: &mut [Scalar]) {
         transform(values, self.omega, self.log_size);
     }
