@@ -56,18 +56,31 @@ pub fn return_free_memory() {
     }
 }
 
-/// Bytes of live allocations: jemalloc's (its statistics refreshed first) and glibc's (small
-/// blocks and mmapped chunks over all arenas: the C side's, and Rust's without `jemalloc`). For
-/// the memory tests and the soak (`cuzk::internals`).
+/// The allocators' view of the heap, in bytes: jemalloc's and glibc's together (glibc serves
+/// the C and CUDA side's allocations, and Rust's without the `jemalloc` feature).
 #[cfg(any(test, feature = "internals"))]
-pub fn live_heap_bytes() -> u64 {
-    let mut bytes = 0u64;
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HeapStats {
+    /// Live allocations: jemalloc's `stats.allocated`; glibc's small blocks in use and mmapped
+    /// chunks over all arenas.
+    pub live_bytes: u64,
+    /// Freed memory the allocators keep for reuse: jemalloc's dirty and muzzy pages over all
+    /// arenas (none go back to the OS before [`return_free_memory`]); glibc's free blocks in
+    /// its arenas. Anonymous memory above live + kept is fragmentation, or neither
+    /// allocator's (pinned host buffers, the CUDA driver's, thread stacks).
+    pub kept_free_bytes: u64,
+}
+
+/// The allocators' statistics now, jemalloc's refreshed first (`cuzk::internals`: the memory
+/// tests, the soak and the benchmarks' records).
+#[cfg(any(test, feature = "internals"))]
+pub fn heap_stats() -> HeapStats {
+    let mut stats = HeapStats::default();
     #[cfg(feature = "jemalloc")]
     {
-        let (mut epoch, mut allocated, mut len) = (1u64, 0usize, std::mem::size_of::<usize>());
-        // SAFETY: writing "epoch" (a u64) refreshes the statistics; "stats.allocated" is a
-        // size_t written into `allocated` (its length checked).
-        let status = unsafe {
+        let mut epoch = 1u64;
+        // SAFETY: writing "epoch" (a u64) refreshes the statistics the reads below return.
+        unsafe {
             tikv_jemalloc_sys::mallctl(
                 c"epoch".as_ptr(),
                 std::ptr::null_mut(),
@@ -75,25 +88,36 @@ pub fn live_heap_bytes() -> u64 {
                 (&raw mut epoch).cast(),
                 std::mem::size_of::<u64>(),
             );
-            tikv_jemalloc_sys::mallctl(
-                c"stats.allocated".as_ptr(),
-                (&raw mut allocated).cast(),
-                &mut len,
-                std::ptr::null_mut(),
-                0,
-            )
-        };
-        if status == 0 && len == std::mem::size_of::<usize>() {
-            bytes += allocated as u64;
         }
+        let read = |name: &std::ffi::CStr| -> u64 {
+            let (mut value, mut len) = (0usize, std::mem::size_of::<usize>());
+            // SAFETY: the values read here are size_t, written into `value` (len checked).
+            let status = unsafe { tikv_jemalloc_sys::mallctl(name.as_ptr(), (&raw mut value).cast(), &mut len, std::ptr::null_mut(), 0) };
+            if status == 0 && len == std::mem::size_of::<usize>() {
+                value as u64
+            } else {
+                0
+            }
+        };
+        stats.live_bytes += read(c"stats.allocated");
+        // Arena 4096 is MALLCTL_ARENAS_ALL: the pages counted over every arena.
+        let pages = read(c"stats.arenas.4096.pdirty") + read(c"stats.arenas.4096.pmuzzy");
+        stats.kept_free_bytes += pages * read(c"arenas.page");
     }
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
         // SAFETY: mallinfo2 only reads the allocator's statistics.
         let info = unsafe { libc::mallinfo2() };
-        bytes += (info.uordblks + info.hblkhd) as u64;
+        stats.live_bytes += (info.uordblks + info.hblkhd) as u64;
+        stats.kept_free_bytes += info.fordblks as u64;
     }
-    bytes
+    stats
+}
+
+/// Bytes of live allocations ([`HeapStats::live_bytes`]).
+#[cfg(any(test, feature = "internals"))]
+pub fn live_heap_bytes() -> u64 {
+    heap_stats().live_bytes
 }
 
 #[cfg(all(test, feature = "jemalloc"))]
@@ -132,9 +156,13 @@ mod tests {
         let address = std::hint::black_box(buffer.as_ptr()) as usize;
         let pages = resident_pages(address, len);
         assert!(pages >= len / 4096, "only {pages} pages of a written buffer are in memory");
-        assert!(super::live_heap_bytes() >= len as u64, "the live heap misses a 256 MiB buffer");
+        let stats = super::heap_stats();
+        assert!(stats.live_bytes >= len as u64, "the live heap misses a 256 MiB buffer: {stats:?}");
         drop(buffer);
         assert_eq!(resident_pages(address, len), pages, "a freed buffer's pages were handed back");
+        // Its pages count as kept (other tests allocate meanwhile, but not a quarter of them).
+        let kept = super::heap_stats();
+        assert!(kept.kept_free_bytes >= (len - len / 4) as u64, "the freed buffer's kept pages: {kept:?}");
         super::return_free_memory();
         // Other tests allocate meanwhile, but not a quarter of these pages.
         let left = resident_pages(address, len);

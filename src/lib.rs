@@ -36,7 +36,7 @@ pub use synthesis::r1cs::{CircuitShape, SegmentedCircuit, Whole};
 #[cfg(feature = "internals")]
 #[doc(hidden)]
 pub mod internals {
-    pub use crate::allocator::{live_heap_bytes, return_free_memory};
+    pub use crate::allocator::{heap_stats, live_heap_bytes, return_free_memory, HeapStats};
     pub use crate::backend::cpu::{CpuBackend, Domain};
     /// Tests only: faults on demand on the GPU (feature `fault-injection`).
     #[cfg(feature = "fault-injection")]

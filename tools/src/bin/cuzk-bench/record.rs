@@ -235,17 +235,58 @@ impl Scalars {
 /// resets the peak (VmHWM) on `clear_refs` 5, so the peak read at the end is the run's own.
 /// The kernel keeps no peak of anonymous memory (the heap: what a host budget bounds) apart
 /// from file-backed pages (a parameter file's page cache the process maps): a thread samples
-/// both every 20 ms.
+/// both every `SAMPLE_PERIOD`, with the allocators' statistics beside them, so that the
+/// anonymous peak splits into live allocations, freed pages the allocators keep, and the rest.
 pub struct RunMemory {
     baseline_mib: Option<f64>,
     baseline_anon_mib: Option<f64>,
-    sampler: Option<(Arc<AtomicBool>, std::thread::JoinHandle<[f64; 3]>)>,
+    sampler: Option<(Arc<AtomicBool>, std::thread::JoinHandle<Sampled>)>,
 }
 
-/// A run's host memory: resident at its start and the peak since, and the sampled peaks of
-/// anonymous and file-backed resident memory and of the live heap (the allocators' allocated
-/// bytes: anonymous memory above it is pages they keep free or fragmented); null where the
-/// kernel does not say.
+const SAMPLE_PERIOD: std::time::Duration = std::time::Duration::from_millis(20);
+
+/// Every this many samples one goes into the run's memory timeline (2 a second).
+const TIMELINE_EVERY: usize = 25;
+
+/// One sample, in MiB.
+#[derive(Clone, Copy, Default)]
+struct MemorySample {
+    anon: f64,
+    file: f64,
+    live_heap: f64,
+    kept_free: f64,
+}
+
+impl MemorySample {
+    fn now() -> Self {
+        let heap = cuzk::internals::heap_stats();
+        MemorySample {
+            anon: proc_status_mib("RssAnon").unwrap_or(0.0),
+            file: proc_status_mib("RssFile").unwrap_or(0.0),
+            live_heap: heap.live_bytes as f64 / MIB,
+            kept_free: heap.kept_free_bytes as f64 / MIB,
+        }
+    }
+}
+
+const MIB: f64 = (1 << 20) as f64;
+
+/// What the sampling thread saw: each field's peak, the sample at the anonymous peak, and the
+/// timeline.
+#[derive(Default)]
+struct Sampled {
+    peaks: MemorySample,
+    at_anon_peak: MemorySample,
+    timeline: Vec<[f64; 5]>,
+}
+
+/// A run's host memory: resident at its start and the peak since; the sampled peaks of
+/// anonymous and file-backed resident memory, of the live heap (the allocators' allocated
+/// bytes) and of the freed memory they keep (`cuzk::internals::HeapStats`); both when
+/// anonymous memory peaked (anonymous memory above their sum is fragmentation, or neither
+/// allocator's: pinned buffers, the CUDA driver's); and the timeline, every 0.5 s: [s since
+/// the run's start, anonymous, live heap, kept free, file-backed] MiB. Null where the kernel
+/// does not say.
 #[derive(Serialize)]
 pub struct RunMemoryFields {
     run_baseline_rss_mib: Option<u64>,
@@ -254,6 +295,10 @@ pub struct RunMemoryFields {
     run_peak_anon_mib: Option<u64>,
     run_peak_file_mib: Option<u64>,
     run_peak_live_heap_mib: Option<u64>,
+    run_peak_kept_free_mib: Option<u64>,
+    run_anon_peak_live_heap_mib: Option<u64>,
+    run_anon_peak_kept_free_mib: Option<u64>,
+    run_memory_timeline: Option<Vec<[f64; 5]>>,
 }
 
 impl RunMemory {
@@ -262,18 +307,30 @@ impl RunMemory {
         let sampler = proc_status_mib("RssAnon").is_some().then(|| {
             let stop = Arc::new(AtomicBool::new(false));
             let stopped = Arc::clone(&stop);
+            let start = std::time::Instant::now();
             let thread = std::thread::spawn(move || {
-                let mut peaks = [0f64; 3];
-                loop {
-                    for (peak, field) in peaks.iter_mut().zip(["RssAnon", "RssFile"]) {
-                        *peak = peak.max(proc_status_mib(field).unwrap_or(0.0));
+                let mut sampled = Sampled::default();
+                for n in 0.. {
+                    let sample = MemorySample::now();
+                    let peaks = &mut sampled.peaks;
+                    if sample.anon > peaks.anon {
+                        sampled.at_anon_peak = sample;
                     }
-                    peaks[2] = peaks[2].max(cuzk::internals::live_heap_bytes() as f64 / (1 << 20) as f64);
+                    peaks.anon = peaks.anon.max(sample.anon);
+                    peaks.file = peaks.file.max(sample.file);
+                    peaks.live_heap = peaks.live_heap.max(sample.live_heap);
+                    peaks.kept_free = peaks.kept_free.max(sample.kept_free);
+                    if n % TIMELINE_EVERY == 0 {
+                        let t = rounded(start.elapsed().as_secs_f64(), 2);
+                        let mib = [sample.anon, sample.live_heap, sample.kept_free, sample.file].map(|x| rounded(x, 0));
+                        sampled.timeline.push([t, mib[0], mib[1], mib[2], mib[3]]);
+                    }
                     if stopped.load(Ordering::Relaxed) {
-                        return peaks;
+                        break;
                     }
-                    std::thread::sleep(std::time::Duration::from_millis(20));
+                    std::thread::sleep(SAMPLE_PERIOD);
                 }
+                sampled
             });
             (stop, thread)
         });
@@ -291,13 +348,18 @@ impl RunMemory {
             stop.store(true, Ordering::Relaxed);
             thread.join().ok()
         });
+        let mib = |f: fn(&Sampled) -> f64| sampled.as_ref().map(|s| whole_mib(f(s)));
         RunMemoryFields {
             run_baseline_rss_mib: self.baseline_mib.map(whole_mib),
             run_peak_rss_mib: peak.map(whole_mib),
             run_baseline_anon_mib: self.baseline_anon_mib.map(whole_mib),
-            run_peak_anon_mib: sampled.map(|[anon, _, _]| whole_mib(anon)),
-            run_peak_file_mib: sampled.map(|[_, file, _]| whole_mib(file)),
-            run_peak_live_heap_mib: sampled.map(|[_, _, live]| whole_mib(live)),
+            run_peak_anon_mib: mib(|s| s.peaks.anon),
+            run_peak_file_mib: mib(|s| s.peaks.file),
+            run_peak_live_heap_mib: mib(|s| s.peaks.live_heap),
+            run_peak_kept_free_mib: mib(|s| s.peaks.kept_free),
+            run_anon_peak_live_heap_mib: mib(|s| s.at_anon_peak.live_heap),
+            run_anon_peak_kept_free_mib: mib(|s| s.at_anon_peak.kept_free),
+            run_memory_timeline: sampled.map(|s| s.timeline),
         }
     }
 }
