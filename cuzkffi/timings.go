@@ -56,7 +56,7 @@ type Timings struct {
 	Total     time.Duration // wall time of the whole call
 	QueueWait time.Duration // waiting before work on the sector began
 	SRSLoad   time.Duration // reading the proving key (0 when already resident)
-	SRSUpload time.Duration // copying the proving key to device memory (0 when resident)
+	SRSUpload time.Duration // copying the proving key to device memory (0 when resident; beside synthesis when started with the call)
 	Pin       time.Duration // allocating pinned host buffers (0 once the pool is warm)
 	// ShapeExtract is extracting the circuit's R1CS matrices (once per proof kind).
 	ShapeExtract time.Duration
@@ -88,7 +88,7 @@ type Timings struct {
 	Assembly  time.Duration // combining into A, B, C and serialising the proof
 	Verify    time.Duration // self-verification (0 when it is off)
 	// ProvingWait is synthesized partitions waiting for the proving stage (the GPU busy with
-	// the partition before or with another call).
+	// the partition before, with another call, or with the key's upload started with the call).
 	ProvingWait time.Duration
 
 	// SectorIndex is the sector of the call these timings are of (its index in a batch);

@@ -349,7 +349,9 @@ typedef struct cuzk_timings {
   // Verifying the proof before returning it (0 when self-verify is off).
   uint64_t verify_ns;
   // Copying the proving key's points into device memory (0 when they were resident), decoded
-  // from its file part by part as they go when the host does not hold them.
+  // from its file part by part as they go when the host does not hold them. A proof's
+  // timings count an upload started with the call too, beside its synthesis: its
+  // partitions' proving wait holds what they waited for it.
   uint64_t srs_upload_ns;
   // Allocating pinned host buffers for the pool (0 once the pool is warm).
   uint64_t pin_ns;
@@ -375,8 +377,9 @@ typedef struct cuzk_timings {
   uint32_t spmv_on_device;
   uint32_t reserved;
   // A synthesized partition waiting for the proving stage (the device busy with the
-  // partition before it or with another call's), and, between its MSMs, making way for
-  // calls of higher classes; summed over the sector's partitions.
+  // partition before it, with another call's, or with the key's upload started with the
+  // call), and, between its MSMs, making way for calls of higher classes; summed over the
+  // sector's partitions.
   uint64_t proving_wait_ns;
   // Which sector of the call these timings are of (its index in a batch; 0 for a single
   // sector).

@@ -84,7 +84,9 @@ pub struct Timings {
     pub verify_ns: u64,
     // Version 2:
     /// Copying the proving key's points into device memory (0 when they were resident), decoded
-    /// from its file part by part as they go when the host does not hold them.
+    /// from its file part by part as they go when the host does not hold them. A proof's
+    /// timings count an upload started with the call too, beside its synthesis: its
+    /// partitions' proving wait holds what they waited for it.
     pub srs_upload_ns: u64,
     /// Allocating pinned host buffers for the pool (0 once the pool is warm).
     pub pin_ns: u64,
@@ -112,8 +114,9 @@ pub struct Timings {
     pub reserved: u32,
     // Version 4:
     /// A synthesized partition waiting for the proving stage (the device busy with the
-    /// partition before it or with another call's), and, between its MSMs, making way for
-    /// calls of higher classes; summed over the sector's partitions.
+    /// partition before it, with another call's, or with the key's upload started with the
+    /// call), and, between its MSMs, making way for calls of higher classes; summed over the
+    /// sector's partitions.
     pub proving_wait_ns: u64,
     /// Which sector of the call these timings are of (its index in a batch; 0 for a single
     /// sector).

@@ -560,7 +560,10 @@ fn porep_2k_key_cold_warm_evicted_preloaded() {
     let proof = RegisteredSealProof::StackedDrg2KiBV1_1;
     let prove = || {
         let ProofOutput {
-            proof: bytes, timings: t, ..
+            proof: bytes,
+            timings: t,
+            partitions,
+            ..
         } = engine
             .seal_commit_phase2(&f.c1_json, f.sector.sector_id, f.sector.prover_id, &ProveOptions::default())
             .expect("GPU C2");
@@ -576,7 +579,7 @@ fn porep_2k_key_cold_warm_evicted_preloaded() {
             (t.msm_l_ns + t.msm_a_ns + t.msm_b_g1_ns + t.msm_b_g2_ns) as f64 / 1e9,
             t.total_ns as f64 / 1e9
         );
-        t
+        (t, partitions[0].srs_upload_ns)
     };
     engine.evict_key(proof).unwrap();
     let status = engine.status();
@@ -585,9 +588,13 @@ fn porep_2k_key_cold_warm_evicted_preloaded() {
         "{status:?}"
     );
 
-    let cold = prove();
+    let (cold, partition_upload_ns) = prove();
     assert!(cold.srs_load_ns > 0 && cold.srs_upload_ns > 0, "the cold call loads and uploads the key");
-    let warm = prove();
+    assert_eq!(
+        partition_upload_ns, 0,
+        "the key's upload started with the call, beside the partition's synthesis, not in its device turn"
+    );
+    let (warm, _) = prove();
     assert_eq!(
         (warm.srs_load_ns, warm.srs_upload_ns, warm.pin_ns),
         (0, 0, 0),
@@ -626,7 +633,7 @@ fn porep_2k_key_cold_warm_evicted_preloaded() {
             after.memory_free
         );
     }
-    let reloaded = prove();
+    let (reloaded, _) = prove();
     assert!(
         reloaded.srs_load_ns > 0 && reloaded.srs_upload_ns > 0,
         "after eviction the key is loaded again"
@@ -646,7 +653,7 @@ fn porep_2k_key_cold_warm_evicted_preloaded() {
     engine.evict_key(proof).unwrap();
     let report = engine.preload_key(proof).unwrap();
     assert!(report.srs_load_ns > 0 && report.srs_upload_ns > 0);
-    let after_preload = prove();
+    let (after_preload, _) = prove();
     assert_eq!(
         (after_preload.srs_load_ns, after_preload.srs_upload_ns),
         (0, 0),

@@ -10,6 +10,8 @@ pub mod prep;
 pub mod resident;
 pub mod turn;
 
+use std::sync::atomic::AtomicU64;
+
 use rayon::ThreadPool;
 
 use crate::cancel::CancelToken;
@@ -140,6 +142,30 @@ pub trait Backend: Send + Sync {
     fn preload(&self, key: &ProvingKey, _class: Priority, pool: &ThreadPool, decode_ns: &mut u64) -> Result<u64> {
         key.host_points(pool, decode_ns)?;
         Ok(0)
+    }
+
+    /// The devices (ordinals) where the pipeline uploads `key` as a call of `partitions`
+    /// partitions starts ([`Backend::upload_key_ahead`]): those it may use that lack the key
+    /// and have room for it, when the call has a partition for each device it may use (with
+    /// fewer, which devices its partitions take is not known ahead). None for backends that
+    /// keep no keys.
+    fn devices_to_upload_ahead(&self, _key: &ProvingKey, _partitions: usize) -> Vec<i32> {
+        Vec::new()
+    }
+
+    /// Makes `key` resident on device `ordinal` for this call before its first partition there
+    /// needs it (which then finds it, or waits for it), adding the upload's time to
+    /// `upload_ns` before any partition can use the copy; stops between two parts of the
+    /// upload once `cancel` is set. Called as `compute_msms` is.
+    fn upload_key_ahead(
+        &self,
+        _key: &ProvingKey,
+        _ordinal: i32,
+        _pool: &ThreadPool,
+        _cancel: Option<&CancelToken>,
+        _upload_ns: &AtomicU64,
+    ) -> Result<()> {
+        Ok(())
     }
 
     /// Drops the resident copies of the key file `label`, and the matrices of circuit shapes

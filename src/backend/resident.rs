@@ -87,9 +87,19 @@ impl<V> ResidentCache<V> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The copy of `key`, made with `load` if there is none. Copies evicted to make room are
-    /// freed when their last user drops them.
+    /// The copy of `key` for a call that uses it, made with `load` if there is none. Copies
+    /// evicted to make room are freed when their last user drops them.
     pub fn get(&self, key: &KeyRef, load: impl FnOnce() -> Result<V>) -> Result<Residency<V>> {
+        self.get_counted(key, 1, load)
+    }
+
+    /// As `get`, for a call that makes the copy ahead of its use (its use counts then, not
+    /// now).
+    pub fn load_ahead(&self, key: &KeyRef, load: impl FnOnce() -> Result<V>) -> Result<Residency<V>> {
+        self.get_counted(key, 0, load)
+    }
+
+    fn get_counted(&self, key: &KeyRef, uses: u64, load: impl FnOnce() -> Result<V>) -> Result<Residency<V>> {
         let slot = {
             let mut state = self.lock();
             state.entries.retain(|e| e.key.alive.strong_count() > 0);
@@ -97,7 +107,7 @@ impl<V> ResidentCache<V> {
             let now = state.clock;
             if let Some(entry) = state.entries.iter_mut().find(|e| e.key.id == key.id) {
                 entry.last_used = now;
-                entry.uses += 1;
+                entry.uses += uses;
                 entry.class = entry.class.max(key.class);
                 entry.slot.clone()
             } else {
@@ -117,7 +127,7 @@ impl<V> ResidentCache<V> {
                     key: key.clone(),
                     class: key.class,
                     last_used: now,
-                    uses: 1,
+                    uses,
                     slot: slot.clone(),
                 });
                 slot
@@ -403,6 +413,19 @@ mod tests {
         });
         assert_eq!(loads.load(Ordering::SeqCst), 1);
         assert_eq!(cache.entries()[0].uses, 8);
+    }
+
+    #[test]
+    fn a_copy_loaded_ahead_counts_its_call_once() {
+        let alive = Arc::new(());
+        let cache = ResidentCache::<u64>::new(100);
+        assert!(loaded(cache.load_ahead(&key(1, 10, &alive), || Ok(7)).unwrap()));
+        assert!(cache.holds(1));
+        assert_eq!(cache.entries()[0].uses, 0, "loaded ahead: not used yet");
+        assert!(!loaded(cache.get(&key(1, 10, &alive), || panic!("resident")).unwrap()));
+        assert_eq!(cache.entries()[0].uses, 1, "the call that loaded it ahead, now using it");
+        assert!(!loaded(cache.load_ahead(&key(1, 10, &alive), || panic!("resident")).unwrap()));
+        assert_eq!(cache.entries()[0].uses, 1);
     }
 
     #[test]

@@ -73,6 +73,9 @@ enum Job<'e> {
         key: Arc<ProvingKey>,
         partitions: usize,
         timings: Timings,
+        /// The key's upload started with the call, when this proof started it (its time,
+        /// set when it ends).
+        upload_ahead_ns: Option<Arc<AtomicU64>>,
     },
     /// Partition `k` of sector `index`, holding its `held` budgets, counted as
     /// `waiting` for proving since `synthesized_at` (its synthesis began at
@@ -234,11 +237,20 @@ pub(super) fn run(
         // The synthesis thread owns the sender: proving ends when it is done.
         let places = &places;
         scope.spawn(move || {
+            let stage = SynthesisStage {
+                engine,
+                backend,
+                options,
+                class,
+                places,
+                sender: &sender,
+                scope,
+            };
             for (index, request) in requests.iter().enumerate() {
                 let mut t = Timings::new();
                 t.queue_wait_ns = nanos(start.elapsed());
                 t.sector_index = index as u32;
-                if let Err(error) = synthesize_proof(engine, backend, index, *request, options, class, places, &sender, &mut t) {
+                if let Err(error) = stage.synthesize_proof(index, *request, &mut t) {
                     if sender.send(Job::Failed { index, error }).is_err() {
                         return;
                     }
@@ -253,83 +265,127 @@ pub(super) fn run(
         .collect()
 }
 
-/// Stage 1 for one proof: its input checked, its key and shape, then its partitions
-/// synthesized and sent in order, each once it has a share of the memory budget and one of
-/// the call's `places`.
-#[allow(clippy::too_many_arguments)]
-fn synthesize_proof<'e>(
+/// Stage 1 of a call, on its synthesis thread.
+struct SynthesisStage<'a, 's, 'e> {
     engine: &'e Engine,
-    backend: &dyn Backend,
-    index: usize,
-    request: &dyn ProofRequest,
-    options: &ProveOptions,
+    backend: &'e dyn Backend,
+    options: &'e ProveOptions,
     class: Priority,
-    places: &Arc<MemoryBudget>,
-    sender: &mpsc::Sender<Job<'e>>,
-    t: &mut Timings,
-) -> Result<()> {
-    options.check_cancel()?;
-    let pool = engine.pool(class);
-    let job: Arc<dyn ProofJob> = pool.install(|| request.check(t))?.into();
-    engine.note_circuit(job.circuit_id(), request.class());
-    options.check_cancel()?;
-    // Key and shape are waited for on this thread, not on a worker (see `KeyStore::proving_key`).
-    let key = match job.own_key() {
-        Some(key) => key,
-        None => engine
-            .keys
-            .proving_key(&engine.proving_key_path(job.circuit_id()), &engine.prover.pool, &mut t.srs_load_ns)?,
-    };
-    let partitions = job.partitions();
-    t.partitions = partitions as u32;
-    // Every partition circuit of a proof kind has the same shape (the proving key is made for
-    // it); a witness that does not fit it is refused by `synthesized`, never proven.
-    let path = match engine.shape(&*job, t)? {
-        Some(shape) => SynthesisPath::Shape {
-            shape,
-            defer_products: backend.evaluates_products(),
-        },
-        None => SynthesisPath::Classic,
-    };
-    let bytes = partition_bytes(&key.query_sizes(), backend.evaluates_products());
-    let proof = Job::Proof {
-        index,
-        job: job.clone(),
-        key,
-        partitions,
-        timings: std::mem::replace(t, Timings::new()),
-    };
-    sender.send(proof).map_err(|_| Error::internal("the proving stage ended early"))?;
-    let cancel = options.cancel.as_ref();
-    let occupancy = &engine.occupancy;
-    for k in 0..partitions {
-        options.check_cancel()?;
-        let held = Held {
-            _place: places.take(1, class),
-            _memory: engine.pipeline_budget.take(bytes, class),
-        };
-        let synthesis_start = Instant::now();
-        let synthesized = occupancy.stage(&occupancy.synthesizing, &occupancy.synthesis_busy_ns, || {
-            pool.install(|| job.synthesize(k, &path, cancel, t))
-        })?;
-        let mut timings = std::mem::replace(t, Timings::new());
-        (timings.sector_index, timings.partition_index, timings.partitions) = (index as u32, k as i32, 1);
-        // The partition's own total counts from its synthesis; its proving adds to it.
-        timings.total_ns = nanos(synthesis_start.elapsed());
-        let waiting = Counted::new(&occupancy.waiting);
-        let job = Job::Partition {
-            index,
-            k,
-            synthesized,
-            held,
-            waiting,
-            synthesis_started: synthesis_start,
-            synthesized_at: Instant::now(),
-            timings: Box::new(timings),
-        };
-        sender.send(job).map_err(|_| Error::internal("the proving stage ended early"))?;
+    /// The call's places ahead of proving.
+    places: &'a Arc<MemoryBudget>,
+    sender: &'a mpsc::Sender<Job<'e>>,
+    /// The call's scope, where a key's upload ahead runs.
+    scope: &'s std::thread::Scope<'s, 'e>,
+}
+
+impl<'s, 'e> SynthesisStage<'_, 's, 'e> {
+    /// Starts copying `key` to the devices that lack it (one thread each), beside the proof's
+    /// shape read and its first partitions' synthesis and host work, which otherwise come
+    /// before it (a cold 32GiB PoRep: 31 s of upload after ≈ 5 s of them). A failed upload is
+    /// left to the first partition on that device, which uploads the key itself and reports
+    /// the error.
+    fn upload_ahead(&self, key: &Arc<ProvingKey>, partitions: usize) -> Option<Arc<AtomicU64>> {
+        let devices = self.backend.devices_to_upload_ahead(key, partitions);
+        if devices.is_empty() {
+            return None;
+        }
+        let upload_ns = Arc::new(AtomicU64::new(0));
+        let (backend, cancel, pool) = (self.backend, self.options.cancel.as_ref(), self.engine.pool(self.class));
+        for ordinal in devices {
+            let (key, upload_ns) = (key.clone(), upload_ns.clone());
+            self.scope
+                .spawn(move || match backend.upload_key_ahead(&key, ordinal, pool, cancel, &upload_ns) {
+                    Err(e) if e.status == Status::Cancelled => {
+                        log::info!("{}: its upload to device {ordinal} stopped: the call was cancelled", key.label())
+                    }
+                    Err(e) => log::warn!(
+                        "{}: its upload to device {ordinal} with the call failed ({e}); the call's first partition there uploads it",
+                        key.label()
+                    ),
+                    Ok(()) => {}
+                });
+        }
+        Some(upload_ns)
     }
-    Ok(())
+
+    /// Stage 1 for one proof: its input checked, its key (its upload started) and shape, then
+    /// its partitions synthesized and sent in order, each once it has a share of the memory
+    /// budget and one of the call's places.
+    fn synthesize_proof(&self, index: usize, request: &dyn ProofRequest, t: &mut Timings) -> Result<()> {
+        let SynthesisStage {
+            engine,
+            backend,
+            options,
+            class,
+            places,
+            sender,
+            ..
+        } = *self;
+        options.check_cancel()?;
+        let pool = engine.pool(class);
+        let job: Arc<dyn ProofJob> = pool.install(|| request.check(t))?.into();
+        engine.note_circuit(job.circuit_id(), request.class());
+        options.check_cancel()?;
+        // Key and shape are waited for on this thread, not on a worker (see `KeyStore::proving_key`).
+        let key = match job.own_key() {
+            Some(key) => key,
+            None => engine
+                .keys
+                .proving_key(&engine.proving_key_path(job.circuit_id()), &engine.prover.pool, &mut t.srs_load_ns)?,
+        };
+        let partitions = job.partitions();
+        t.partitions = partitions as u32;
+        let upload_ahead_ns = self.upload_ahead(&key, partitions);
+        // Every partition circuit of a proof kind has the same shape (the proving key is made for
+        // it); a witness that does not fit it is refused by `synthesized`, never proven.
+        let path = match engine.shape(&*job, t)? {
+            Some(shape) => SynthesisPath::Shape {
+                shape,
+                defer_products: backend.evaluates_products(),
+            },
+            None => SynthesisPath::Classic,
+        };
+        let bytes = partition_bytes(&key.query_sizes(), backend.evaluates_products());
+        let proof = Job::Proof {
+            index,
+            job: job.clone(),
+            key,
+            partitions,
+            timings: std::mem::replace(t, Timings::new()),
+            upload_ahead_ns,
+        };
+        sender.send(proof).map_err(|_| Error::internal("the proving stage ended early"))?;
+        let cancel = options.cancel.as_ref();
+        let occupancy = &engine.occupancy;
+        for k in 0..partitions {
+            options.check_cancel()?;
+            let held = Held {
+                _place: places.take(1, class),
+                _memory: engine.pipeline_budget.take(bytes, class),
+            };
+            let synthesis_start = Instant::now();
+            let synthesized = occupancy.stage(&occupancy.synthesizing, &occupancy.synthesis_busy_ns, || {
+                pool.install(|| job.synthesize(k, &path, cancel, t))
+            })?;
+            let mut timings = std::mem::replace(t, Timings::new());
+            (timings.sector_index, timings.partition_index, timings.partitions) = (index as u32, k as i32, 1);
+            // The partition's own total counts from its synthesis; its proving adds to it.
+            timings.total_ns = nanos(synthesis_start.elapsed());
+            let waiting = Counted::new(&occupancy.waiting);
+            let job = Job::Partition {
+                index,
+                k,
+                synthesized,
+                held,
+                waiting,
+                synthesis_started: synthesis_start,
+                synthesized_at: Instant::now(),
+                timings: Box::new(timings),
+            };
+            sender.send(job).map_err(|_| Error::internal("the proving stage ended early"))?;
+        }
+        Ok(())
+    }
 }
 
 /// A sector in stage 2: what its partitions' lanes fill in.
@@ -338,6 +394,9 @@ struct Proving {
     job: Arc<dyn ProofJob>,
     key: Arc<ProvingKey>,
     timings: Timings,
+    /// Its key's upload started with the call (`SynthesisStage::upload_ahead`), whose time
+    /// the proof's `srs_upload_ns` counts.
+    upload_ahead_ns: Option<Arc<AtomicU64>>,
     /// Each partition's proof bytes, timings and span, by partition.
     proofs: Vec<Option<(Vec<u8>, Timings, PartitionSpan)>>,
     /// Partitions not proven yet; the lane that proves the last one finishes the sector.
@@ -399,6 +458,7 @@ fn prove_jobs<'e>(
                     key,
                     partitions,
                     mut timings,
+                    upload_ahead_ns,
                 } => {
                     timings.backend = backend.kind() as u32;
                     let proofs = (0..partitions).map(|_| None).collect();
@@ -407,6 +467,7 @@ fn prove_jobs<'e>(
                         job,
                         key,
                         timings,
+                        upload_ahead_ns,
                         proofs,
                         remaining: partitions,
                         failed: false,
@@ -548,6 +609,8 @@ fn finish_sector(engine: &Engine, options: &ProveOptions, sector: &mut Proving, 
     }
     options.check_cancel()?;
     let mut timings = sector.timings;
+    // Its partitions waited for the rest of it in their proving wait.
+    timings.srs_upload_ns += sector.upload_ahead_ns.as_ref().map_or(0, |ns| ns.load(Ordering::Relaxed));
     if engine.config.self_verify {
         let verify_start = Instant::now();
         let pool = engine.pool(options.priority.unwrap_or_default());

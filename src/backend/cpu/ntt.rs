@@ -43,7 +43,9 @@ impl Domain {
         1 << self.log_size
     }
 
-    /// The domain's generator: a primitive root of unity of order `size()`.
+    /// The domain's generator: a primitive root of unity of order `size()` (cuzk-tools'
+    /// random setup).
+    #[cfg(feature = "internals")]
     pub fn omega(&self) -> Scalar {
         self.omega
     }

@@ -214,6 +214,11 @@ impl Device {
         }
     }
 
+    /// Whether `key` fits this device's key budget but has no copy here (none being made).
+    pub(super) fn lacks_key(&self, key: &ProvingKey) -> bool {
+        !self.keys.holds(key.id()) && key.points_bytes() <= self.keys.budget()
+    }
+
     /// Makes room in this device's memory for a call of `class` with `key`, whose working
     /// memory (NTT and witness buffers, MSM scratch: `Backend::call_memory`) is `call_bytes`:
     /// when free memory, with the buffers the device already holds and the key's upload
@@ -225,9 +230,9 @@ impl Device {
             return Ok(());
         }
         let memory = self.ctx.memory()?;
-        let upload = match self.keys.holds(key.id()) || key.points_bytes() > self.keys.budget() {
-            true => 0,
-            false => key.points_bytes(),
+        let upload = match self.lacks_key(key) {
+            true => key.points_bytes(),
+            false => 0,
         };
         let needed = (call_bytes + CALL_HEADROOM_BYTES).saturating_sub(memory.ntt_buffer_bytes + memory.witness_buffer_bytes) + upload;
         if memory.free >= needed {
@@ -252,10 +257,14 @@ impl Device {
     /// budget or its room is held by keys of higher classes (see `resident`). Once resident, the
     /// host's copy of a key read from a file is dropped. Call inside the turn, holding
     /// `staging`; `between` runs between two parts of the upload (`make_way_in_upload`).
+    /// `ahead`: the call uploads it before its first partition needs it, which is when its
+    /// use counts (`ResidentCache::load_ahead`).
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn resident_key(
         &self,
         key: &ProvingKey,
         class: Priority,
+        ahead: bool,
         pool: &ThreadPool,
         staging: &sys::Staging,
         t: &mut Timings,
@@ -270,10 +279,12 @@ impl Device {
         };
         let start = Instant::now();
         let waited_before = t.proving_wait_ns;
-        let residency = match self
-            .keys
-            .get(&key_ref, || DeviceKey::upload(&self.ctx, key, pool, staging, &mut || between(t)))
-        {
+        let upload = || DeviceKey::upload(&self.ctx, key, pool, staging, &mut || between(t));
+        let fetched = match ahead {
+            true => self.keys.load_ahead(&key_ref, upload),
+            false => self.keys.get(&key_ref, upload),
+        };
+        let residency = match fetched {
             // The budget is a plan; the device may hold less (other processes use it too).
             Err(e) if e.status == Status::OutOfMemory => {
                 log::warn!(

@@ -32,7 +32,7 @@ mod sys;
 mod tail_msm;
 mod witness_msm;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use blstrs::G1Projective;
@@ -159,6 +159,51 @@ impl Backend for GpuCall<'_> {
 
     fn call_memory(&self, sizes: &QuerySizes, shape_bytes: u64) -> CallMemory {
         self.gpu.call_memory(sizes, shape_bytes)
+    }
+
+    fn devices_to_upload_ahead(&self, key: &ProvingKey, partitions: usize) -> Vec<i32> {
+        match partitions >= self.devices().count() {
+            true => self.devices().filter(|d| d.lacks_key(key)).map(|d| d.ordinal).collect(),
+            false => Vec::new(),
+        }
+    }
+
+    /// The upload as the call's first partition there would make it, in the call's turn:
+    /// room made for the call's working memory, waiting WinningPoSts let in between two parts.
+    fn upload_key_ahead(&self, key: &ProvingKey, ordinal: i32, pool: &ThreadPool, cancel: Option<&CancelToken>, upload_ns: &AtomicU64) -> Result<()> {
+        check_not_a_worker(pool)?;
+        let Some(device) = self.devices().find(|d| d.ordinal == ordinal) else {
+            return Ok(());
+        };
+        let call_bytes = self.gpu.call_memory(&key.query_sizes(), 0).device_call_bytes;
+        let mut turn = device.turn.take(self.priority);
+        let mut t = Timings::new();
+        let mut upload = || -> Result<()> {
+            device.check_usable()?;
+            device.make_room_for_call(key, self.priority, call_bytes)?;
+            device.with_staging(&mut t, |staging, t| {
+                let between = &mut |t: &mut Timings| {
+                    cancel.map_or(Ok(()), CancelToken::check)?;
+                    device.make_way_in_upload(&mut turn, t)
+                };
+                device.resident_key(key, self.priority, true, pool, staging, t, between).map(drop)
+            })
+        };
+        upload().map_err(|e| device.after_failure(e))?;
+        // Inside the turn: counted before the call's partitions can use the copy.
+        upload_ns.fetch_add(t.srs_upload_ns, Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+impl GpuCall<'_> {
+    /// The devices this call may use: its own, or every one; quarantined ones left out.
+    fn devices(&self) -> impl Iterator<Item = &Device> {
+        let devices = match self.device {
+            Some(device) => std::slice::from_ref(device),
+            None => self.gpu.devices.as_slice(),
+        };
+        devices.iter().filter(|d| !d.is_quarantined())
     }
 }
 
@@ -347,7 +392,7 @@ impl GpuBackend {
             device.check_usable()?;
             device.make_room_for_call(key, priority, call_bytes)?;
             let copy = device.with_staging(t, |staging, t| {
-                let copy = device.resident_key(key, priority, pool, staging, t, &mut |t| device.make_way_in_upload(&mut device_turn, t))?;
+                let copy = device.resident_key(key, priority, false, pool, staging, t, &mut |t| device.make_way_in_upload(&mut device_turn, t))?;
                 let mut input = h_input;
                 if let HInput::Witness { shape, witness } = input {
                     input = match device.make_shape_resident(&shape, domain.log_size, staging, t)? {
@@ -492,7 +537,7 @@ impl Backend for GpuBackend {
             let mut upload = || -> Result<bool> {
                 let buffer = device.staging.acquire(&mut t.pin_ns)?;
                 device
-                    .resident_key(key, class, pool, &staging(&buffer), &mut t, &mut |t| {
+                    .resident_key(key, class, false, pool, &staging(&buffer), &mut t, &mut |t| {
                         device.make_way_in_upload(&mut turn, t)
                     })
                     .map(|copy| copy.is_none())
