@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds what scripts/gpu-run.sh runs on the GPU machine into carry/ (git-ignored, < 64 MiB):
+# Builds what scripts/gpu-run.sh runs on the GPU machine into carry/ (git-ignored, gzipped,
+# < 64 MiB with the working tree):
 # the GPU test target built with CUZK_GPU_TESTS=1 and the fault injector, cuzk-fixtures,
 # cuzk-bench and gpu-hog (tools/cuda/gpu_hog.cu), stripped, and the supraseal-c2 peer
 # (scripts/build-peers.sh).
@@ -68,5 +69,13 @@ if [ "${CUZK_CARRY_GO:-0}" = 1 ]; then
 else
     "$root/scripts/build-peers.sh" carry/supraseal-bench >/dev/null
 fi
+# Unpacked they pass the 64 MiB a device command carries (≈ 68 MB with the peer): gzipped
+# ≈ 26 MB; scripts/gpu-run.sh unpacks them there.
+find carry -type f -exec gzip -6 {} +
 git rev-parse HEAD >carry/COMMIT
 du -sh carry
+bytes=$(du -sb carry | cut -f1)
+if [ "$bytes" -gt $((56 << 20)) ]; then
+    echo "carry/ is $bytes bytes: with the working tree, over the 64 MiB a device command carries" >&2
+    exit 1
+fi

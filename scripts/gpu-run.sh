@@ -94,6 +94,11 @@ export CUZK_TEST_PARAMS=/tmp/cuzk-params FIL_PROOFS_PARAMETER_CACHE=/tmp/cuzk-pa
 # The daemon mode runs from carry-daemon/, the others from carry/.
 carried=carry
 [ "${1:-tests}" = daemon ] && carried=carry-daemon
+# gpu-build.sh gzips carry/'s binaries to fit the 64 MiB a device command carries.
+for packed in "$carried"/*.gz; do
+    [ -e "$packed" ] || continue
+    gunzip -f "$packed" && chmod +x "${packed%.gz}"
+done
 {
     nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
     echo "cores: $(nproc)"
