@@ -128,7 +128,8 @@ struct Machine {
 
 /// The device and the device memory in use after the run, in all and by cuzk (keys, NTT
 /// buffers), from the engine status: of the first device, with the number of devices the
-/// engine uses.
+/// engine uses; and the pinned host staging memory of all of them (anonymous host memory that
+/// is neither allocator's).
 #[derive(Serialize)]
 struct Devices {
     device_memory_cuzk_mib: u64,
@@ -136,6 +137,7 @@ struct Devices {
     gpu: String,
     gpu_memory_mib: u64,
     gpus: usize,
+    pinned_host_mib: u64,
 }
 
 impl Machine {
@@ -159,6 +161,7 @@ impl Machine {
                 gpu: device.name.clone(),
                 gpu_memory_mib: device.memory_total >> 20,
                 gpus: devices.len(),
+                pinned_host_mib: devices.iter().map(|d| d.pinned_pool.allocated_bytes).sum::<u64>() >> 20,
             }),
             host: std::fs::read_to_string("/proc/sys/kernel/hostname")
                 .map(|h| h.trim().to_string())
