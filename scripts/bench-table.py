@@ -185,6 +185,23 @@ def main(paths):
               + f" | {fmt(total_measured)} s / {fmt(total_floor)} s = {100 * total_floor / total_measured:.0f} % |")
 
     pipeline_table([r for ws in groups.values() for rs in ws.values() for r in rs if "sectors" in r])
+    memory_table([r for ws in groups.values() for rs in ws.values() for r in rs if r.get("run_anon_peak_live_heap_mib") is not None])
+
+
+def memory_table(records):
+    """Records that split their anonymous peak: live heap, the allocators' kept free pages, the
+    rest (fragmentation, pinned buffers, the CUDA driver's; negative when the kept pages counted
+    were not all resident)."""
+    if not records:
+        return
+    print("\n**Host memory at the anonymous peak** (MiB; run_anon_peak_* fields)\n")
+    print("| workload | system | run | anonymous before / peak | live heap peak | at the peak: live / kept free / rest | pinned staging |")
+    print("|---|---|---|---|---|---|---|")
+    for r in records:
+        live, kept = r["run_anon_peak_live_heap_mib"], r["run_anon_peak_kept_free_mib"]
+        rest = r["run_peak_anon_mib"] - live - kept
+        print(f"| {r['workload']} | {r['system']} | {r['run']} | {fmt(r.get('run_baseline_anon_mib'))} / {fmt(r['run_peak_anon_mib'])} | "
+              f"{fmt(r.get('run_peak_live_heap_mib'))} | {live} / {kept} / {rest} | {fmt(r.get('pinned_host_mib'))} |")
 
 
 def pipeline_table(records):
