@@ -18,6 +18,12 @@ IMAD and an Fp multiplication = 588 IMAD (the numbers of the issue). Operation c
   bucket additions at 10 Fp muls (XYZZ mixed addition) plus ceil(255/c) * 2^(c+1) bucket
   reduction additions at 14 Fp muls. G2 points: Fp2 arithmetic, 3 Fp muls per Fp2 mul.
 - Batch addition: one mixed addition (10 Fp muls; x3 in G2) per scalar equal to one.
+A second floor, the batched-affine one (issue 22's MSM techniques), prices what an MSM with
+signed digits (2^(c-1) buckets a window) and batched affine accumulation would need: N *
+ceil(255/c) additions at 6 Fp muls (Montgomery's trick: an inversion shared by a batch, ~3
+muls of it an addition, plus the slope and the new point's ~3) and ceil(255/c) * 2^c reduction
+additions at 14; the batch addition at 6 a point. cuzk's MSM (signed digits, XYZZ additions)
+and sppark's are measured against both; the table says which is which.
 Memory traffic, launch latency and host work are not in the floor: it is a lower bound, and the
 fraction says how far a phase is from it.
 """
@@ -32,6 +38,7 @@ FR_MUL_S = 264 / IMAD_PER_S
 FP_MUL_S = 588 / IMAD_PER_S
 MADD_FP_MULS = 10
 ADD_FP_MULS = 14
+AFFINE_ADD_FP_MULS = 6
 G2_FACTOR = 3
 
 # Rows of cuzk's phase table: the spans of src/timings.rs (SPANS) in its order, by the keys
@@ -69,30 +76,32 @@ CUZK_TOTALS = [
 ]
 
 
-def msm_floor(points, g2=False):
+def msm_floor(points, g2=False, affine=False):
+    """Pippenger over `points` at its best window: unsigned digits and mixed additions, or
+    (`affine`) signed digits and batched affine additions."""
     if points <= 0:
         return 0.0
-    best = min(
-        points * math.ceil(255 / c) * MADD_FP_MULS + math.ceil(255 / c) * 2 ** (c + 1) * ADD_FP_MULS
-        for c in range(4, 24)
-    )
+    add, buckets = (AFFINE_ADD_FP_MULS, lambda c: 2 ** c) if affine else (MADD_FP_MULS, lambda c: 2 ** (c + 1))
+    best = min(points * math.ceil(255 / c) * add + math.ceil(255 / c) * buckets(c) * ADD_FP_MULS for c in range(4, 24))
     return best * FP_MUL_S * (G2_FACTOR if g2 else 1)
 
 
-def gpu_floors(r):
-    """(phase key, floor seconds) for a record with log_domain and scalars."""
+def gpu_floors(r, affine=False):
+    """(phase key, floor seconds) for a record with log_domain and scalars; `affine`: the
+    batched-affine floor of the MSMs and the batch addition."""
     n = 2 ** r["log_domain"]
     k = r["log_domain"]
     s = r["scalars"]
     ones_g1 = s["l"][1] + s["a"][1] + s["b"][1]
+    add = AFFINE_ADD_FP_MULS if affine else MADD_FP_MULS
     return [
         ("ntt_s", (7 * n // 2 * k + 6 * n) * FR_MUL_S),
-        ("msm_h_s", msm_floor(n)),
-        ("batch_add_s", (ones_g1 + G2_FACTOR * s["b"][1]) * MADD_FP_MULS * FP_MUL_S),
-        ("msm_l_s", msm_floor(s["l"][2])),
-        ("msm_a_s", msm_floor(s["a"][2])),
-        ("msm_b_g1_s", msm_floor(s["b"][2])),
-        ("msm_b_g2_s", msm_floor(s["b"][2], g2=True)),
+        ("msm_h_s", msm_floor(n, affine=affine)),
+        ("batch_add_s", (ones_g1 + G2_FACTOR * s["b"][1]) * add * FP_MUL_S),
+        ("msm_l_s", msm_floor(s["l"][2], affine=affine)),
+        ("msm_a_s", msm_floor(s["a"][2], affine=affine)),
+        ("msm_b_g1_s", msm_floor(s["b"][2], affine=affine)),
+        ("msm_b_g2_s", msm_floor(s["b"][2], g2=True, affine=affine)),
     ]
 
 
@@ -162,27 +171,8 @@ def main(paths):
                 continue
             print(f"| {label} | " + " | ".join(fmt(v) for v in warm_values) + " | " + " | ".join(fmt(v) for v in cold_values) + " |")
 
-    print("\n**GPU phases against the arithmetic floor** (cuzk, median of warm runs)\n")
-    print("| workload | domain | ones L/A/B | full-width L/A/B | NTT | MSM H | batch add | tail L | tail A | tail B_G1 | B_G2 | all GPU phases |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
-    for workload, systems in groups.items():
-        records = [r for r in warm(systems.get("cuzk", [])) if r.get("backend") == "gpu" and "scalars" in r]
-        if not records:
-            continue
-        r = records[0]
-        floors = gpu_floors(r)
-        cells = []
-        total_floor = total_measured = 0.0
-        for key, floor in floors:
-            measured = median(records, key)
-            total_floor += floor
-            total_measured += measured or 0
-            cells.append(f"{fmt(measured)} s / {fmt(floor)} s = {100 * floor / measured:.0f} %" if measured else "—")
-        s = r["scalars"]
-        ones = "/".join(f"{v[1] / 1e6:.2f}M" for v in (s["l"], s["a"], s["b"]))
-        full = "/".join(f"{v[2] / 1e6:.2f}M" for v in (s["l"], s["a"], s["b"]))
-        print(f"| {workload} | 2^{r['log_domain']} | {ones} | {full} | " + " | ".join(cells)
-              + f" | {fmt(total_measured)} s / {fmt(total_floor)} s = {100 * total_floor / total_measured:.0f} % |")
+    for affine, name in [(False, "mixed-addition floor"), (True, "batched-affine floor")]:
+        floor_table(groups, affine, name)
 
     pipeline_table([r for ws in groups.values() for rs in ws.values() for r in rs if "sectors" in r])
     memory_table([r for ws in groups.values() for rs in ws.values() for r in rs if r.get("run_anon_peak_live_heap_mib") is not None])
@@ -202,6 +192,29 @@ def memory_table(records):
         rest = r["run_peak_anon_mib"] - live - kept
         print(f"| {r['workload']} | {r['system']} | {r['run']} | {fmt(r.get('run_baseline_anon_mib'))} / {fmt(r['run_peak_anon_mib'])} | "
               f"{fmt(r.get('run_peak_live_heap_mib'))} | {live} / {kept} / {rest} | {fmt(r.get('pinned_host_mib'))} |")
+
+
+def floor_table(groups, affine, name):
+    print(f"\n**GPU phases against the arithmetic floor: the {name}** (cuzk, median of warm runs)\n")
+    print("| workload | domain | ones L/A/B | full-width L/A/B | NTT | MSM H | batch add | tail L | tail A | tail B_G1 | B_G2 | all GPU phases |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for workload, systems in groups.items():
+        records = [r for r in warm(systems.get("cuzk", [])) if r.get("backend") == "gpu" and "scalars" in r]
+        if not records:
+            continue
+        r = records[0]
+        cells = []
+        total_floor = total_measured = 0.0
+        for key, floor in gpu_floors(r, affine):
+            measured = median(records, key)
+            total_floor += floor
+            total_measured += measured or 0
+            cells.append(f"{fmt(measured)} s / {fmt(floor)} s = {100 * floor / measured:.0f} %" if measured else "—")
+        s = r["scalars"]
+        ones = "/".join(f"{v[1] / 1e6:.2f}M" for v in (s["l"], s["a"], s["b"]))
+        full = "/".join(f"{v[2] / 1e6:.2f}M" for v in (s["l"], s["a"], s["b"]))
+        print(f"| {workload} | 2^{r['log_domain']} | {ones} | {full} | " + " | ".join(cells)
+              + f" | {fmt(total_measured)} s / {fmt(total_floor)} s = {100 * total_floor / total_measured:.0f} % |")
 
 
 def pipeline_table(records):
