@@ -20,6 +20,7 @@ use crate::backend::resident::{KeyRef, Residency, ResidentCache};
 use crate::backend::turn::{Turn, TurnGuard};
 use crate::backend::Priority;
 use crate::backend::{BackendRelease, DeviceHealth, DeviceStatus, ResidentShape};
+use crate::cancel::CancelToken;
 use crate::error::{Error, Result, Status};
 use crate::groth16::ProvingKey;
 use crate::synthesis::r1cs::CircuitShape;
@@ -212,6 +213,39 @@ impl Device {
             Priority::WinningPost => Ok(()),
             _ => self.make_way(turn, Priority::WinningPost, t),
         }
+    }
+
+    /// Makes `key` resident here in a device turn of `class` taken for it alone: a preload, or
+    /// a call's upload ahead of its partitions (`ahead`, see `resident_key`). `prepare` runs
+    /// first in the turn; between two parts waiting WinningPoSts are let in, and the upload
+    /// stops once `cancel` is set. Its time is added to `upload_ns` inside the turn, before
+    /// any partition can use the copy. False when the key is streamed here.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn upload_in_own_turn(
+        &self,
+        key: &ProvingKey,
+        class: Priority,
+        ahead: bool,
+        pool: &ThreadPool,
+        cancel: Option<&CancelToken>,
+        prepare: impl FnOnce() -> Result<()>,
+        upload_ns: &AtomicU64,
+    ) -> Result<bool> {
+        let mut turn = self.turn.take(class);
+        let mut t = Timings::new();
+        let upload = || -> Result<bool> {
+            prepare()?;
+            self.with_staging(&mut t, |staging, t| {
+                let between = &mut |t: &mut Timings| {
+                    cancel.map_or(Ok(()), CancelToken::check)?;
+                    self.make_way_in_upload(&mut turn, t)
+                };
+                self.resident_key(key, class, ahead, pool, staging, t, between).map(|copy| copy.is_some())
+            })
+        };
+        let resident = upload().map_err(|e| self.after_failure(e))?;
+        upload_ns.fetch_add(t.srs_upload_ns, Ordering::Relaxed);
+        Ok(resident)
     }
 
     /// Whether `key` fits this device's key budget but has no copy here (none being made).

@@ -58,7 +58,6 @@ pub use fault::injection;
 use quotient::HInput;
 use split::QueryMsms;
 use spmv::DeviceWitness;
-use staging::staging;
 use witness_msm::{WitnessMsms, AT_ONCE_MAX_POINTS};
 
 /// The GPU backend's settings.
@@ -176,23 +175,13 @@ impl Backend for GpuCall<'_> {
             return Ok(());
         };
         let call_bytes = self.gpu.call_memory(&key.query_sizes(), 0).device_call_bytes;
-        let mut turn = device.turn.take(self.priority);
-        let mut t = Timings::new();
-        let mut upload = || -> Result<()> {
+        let prepare = || {
             device.check_usable()?;
-            device.make_room_for_call(key, self.priority, call_bytes)?;
-            device.with_staging(&mut t, |staging, t| {
-                let between = &mut |t: &mut Timings| {
-                    cancel.map_or(Ok(()), CancelToken::check)?;
-                    device.make_way_in_upload(&mut turn, t)
-                };
-                device.resident_key(key, self.priority, true, pool, staging, t, between).map(drop)
-            })
+            device.make_room_for_call(key, self.priority, call_bytes)
         };
-        upload().map_err(|e| device.after_failure(e))?;
-        // Inside the turn: counted before the call's partitions can use the copy.
-        upload_ns.fetch_add(t.srs_upload_ns, Ordering::Relaxed);
-        Ok(())
+        device
+            .upload_in_own_turn(key, self.priority, true, pool, cancel, prepare, upload_ns)
+            .map(drop)
     }
 }
 
@@ -529,26 +518,15 @@ impl Backend for GpuBackend {
     /// memory, decoded then.
     fn preload(&self, key: &ProvingKey, class: Priority, pool: &ThreadPool, decode_ns: &mut u64) -> Result<u64> {
         check_not_a_worker(pool)?;
-        let mut upload_ns = 0;
+        let upload_ns = AtomicU64::new(0);
         let mut streamed = false;
         for device in self.devices.iter().filter(|d| !d.is_quarantined()) {
-            let mut turn = device.turn.take(class);
-            let mut t = Timings::new();
-            let mut upload = || -> Result<bool> {
-                let buffer = device.staging.acquire(&mut t.pin_ns)?;
-                device
-                    .resident_key(key, class, false, pool, &staging(&buffer), &mut t, &mut |t| {
-                        device.make_way_in_upload(&mut turn, t)
-                    })
-                    .map(|copy| copy.is_none())
-            };
-            streamed |= upload().map_err(|e| device.after_failure(e))?;
-            upload_ns += t.srs_upload_ns;
+            streamed |= !device.upload_in_own_turn(key, class, false, pool, None, || Ok(()), &upload_ns)?;
         }
         if streamed {
             key.host_points(pool, decode_ns)?;
         }
-        Ok(upload_ns)
+        Ok(upload_ns.into_inner())
     }
 
     fn evict(&self, label: &str) -> usize {
