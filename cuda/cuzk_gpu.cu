@@ -443,8 +443,7 @@ template<class own_type, class sppark_type, class point_t, class affine_t>
 static point_t msm_by(cuzk_gpu_context& ctx, const cuzk_gpu_points& points, const void* scalars,
                       bool mont, uint32_t implementation, uint32_t digit_bits, uint64_t& msm_ns)
 {
-    if (implementation != CUZK_GPU_MSM_CUZK && implementation != CUZK_GPU_MSM_SPPARK)
-        throw std::invalid_argument("no such MSM implementation");
+    own_msm::check_implementation(implementation);
     const size_t n = points.n;
     point_t sum;
     sum.inf();
@@ -458,8 +457,9 @@ static point_t msm_by(cuzk_gpu_context& ctx, const cuzk_gpu_points& points, cons
     const auto* d_points = device_points<affine_t>(ctx, points, stream, copy, nullptr);
     stream.sync();
     const auto start = std::chrono::steady_clock::now();
-    if (implementation == CUZK_GPU_MSM_CUZK) {
-        own_type msm{stream, d_points, d_scalars.data(), n, mont, digit_bits};
+    if (own_msm::is_own(implementation)) {
+        own_type msm{stream, d_points, d_scalars.data(), n, mont, digit_bits,
+                     own_msm::with_affine_rounds(implementation)};
         sum = msm.result();
     } else {
         abandoned_on_fault<sppark_type> msm{nullptr, n, sizeof(affine_t), ctx.gpu.id()};
@@ -496,5 +496,32 @@ extern "C" int cuzk_gpu_msm_by_g2(cuzk_gpu_context* ctx, const cuzk_gpu_points* 
                                                                        mont != 0, implementation,
                                                                        digit_bits, *msm_ns),
               out);
+    });
+}
+
+extern "C" int cuzk_gpu_affine_rounds_check(const void* points, size_t npoints,
+                                            const uint32_t* keys, const uint32_t* entries,
+                                            size_t m, uint32_t none, uint32_t rounds,
+                                            cuzk_gpu_g1* sums, cuzk_gpu_message* msg)
+{
+    return guarded(msg, [&] {
+        for (size_t i = 0; i < m; i++) {
+            if (keys[i] > none || (i > 0 && keys[i] < keys[i - 1]))
+                throw std::invalid_argument("the keys are not sorted, or past `none`");
+            if ((entries[i] & 0x7fffffffu) >= npoints)
+                throw std::invalid_argument("an entry names no point");
+        }
+        own_msm::host_rounds exec;
+        const own_msm::batched_rounds<fp_t, own_msm::host_rounds> reduced{
+            exec, keys, entries, (const affine_t*)points, m, none, none, rounds};
+        std::vector<bucket_t> buckets(none);
+        for (bucket_t& b : buckets)
+            b.inf();
+        for (size_t i = 0; i < reduced.capacity() && reduced.keys()[i] != none; i++) {
+            const auto& p = reduced.points()[i];
+            buckets[reduced.keys()[i]].add(affine_t{p.X, p.Y});
+        }
+        for (uint32_t k = 0; k < none; k++)
+            to_g1(point_t(buckets[k]), &sums[k]);
     });
 }

@@ -219,10 +219,13 @@ int cuzk_gpu_witness_upload(cuzk_gpu_context *ctx, uint32_t set, const cuzk_gpu_
                             const cuzk_gpu_staging *staging, uint64_t *h2d_ns,
                             cuzk_gpu_message *msg);
 
-/* The MSM implementations (cuzk's own, cuda/msm.cuh, and sppark's). */
+/* The MSM implementations (cuzk's own, cuda/msm.cuh, and sppark's). CUZK_GPU_MSM_CUZK_AFFINE
+ * is cuzk's with the G1 bucket sums begun by batched-affine rounds (cuda/affine_rounds.cuh);
+ * G2 MSMs and the small proofs' MSMs at once take cuzk's as under CUZK_GPU_MSM_CUZK. */
 enum {
     CUZK_GPU_MSM_CUZK = 0,
     CUZK_GPU_MSM_SPPARK = 1,
+    CUZK_GPU_MSM_CUZK_AFFINE = 2,
 };
 
 /* Σ hᵢ·Pᵢ over i in [first, first + count): h the coefficients the last quotient call of
@@ -291,6 +294,15 @@ int cuzk_gpu_msm_by(cuzk_gpu_context *ctx, const cuzk_gpu_points *points, const 
 int cuzk_gpu_msm_by_g2(cuzk_gpu_context *ctx, const cuzk_gpu_points *points, const void *scalars,
                        int mont, uint32_t implementation, uint32_t digit_bits, cuzk_gpu_g2 *out,
                        uint64_t *msm_ns, cuzk_gpu_message *msg);
+
+/* The host check of the batched-affine rounds (cuda/affine_rounds.cuh), no device needed:
+ * `rounds` rounds over m entries sorted by key (keys[i] <= none; entries[i] a point's index
+ * below npoints, negated by bit 31; `none` keys last, never added) of the G1 points (blst_p1_affine),
+ * run by the same steps as on the device; then sums[k], for every key k < none, is the sum of
+ * the reduced list's points of key k. For the tests. */
+int cuzk_gpu_affine_rounds_check(const void *points, size_t npoints, const uint32_t *keys,
+                                 const uint32_t *entries, size_t m, uint32_t none,
+                                 uint32_t rounds, cuzk_gpu_g1 *sums, cuzk_gpu_message *msg);
 
 #ifdef __cplusplus
 }

@@ -29,6 +29,8 @@
 
 #include <cub/device/device_radix_sort.cuh>
 
+#include "affine_rounds.cuh"
+
 namespace own_msm {
 
 // Threads per block of the kernels that add points (register-heavy).
@@ -46,8 +48,25 @@ constexpr uint32_t MIN_BITS = 8, MAX_BITS = 22;
 // steps 1–3 (sorting it, one mixed addition): with it the model's width is within 1 % of the
 // best measured at every size, G1 2^16 … 2^27 and G2 2^20 … 2^26 (run 84, docs/PERFORMANCE.md).
 constexpr double BUCKET_COST = 4;
-// The most entries one group of windows sorts (steps 1–3): 4 GiB of keys and entries.
+// The most entries one group of windows sorts (steps 1–3): 4 GiB of keys and entries. With
+// batched-affine rounds, whose lists take ≈ 85 bytes an entry more, half as many.
 constexpr size_t GROUP_ITEMS = (size_t)1 << 28;
+constexpr size_t AFFINE_GROUP_ITEMS = (size_t)1 << 27;
+// Whether `implementation` (CUZK_GPU_MSM_*) is cuzk's MSM; with batched-affine rounds.
+inline bool is_own(uint32_t implementation)
+{
+    return implementation == CUZK_GPU_MSM_CUZK || implementation == CUZK_GPU_MSM_CUZK_AFFINE;
+}
+inline bool with_affine_rounds(uint32_t implementation)
+{
+    return implementation == CUZK_GPU_MSM_CUZK_AFFINE;
+}
+inline void check_implementation(uint32_t implementation)
+{
+    if (!is_own(implementation) && implementation != CUZK_GPU_MSM_SPPARK)
+        throw std::invalid_argument("no such MSM implementation");
+}
+
 // Scalars are below r < 2^255.
 constexpr uint32_t SCALAR_BITS = 255;
 
@@ -104,6 +123,17 @@ struct point_entries {
         const uint32_t entry = entries[e];
         const affine_t p = points[entry & 0x7fffffffu];
         sum.add(p, (entry >> 31) != 0);
+    }
+};
+
+// After batched-affine rounds (affine_rounds.cuh): their reduced list's points.
+template<class bucket_t, class affine_t, class field_t>
+struct reduced_entries {
+    const xy_t<field_t>* points;
+    __device__ void add_to(bucket_t& sum, size_t e) const
+    {
+        const xy_t<field_t> p = points[e];
+        sum.add(affine_t{p.X, p.Y});
     }
 };
 
@@ -278,10 +308,22 @@ static uint32_t digit_bits(size_t n)
 // group of one window sorts n entries (an int).
 constexpr size_t MAX_POINTS = (size_t)1 << 30;
 
-// Windows per group (steps 1–3) for n points of `windows` windows.
-static uint32_t group_windows(size_t n, uint32_t windows)
+// Windows per group (steps 1–3) for n points of `windows` windows, with batched-affine
+// rounds or without.
+static uint32_t group_windows(size_t n, uint32_t windows, bool affine)
 {
-    return (uint32_t)std::max<size_t>(1, std::min<size_t>(windows, GROUP_ITEMS / n));
+    const size_t items = affine ? AFFINE_GROUP_ITEMS : GROUP_ITEMS;
+    return (uint32_t)std::max<size_t>(1, std::min<size_t>(windows, items / n));
+}
+
+// Batched-affine rounds for n points of c-bit digits: as many as halve a bucket's expected
+// n/2^(c−1) entries to one; none below two a bucket.
+static uint32_t affine_rounds_for(size_t n, uint32_t c)
+{
+    uint32_t rounds = 0;
+    for (size_t per_bucket = n >> (c - 1); per_bucket >= 2 && rounds < MAX_ROUNDS; per_bucket /= 2)
+        rounds++;
+    return rounds;
 }
 
 // One MSM in flight on a stream: the constructor enqueues every device step, result() waits
@@ -293,14 +335,35 @@ class msm_on_stream {
     typedef typename affine_t::mem_t affine_mem_t;
     stream_t& stream;
     const uint32_t c, windows;
+    // Batched-affine rounds before step 3 (G1 only), 0 for none.
+    const uint32_t rounds;
     dev_ptr_t<bucket_mem_t> d_window_sums;
+
+    // Step 3 over m sorted entries (`entries` adds entry e to a sum), into the buckets.
+    template<class entries_t>
+    void sum_sorted(bucket_mem_t* buckets, const uint32_t* keys, const entries_t& entries,
+                    size_t m, uint32_t none)
+    {
+        stream_t& s = stream;
+        const size_t first_level = next_level_entries(m, FIRST_CHUNK);
+        const size_t second_level = next_level_entries(first_level, LATER_CHUNK);
+        dev_ptr_t<uint32_t> level_keys[2] = {{first_level, s}, {second_level, s}};
+        dev_ptr_t<bucket_mem_t> level_sums[2] = {{first_level, s}, {second_level, s}};
+        const size_t chunks = (m + FIRST_CHUNK - 1) / FIRST_CHUNK;
+        sum_runs<bucket_t><<<add_blocks<bucket_t>(chunks), ADD_THREADS, 0, s>>>(
+            buckets, level_keys[0].data(), level_sums[0].data(), keys, entries, m, FIRST_CHUNK, none);
+        CUDA_OK(cudaGetLastError());
+        sum_later_levels<bucket_t>(s, buckets, chunks, level_keys[0].data(), level_sums[0].data(),
+                                   level_keys[1].data(), level_sums[1].data());
+        // The scratch above is freed in stream order as it goes out of scope.
+    }
 
     // Steps 1–3 for windows [first, first + count) into their buckets.
     void sum_buckets(bucket_mem_t* buckets, const affine_mem_t* points, const fr_t* scalars,
                      size_t n, bool mont, uint32_t first, uint32_t count)
     {
         stream_t& s = stream;
-        const uint32_t none = count * (1u << (c - 1));
+        const uint32_t half = 1u << (c - 1), none = count * half;
         const size_t m = (size_t)count * n;
         dev_ptr_t<uint32_t> keys[2] = {{m, s}, {m, s}};
         dev_ptr_t<uint32_t> entries[2] = {{m, s}, {m, s}};
@@ -317,28 +380,32 @@ class msm_on_stream {
         dev_ptr_t<uint8_t> temp{temp_bytes, s};
         CUDA_OK(cub::DeviceRadixSort::SortPairs(temp.data(), temp_bytes, sorted_keys,
                                                 sorted_entries, (int)m, 0, end_bit, s));
-
-        const size_t first_level = next_level_entries(m, FIRST_CHUNK);
-        const size_t second_level = next_level_entries(first_level, LATER_CHUNK);
-        dev_ptr_t<uint32_t> level_keys[2] = {{first_level, s}, {second_level, s}};
-        dev_ptr_t<bucket_mem_t> level_sums[2] = {{first_level, s}, {second_level, s}};
-        const size_t chunks = (m + FIRST_CHUNK - 1) / FIRST_CHUNK;
-        sum_runs<bucket_t><<<add_blocks<bucket_t>(chunks), ADD_THREADS, 0, s>>>(
-            buckets, level_keys[0].data(), level_sums[0].data(), sorted_keys.Current(),
-            point_entries<bucket_t, affine_t>{points, sorted_entries.Current()}, m, FIRST_CHUNK,
-            none);
-        CUDA_OK(cudaGetLastError());
-        sum_later_levels<bucket_t>(s, buckets, chunks, level_keys[0].data(), level_sums[0].data(),
-                                   level_keys[1].data(), level_sums[1].data());
+        if constexpr (bucket_t::degree == 1) {
+            if (rounds) {
+                device_rounds exec{s};
+                const batched_rounds<fp_t, device_rounds> reduced{
+                    exec, sorted_keys.Current(), sorted_entries.Current(), points, m, none,
+                    (size_t)none, rounds};
+                sum_sorted(buckets, reduced.keys(),
+                           reduced_entries<bucket_t, affine_t, fp_t>{reduced.points()},
+                           reduced.capacity(), none);
+                return;
+            }
+        }
+        sum_sorted(buckets, sorted_keys.Current(),
+                   point_entries<bucket_t, affine_t>{points, sorted_entries.Current()}, m, none);
         // The scratch above is freed in stream order as it goes out of scope.
     }
 
 public:
     // points: n device points; scalars: n device scalars, in Montgomery form when `mont`;
-    // bits: the digits' width, 0 for digit_bits(n) (the benchmarks try others).
+    // bits: the digits' width, 0 for digit_bits(n) (the benchmarks try others); affine: the
+    // buckets' sums begun by batched-affine rounds (G1; G2 ignores it).
     msm_on_stream(stream_t& s, const affine_mem_t* points, const fr_t* scalars, size_t n, bool mont,
-                  uint32_t bits = 0)
-        : stream(s), c(bits ? bits : digit_bits(n)), windows(windows_of(c)), d_window_sums{windows, s}
+                  uint32_t bits = 0, bool affine = false)
+        : stream(s), c(bits ? bits : digit_bits(n)), windows(windows_of(c)),
+          rounds(affine && bucket_t::degree == 1 && c >= MIN_BITS && c <= MAX_BITS ? affine_rounds_for(n, c) : 0),
+          d_window_sums{windows, s}
     {
         if (n == 0 || n > MAX_POINTS)
             throw std::invalid_argument("cuzk's MSM takes 1 to 2^30 points");
@@ -350,7 +417,7 @@ public:
         const size_t nbuckets = (size_t)windows * half + 1;
         dev_ptr_t<bucket_mem_t> buckets{nbuckets, s};
         CUDA_OK(cudaMemsetAsync(buckets.data(), 0, nbuckets * sizeof(bucket_mem_t), s));
-        const uint32_t group = group_windows(n, windows);
+        const uint32_t group = group_windows(n, windows, rounds > 0);
         for (uint32_t first_window = 0; first_window < windows; first_window += group)
             sum_buckets(buckets.data() + (size_t)first_window * half, points, scalars, n, mont,
                         first_window, std::min(group, windows - first_window));

@@ -121,7 +121,8 @@ public:
     {
         const size_t npoints = ((size_t)1 << lg_domain) - 1;
         const fr_t* coefficients = quotient_stage::coefficients(ctx, set, lg_domain, first, count);
-        if (implementation == CUZK_GPU_MSM_CUZK) {
+        own_msm::check_implementation(implementation);
+        if (own_msm::is_own(implementation)) {
             out.inf();
             if (count == 0)
                 return;
@@ -134,12 +135,11 @@ public:
                 stream.HtoD(copy.data(), (const affine_t::mem_t*)h_points.host + first, count);
                 points = copy.data();
             }
-            own_msm::g1_msm msm{stream, points, coefficients, count, true};
+            own_msm::g1_msm msm{stream, points, coefficients, count, true, 0,
+                                own_msm::with_affine_rounds(implementation)};
             out = msm.result();
             return;
         }
-        if (implementation != CUZK_GPU_MSM_SPPARK)
-            throw std::invalid_argument("no such MSM implementation");
         abandoned_on_fault<g1_msm_t> msm{nullptr, count, sizeof(affine_t), ctx.gpu.id()};
         dev_ptr_t<fr_t> scalars{const_cast<fr_t*>(coefficients), count};
         if (h_points.key)

@@ -29,11 +29,10 @@ static point_t tail_msm_on_device(cuzk_gpu_context& ctx, const cuzk_gpu_points& 
     const gpu_t& gpu = ctx.gpu;
     point_t out;
     out.inf();
-    if (implementation != CUZK_GPU_MSM_CUZK && implementation != CUZK_GPU_MSM_SPPARK)
-        throw std::invalid_argument("no such MSM implementation");
+    own_msm::check_implementation(implementation);
     if (n == 0)
         return out;
-    const bool own = implementation == CUZK_GPU_MSM_CUZK;
+    const bool own = own_msm::is_own(implementation);
     stream_t& stream = gpu[0];
     // The tail's points on the device: a dense tail's where they lie (a gathered copy of a
     // whole query would be as large as the query: 12 GB for a 32GiB PoSt's L), else gathered
@@ -66,7 +65,8 @@ static point_t tail_msm_on_device(cuzk_gpu_context& ctx, const cuzk_gpu_points& 
         stream.HtoD(d_scalars.data(), canonical_scalars, n);
         stream.sync();
         stream_t msm_stream{gpu.id()};
-        own_type msm{msm_stream, d_points, d_scalars.data(), n, false};
+        own_type msm{msm_stream, d_points, d_scalars.data(), n, false, 0,
+                     own_msm::with_affine_rounds(implementation)};
         return msm.result();
     }
     abandoned_on_fault<msm_type> msm{nullptr, n, sizeof(affine_t), gpu.id()};

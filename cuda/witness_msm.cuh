@@ -89,8 +89,7 @@ static point_t witness_msm_on_device(cuzk_gpu_context& ctx, uint32_t set,
     const size_t n = points.n;
     point_t out;
     out.inf();
-    if (implementation != CUZK_GPU_MSM_CUZK && implementation != CUZK_GPU_MSM_SPPARK)
-        throw std::invalid_argument("no such MSM implementation");
+    own_msm::check_implementation(implementation);
     if (n == 0)
         return out;
     const fr_t* z = ctx.uploaded_witness(s.z_len, set);
@@ -102,10 +101,10 @@ static point_t witness_msm_on_device(cuzk_gpu_context& ctx, uint32_t set,
     fr_t* spare = s.selected ? ctx.ntt_scratch(n, set) : nullptr;
     dev_ptr_t<fr_t> own{s.selected && !spare ? n : 0};
     const fr_t* scalars = witness_scalars(ctx, z, n, s, stream, spare ? spare : own.data(), staging);
-    if (implementation == CUZK_GPU_MSM_CUZK) {
+    if (own_msm::is_own(implementation)) {
         dev_ptr_t<typename affine_t::mem_t> copy{points.key ? 0 : n, stream};
         const auto* d_points = device_points<affine_t>(ctx, points, stream, copy, staging);
-        own_type msm{stream, d_points, scalars, n, true};
+        own_type msm{stream, d_points, scalars, n, true, 0, own_msm::with_affine_rounds(implementation)};
         return msm.result();
     }
     stream.sync();

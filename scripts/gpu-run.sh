@@ -84,6 +84,11 @@
 #                                 2^16 … 2^27 points, G2 at 2^16 … 2^26, each at the digit
 #                                 width cuzk picks and at the others (~6 min); then the 32GiB
 #                                 WinningPoSt (its MSMs' size), warm
+#   scripts/gpu-run.sh msm-affine cuzk's G1 MSM with batched-affine rounds (CUZK_MSM=cuzk-affine)
+#                                 against cuzk's and sppark's in one process, every sum held to
+#                                 sppark's: 2^20 … 2^27 points at the widths cuzk picks and at
+#                                 20, 22 bits (~4 min); then a 32GiB partition under it (~4 min;
+#                                 the `partition` mode gives the default MSM's)
 # scripts/bench-table.py turns $OUT/bench.jsonl into the tables of docs/PERFORMANCE.md.
 # device tool: run "scripts/gpu-run.sh tests" with carry ["carry"]
 set -uo pipefail
@@ -340,6 +345,12 @@ msm)
     timeout 150 carry/cuzk-bench msm --system cuzk --curve g2 --log-points 16,18,20,22,24,26 \
         --digit-bits 14,16,18,20,22 >>"$out/bench.jsonl" 2>>"$out/bench.log" || status=1
     timeout 90 carry/cuzk-bench post --system cuzk --sector-size 32GiB --post winning --repeat 6 \
+        >>"$out/bench.jsonl" 2>>"$out/bench.log" || status=1
+    ;;
+msm-affine)
+    CUZK_MSM=cuzk-affine timeout 270 carry/cuzk-bench msm --system cuzk --curve g1 --log-points 20,22,24,25,26,27 \
+        --digit-bits 20,22 >>"$out/bench.jsonl" 2>>"$out/bench.log" || status=1
+    CUZK_MSM=cuzk-affine timeout 240 carry/cuzk-bench porep-partition --system cuzk --sector-size 32GiB --repeat 3 \
         >>"$out/bench.jsonl" 2>>"$out/bench.log" || status=1
     ;;
 *) echo "unknown mode $1"; exit 2 ;;

@@ -139,6 +139,7 @@ fn check_circuit_equals_bellperson<C: bellperson::Circuit<Scalar> + Clone + Send
         (SplitPolicy::Always, KeyResidency::Resident, true, MsmChoice::Cuzk),
         (SplitPolicy::Never, KeyResidency::Streamed, true, MsmChoice::Cuzk),
         (SplitPolicy::Never, KeyResidency::Resident, true, MsmChoice::Sppark),
+        (SplitPolicy::Never, KeyResidency::Resident, true, MsmChoice::CuzkAffine),
     ] {
         let gpu = gpu_prover(policy, residency, products_on_device, msm);
         let options = CircuitOptions {
@@ -237,8 +238,10 @@ fn msm_points(n: usize, rng: &mut rand_chacha::ChaCha20Rng) -> Vec<G1Affine> {
 /// windows, run-sum chunks and segments begin and end (2^k ± 1), on random scalars and on the
 /// edge cases: all equal, all p − 1, all 0 or 1, all 0, one point; scalars in Montgomery form
 /// and canonical; in G1 and in G2; at the narrowest and widest digits, and at 2^25 and 2^27
-/// points (H's size at 32GiB), whose windows are sorted in groups. Prints each size's time by
-/// both MSMs (their inputs on the device already).
+/// points (H's size at 32GiB), whose windows are sorted in groups. In G1 every case also by
+/// cuzk's MSM with batched-affine rounds (`MsmChoice::CuzkAffine`; at 2^25 and 2^27 the tiled
+/// points put a point twice, or with its negation, in some buckets). Prints each size's time
+/// by the MSMs (their inputs on the device already).
 #[test]
 #[cfg_attr(
     not(cuzk_gpu_tests),
@@ -262,12 +265,20 @@ fn own_msm_equals_cpu_and_sppark() {
             ours, expected,
             "cuzk's MSM of {n} points, {what} scalars (montgomery {montgomery}), seed {seed}"
         );
+        let (affine, affine_ns) = gpu
+            .msm_g1(points, scalars, MsmChoice::CuzkAffine, 0, montgomery)
+            .expect("cuzk-affine MSM");
+        assert_eq!(
+            affine, expected,
+            "cuzk's MSM with batched-affine rounds of {n} points, {what} scalars (montgomery {montgomery}), seed {seed}"
+        );
         let (sppark, sppark_ns) = gpu.msm_g1(points, scalars, MsmChoice::Sppark, 0, false).expect("sppark MSM");
         assert_eq!(sppark, expected, "sppark's MSM of {n} points, {what} scalars, seed {seed}");
         eprintln!(
-            "MSM 2^{:.2} = {n} points, {what}: cuzk {:.3} ms, sppark {:.3} ms",
+            "MSM 2^{:.2} = {n} points, {what}: cuzk {:.3} ms, cuzk-affine {:.3} ms, sppark {:.3} ms",
             (n as f64).log2(),
             ours_ns as f64 / 1e6,
+            affine_ns as f64 / 1e6,
             sppark_ns as f64 / 1e6
         );
     };
@@ -330,8 +341,10 @@ fn own_msm_equals_cpu_and_sppark() {
         let projective: Vec<G1Projective> = points.iter().map(|p| G1Projective::from(*p)).collect();
         let scalars: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut rng)).collect();
         let expected = G1Projective::multi_exp(&projective, &scalars);
-        let (ours, _) = gpu.msm_g1(points, &scalars, MsmChoice::Cuzk, bits, true).expect("cuzk MSM");
-        assert_eq!(ours, expected, "cuzk's MSM of {n} points, {bits}-bit digits, seed {seed}");
+        for choice in [MsmChoice::Cuzk, MsmChoice::CuzkAffine] {
+            let (ours, _) = gpu.msm_g1(points, &scalars, choice, bits, true).expect("cuzk MSM");
+            assert_eq!(ours, expected, "{choice:?} MSM of {n} points, {bits}-bit digits, seed {seed}");
+        }
         let g2 = &g2_points[..n];
         let g2_projective: Vec<G2Projective> = g2.iter().map(|p| G2Projective::from(*p)).collect();
         let (ours, _) = gpu.msm_g2(g2, &scalars, MsmChoice::Cuzk, bits, true).expect("cuzk G2 MSM");
@@ -361,15 +374,17 @@ fn own_msm_equals_cpu_and_sppark() {
             .collect();
         let expected = G1Projective::multi_exp(&projective, &folded);
         for &bits in digit_bits {
-            let (ours, ours_ns) = gpu.msm_g1(&tiled, &scalars, MsmChoice::Cuzk, bits, true).expect("cuzk MSM");
-            assert_eq!(
-                ours, expected,
-                "cuzk's MSM of 2^{log_n} points ({bits}-bit digits; 0: by size), seed {seed}"
-            );
-            eprintln!(
-                "MSM 2^{log_n} points ({bits}-bit digits; 0: by size): cuzk {:.3} ms",
-                ours_ns as f64 / 1e6
-            );
+            for choice in [MsmChoice::Cuzk, MsmChoice::CuzkAffine] {
+                let (ours, ours_ns) = gpu.msm_g1(&tiled, &scalars, choice, bits, true).expect("cuzk MSM");
+                assert_eq!(
+                    ours, expected,
+                    "{choice:?} MSM of 2^{log_n} points ({bits}-bit digits; 0: by size), seed {seed}"
+                );
+                eprintln!(
+                    "MSM 2^{log_n} points ({bits}-bit digits; 0: by size): {choice:?} {:.3} ms",
+                    ours_ns as f64 / 1e6
+                );
+            }
         }
     }
     // 2^16 … 2^22 random, the per-size table of docs/PERFORMANCE.md.

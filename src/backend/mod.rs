@@ -90,8 +90,8 @@ pub enum SplitPolicy {
     Never,
 }
 
-/// Which MSM implementation the GPU backend runs where both apply (env CUZK_MSM=cuzk|sppark,
-/// for comparing them in one binary).
+/// Which MSM implementation the GPU backend runs where both apply (env
+/// CUZK_MSM=cuzk|cuzk-affine|sppark, for comparing them in one binary).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum MsmChoice {
     /// cuzk's own (cuda/msm.cuh), measured faster at every size (2^16 … 2^27 points, G1 and
@@ -99,8 +99,20 @@ pub enum MsmChoice {
     /// when each has at most 2^20 points.
     #[default]
     Cuzk,
+    /// cuzk's, its G1 MSMs' bucket sums begun by batched-affine rounds (cuda/affine_rounds.cuh:
+    /// a bucket's points added two by two in affine coordinates, one field inversion shared by
+    /// a whole round); G2 and a small proof's MSMs at once as under `Cuzk`. Not yet the default:
+    /// its speed against `Cuzk` is to be measured on the device.
+    CuzkAffine,
     /// sppark's everywhere, one MSM after another.
     Sppark,
+}
+
+impl MsmChoice {
+    /// cuzk's own MSM, with batched-affine rounds or without.
+    pub(crate) fn is_cuzk(self) -> bool {
+        matches!(self, MsmChoice::Cuzk | MsmChoice::CuzkAffine)
+    }
 }
 
 /// A circuit's R1CS matrices resident on a device (engine status).

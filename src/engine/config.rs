@@ -47,7 +47,7 @@ pub struct EngineConfig {
     /// How the GPU decides, per MSM, whether batch addition of the bases whose scalar is 1
     /// pays (env CUZK_GPU_SPLIT=auto|always|never; forcing it is for measuring the model).
     pub gpu_split: SplitPolicy,
-    /// Which MSM the GPU runs where both apply (env CUZK_MSM=cuzk|sppark).
+    /// Which MSM the GPU runs where both apply (env CUZK_MSM=cuzk|cuzk-affine|sppark).
     pub gpu_msm: MsmChoice,
     /// On the R1CS path with a GPU, compute a = A·z, b = B·z, c = C·z on the device from its
     /// resident copy of the circuit's matrices (true), or on the host and send them (env
@@ -160,7 +160,7 @@ impl EngineConfig {
     }
 
     /// This configuration with the environment's overrides applied: CUZK_NO_GPU=1|0,
-    /// CUZK_SYNTHESIS=classic|r1cs, CUZK_GPU_SPLIT=auto|always|never, CUZK_MSM=cuzk|sppark,
+    /// CUZK_SYNTHESIS=classic|r1cs, CUZK_GPU_SPLIT=auto|always|never, CUZK_MSM=cuzk|cuzk-affine|sppark,
     /// CUZK_SPMV=device|host,
     /// FIL_PROOFS_VERIFY_PRODUCTION_PARAMS=1|0 (and true|false, yes|no, on|off),
     /// CUZK_PARAMETERS_JSON=FILE, each when set. A value it does not know is an error, not silently ignored.
@@ -181,7 +181,14 @@ impl EngineConfig {
         )? {
             self.gpu_split = split;
         }
-        if let Some(msm) = env_knob("CUZK_MSM", &[("cuzk", MsmChoice::Cuzk), ("sppark", MsmChoice::Sppark)])? {
+        if let Some(msm) = env_knob(
+            "CUZK_MSM",
+            &[
+                ("cuzk", MsmChoice::Cuzk),
+                ("cuzk-affine", MsmChoice::CuzkAffine),
+                ("sppark", MsmChoice::Sppark),
+            ],
+        )? {
             self.gpu_msm = msm;
         }
         if let Some(on_device) = env_knob("CUZK_SPMV", &[("device", true), ("host", false)])? {

@@ -583,7 +583,10 @@ impl Backend for GpuBackend {
         // The largest MSM one after another: sppark's, or cuzk's up to its sizes (tails, H's
         // chunks), its points copied for a streamed key.
         let own = |n: u64, point: u64, bucket: u64| match msm::implementation(self.msm, n as usize) {
-            sys::MSM_CUZK => msm::scratch_bytes(n, bucket) + if streamed { n * point } else { 0 },
+            implementation @ (sys::MSM_CUZK | sys::MSM_CUZK_AFFINE) => {
+                let affine = implementation == sys::MSM_CUZK_AFFINE && point == g1;
+                msm::scratch_bytes(n, bucket, affine) + if streamed { n * point } else { 0 }
+            }
             _ => 0,
         };
         let largest_h_chunk = sizes.h.min(quotient::H_MSM_CHUNK as u64);
@@ -593,7 +596,7 @@ impl Backend for GpuBackend {
             .max(own(largest_h_chunk, g1, G1_BUCKET))
             .max(own(sizes.b_g2, g2, G2_BUCKET));
         let at_once = [sizes.h, sizes.l, sizes.a, sizes.b_g1];
-        if self.msm == MsmChoice::Cuzk && at_once.iter().all(|&n| (1..=AT_ONCE_MAX_POINTS as u64).contains(&n)) {
+        if self.msm.is_cuzk() && at_once.iter().all(|&n| (1..=AT_ONCE_MAX_POINTS as u64).contains(&n)) {
             // A mostly full-width witness's MSMs and H's at once by cuzk's (witness_msm.rs), A's
             // and B's scalars selected into memory of their own, a streamed key's points copied
             // for each.
@@ -603,8 +606,8 @@ impl Backend for GpuBackend {
             } else {
                 0
             };
-            let g1_scratch: u64 = at_once.iter().map(|&n| msm::scratch_bytes(n, G1_BUCKET)).sum();
-            msm = msm.max(g1_scratch + msm::scratch_bytes(sizes.b_g2, G2_BUCKET) + selected + copies);
+            let g1_scratch: u64 = at_once.iter().map(|&n| msm::scratch_bytes(n, G1_BUCKET, false)).sum();
+            msm = msm.max(g1_scratch + msm::scratch_bytes(sizes.b_g2, G2_BUCKET, false) + selected + copies);
         }
         let variables = sizes.variables();
         let matrices = if self.products_on_device { shape_bytes } else { 0 };

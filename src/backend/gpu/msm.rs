@@ -15,10 +15,10 @@ pub(super) const OWN_MSM_MAX_POINTS: usize = 1 << 30;
 
 /// Which implementation (`sys::MSM_*`) computes an MSM of `n` points under `choice`.
 pub(super) fn implementation(choice: MsmChoice, n: usize) -> u32 {
-    if choice == MsmChoice::Cuzk && n <= OWN_MSM_MAX_POINTS {
-        sys::MSM_CUZK
-    } else {
-        sys::MSM_SPPARK
+    match choice {
+        MsmChoice::Cuzk if n <= OWN_MSM_MAX_POINTS => sys::MSM_CUZK,
+        MsmChoice::CuzkAffine if n <= OWN_MSM_MAX_POINTS => sys::MSM_CUZK_AFFINE,
+        _ => sys::MSM_SPPARK,
     }
 }
 
@@ -32,8 +32,16 @@ const BUCKET_COST: f64 = 4.0;
 const FIRST_CHUNK: u64 = 32;
 const LATER_CHUNK: u64 = 8;
 const SEGMENT: u64 = 16;
-/// The most entries one group of windows sorts.
+/// The most entries one group of windows sorts, without batched-affine rounds and with them.
 const GROUP_ITEMS: u64 = 1 << 28;
+const AFFINE_GROUP_ITEMS: u64 = 1 << 27;
+/// cuda/affine_rounds.cuh: sorted places per thread of a round, values per node of the
+/// inversion tree, the most rounds; an affine point's and an Fp element's bytes.
+const ROUND_CHUNK: u64 = 16;
+const TREE_FANOUT: u64 = 16;
+const MAX_ROUNDS: u32 = 12;
+const XY_BYTES: u64 = 96;
+const FP_BYTES: u64 = 48;
 
 fn windows_of(c: u32) -> u64 {
     u64::from(SCALAR_BITS / c + 1)
@@ -58,16 +66,58 @@ fn next_level_entries(m: u64, chunk: u64) -> u64 {
     }
 }
 
+/// cuda/msm.cuh's `affine_rounds_for`: rounds that halve a bucket's expected entries to one.
+fn affine_rounds_for(n: u64, c: u32) -> u32 {
+    let (mut rounds, mut per_bucket) = (0, n >> (c - 1));
+    while per_bucket >= 2 && rounds < MAX_ROUNDS {
+        rounds += 1;
+        per_bucket /= 2;
+    }
+    rounds
+}
+
+/// cuda/affine_rounds.cuh's `round_capacity`: the places a round writes at most from `len`.
+fn round_capacity(len: u64, keys: u64) -> u64 {
+    ((len + keys + len.div_ceil(ROUND_CHUNK)) / 2 + 1).min(len)
+}
+
+/// cuda/affine_rounds.cuh's `tree_values`: the inversion tree's values for `leaves` leaves.
+fn tree_values(leaves: u64) -> u64 {
+    let (mut total, mut n) = (1, leaves);
+    while n > 1 {
+        total += n;
+        n = n.div_ceil(TREE_FANOUT);
+    }
+    total
+}
+
 /// Device memory one MSM of `n` points takes besides its points and scalars, as cuda/msm.cuh's
 /// `msm_on_stream` allocates it (for one group of windows: keys, entries, cub's temporary
 /// storage ≈ one more array, the first two run-sum levels' partial sums; the buckets, the
-/// window sums' levels), for buckets (xyzz) of `bucket_bytes`.
-pub(super) fn scratch_bytes(n: u64, bucket_bytes: u64) -> u64 {
+/// window sums' levels), for buckets (xyzz) of `bucket_bytes`; with `affine` (a G1 MSM under
+/// `MSM_CUZK_AFFINE`), a group's batched-affine rounds too: their two lists, the threads'
+/// counts and offsets, the inversion tree.
+pub(super) fn scratch_bytes(n: u64, bucket_bytes: u64, affine: bool) -> u64 {
     let c = digit_bits(n);
     let (windows, half) = (windows_of(c), 1u64 << (c - 1));
-    let group = (GROUP_ITEMS / n.max(1)).clamp(1, windows);
+    let rounds = if affine { affine_rounds_for(n, c) } else { 0 };
+    let items = if rounds > 0 { AFFINE_GROUP_ITEMS } else { GROUP_ITEMS };
+    let group = (items / n.max(1)).clamp(1, windows);
     let m = group * n;
-    let first = next_level_entries(m, FIRST_CHUNK);
+    let (mut listed, mut lists) = (m, 0);
+    for round in 0..rounds {
+        listed = round_capacity(listed, group * half);
+        if round < 2 {
+            lists += listed * (4 + XY_BYTES);
+        }
+    }
+    let threads = m.div_ceil(ROUND_CHUNK) + 1;
+    let rounds_bytes = if rounds > 0 {
+        lists + 2 * 4 * threads + tree_values(threads) * FP_BYTES
+    } else {
+        0
+    };
+    let first = next_level_entries(listed, FIRST_CHUNK);
     let second = next_level_entries(first, LATER_CHUNK);
     let partial = 4 + bucket_bytes;
     // Step 4: the first level's segments and two run-sum levels over them, the plain sums'
@@ -77,7 +127,7 @@ pub(super) fn scratch_bytes(n: u64, bucket_bytes: u64) -> u64 {
     let step4 = (segments + segments_next + next_level_entries(segments_next, LATER_CHUNK)) * partial
         + (segments + (segments / SEGMENT).max(windows)) * bucket_bytes
         + levels(half) * windows * bucket_bytes;
-    5 * 4 * m + (first + second) * partial + (windows * half + 1) * bucket_bytes + step4
+    5 * 4 * m + rounds_bytes + (first + second) * partial + (windows * half + 1) * bucket_bytes + step4
 }
 
 /// Step 4's levels for `half` buckets a window: segments of SEGMENT down to one a window.
@@ -173,6 +223,7 @@ mod compare {
             };
             let implementation = match choice {
                 MsmChoice::Cuzk => sys::MSM_CUZK,
+                MsmChoice::CuzkAffine => sys::MSM_CUZK_AFFINE,
                 MsmChoice::Sppark => sys::MSM_SPPARK,
             };
             let mut out = Out::default();
@@ -213,13 +264,110 @@ mod tests {
 
     #[test]
     fn scratch_grows_with_the_points() {
-        let small = scratch_bytes(1 << 10, 192);
-        let winning = scratch_bytes(370_000, 192);
-        assert!(small < winning && winning < scratch_bytes(1 << 20, 192) && winning < scratch_bytes(370_000, 384));
+        let small = scratch_bytes(1 << 10, 192, false);
+        let winning = scratch_bytes(370_000, 192, false);
+        assert!(small < winning && winning < scratch_bytes(1 << 20, 192, false) && winning < scratch_bytes(370_000, 384, false));
         // The sort's keys and entries alone: 19 windows (14 bits) × 370k × 16 bytes.
         assert!(winning > 19 * 370_000 * 16, "{winning}");
         // 2^27 points: the sort takes a group of two windows (2^28 entries), not all 12.
-        let largest = scratch_bytes(1 << 27, 192);
+        let largest = scratch_bytes(1 << 27, 192, false);
         assert!(largest > 2 * (1 << 27) * 16 && largest < 12 * (1 << 27) * 16, "{largest}");
+    }
+
+    /// The batched-affine rounds (cuda/affine_rounds.cuh) run on the host by the steps the
+    /// device runs, held against blstrs: every key's sum over the reduced list is the sum of its
+    /// entries' points. Runs of every length from 1 to 40 (so thread boundaries inside them),
+    /// a point twice in a bucket (tangents, and tangents of their sums), a point and its
+    /// negation (infinity), the point at infinity, keys without entries, `none` entries last;
+    /// 1 to 12 rounds.
+    #[test]
+    fn batched_affine_rounds_keep_every_bucket_sum() {
+        use blstrs::{G1Affine, G1Projective};
+        use group::prime::PrimeCurveAffine;
+        use group::{Curve, Group};
+        use rand::{Rng, SeedableRng};
+
+        let seed: u64 = rand::random();
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        let mut points: Vec<G1Affine> = (0..96).map(|_| G1Projective::random(&mut rng).to_affine()).collect();
+        points[7] = G1Affine::identity();
+        let (mut keys, mut entries) = (Vec::new(), Vec::new());
+        let mut push = |key: u32, index: u32, negated: bool| {
+            keys.push(key);
+            entries.push(index | (u32::from(negated) << 31));
+        };
+        // Key 0: one point 33 times (tangents all the way); key 1: P and −P; key 2: P twice and
+        // the point at infinity; then random runs, some keys left empty.
+        for _ in 0..33 {
+            push(0, 3, false);
+        }
+        push(1, 4, false);
+        push(1, 4, true);
+        push(2, 5, true);
+        push(2, 7, false);
+        push(2, 5, true);
+        let mut key = 3;
+        for length in (1..=40).chain(std::iter::repeat_n(0, 5)).chain((1..=40).rev()) {
+            for _ in 0..length {
+                push(key, rng.gen_range(0..points.len() as u32), rng.gen());
+            }
+            key += 1;
+        }
+        let none = key;
+        for _ in 0..21 {
+            push(none, rng.gen_range(0..points.len() as u32), false);
+        }
+        let mut expected = vec![G1Projective::identity(); none as usize];
+        for (&k, &e) in keys.iter().zip(&entries).filter(|(&k, _)| k < none) {
+            let p = G1Projective::from(points[(e & 0x7fff_ffff) as usize]);
+            expected[k as usize] += if e >> 31 == 1 { -p } else { p };
+        }
+        for rounds in [1, 2, 3, 6, 12] {
+            let mut sums: Vec<sys::G1> = (0..none).map(|_| sys::G1::default()).collect();
+            // SAFETY: the slices' lengths are the counts passed.
+            sys::call("affine rounds", |msg| unsafe {
+                sys::cuzk_gpu_affine_rounds_check(
+                    points.as_ptr().cast(),
+                    points.len(),
+                    keys.as_ptr(),
+                    entries.as_ptr(),
+                    keys.len(),
+                    none,
+                    rounds,
+                    sums.as_mut_ptr(),
+                    msg,
+                )
+            })
+            .unwrap_or_else(|e| panic!("seed {seed}, {rounds} rounds: {e}"));
+            for (k, (sum, want)) in sums.iter().zip(&expected).enumerate() {
+                assert_eq!(sys::to_projective(sum), *want, "seed {seed}, {rounds} rounds, key {k}");
+            }
+        }
+        // Input the steps do not take: unsorted keys, an entry past the points, 13 rounds.
+        let mut sums: Vec<sys::G1> = (0..none).map(|_| sys::G1::default()).collect();
+        let mut check = |keys: &[u32], entries: &[u32], rounds: u32| {
+            // SAFETY: as above.
+            sys::call("affine rounds", |msg| unsafe {
+                sys::cuzk_gpu_affine_rounds_check(
+                    points.as_ptr().cast(),
+                    points.len(),
+                    keys.as_ptr(),
+                    entries.as_ptr(),
+                    keys.len(),
+                    none,
+                    rounds,
+                    sums.as_mut_ptr(),
+                    msg,
+                )
+            })
+        };
+        let mut unsorted = keys.clone();
+        unsorted.swap(0, 40);
+        assert!(check(&unsorted, &entries, 2).is_err());
+        let mut past = entries.clone();
+        past[3] = points.len() as u32;
+        assert!(check(&keys, &past, 2).is_err());
+        assert!(check(&keys, &entries, 13).is_err());
+        assert!(check(&keys, &entries, 0).is_err());
     }
 }

@@ -71,6 +71,7 @@ pub(super) const QUERIES: usize = 5;
 /// The MSM implementations (CUZK_GPU_MSM_*).
 pub(super) const MSM_CUZK: u32 = 0;
 pub(super) const MSM_SPPARK: u32 = 1;
+pub(super) const MSM_CUZK_AFFINE: u32 = 2;
 
 #[repr(C)]
 pub(super) struct Points {
@@ -289,6 +290,18 @@ extern "C" {
         digit_bits: u32,
         out: *mut G2,
         msm_ns: *mut u64,
+        msg: *mut Message,
+    ) -> c_int;
+    #[cfg(test)]
+    pub(super) fn cuzk_gpu_affine_rounds_check(
+        points: *const c_void,
+        npoints: usize,
+        keys: *const u32,
+        entries: *const u32,
+        m: usize,
+        none: u32,
+        rounds: u32,
+        sums: *mut G1,
         msg: *mut Message,
     ) -> c_int;
 }

@@ -103,7 +103,7 @@ impl WitnessMsms {
     /// Whether the MSMs run at once: cuzk's MSM chosen and every G1 query (`g1_points`: H, L,
     /// A, B_G1) of 1 to [`AT_ONCE_MAX_POINTS`] points.
     pub(super) fn run_at_once(&self, g1_points: [usize; 4]) -> bool {
-        self.msm == MsmChoice::Cuzk && g1_points.iter().all(|&n| (1..=AT_ONCE_MAX_POINTS).contains(&n))
+        self.msm.is_cuzk() && g1_points.iter().all(|&n| (1..=AT_ONCE_MAX_POINTS).contains(&n))
     }
 
     fn raw_scalars(&self) -> [sys::WitnessScalars; 3] {
@@ -124,7 +124,7 @@ pub(super) type WitnessMsmEntry<Out> = unsafe extern "C" fn(
 ) -> c_int;
 
 /// The most points of a query whose MSMs (H's and the witness's) run at once by cuzk's MSM
-/// (MsmChoice::Cuzk), with one make-way before them (a 32GiB WinningPoSt's ~370k points: 31 ms
+/// (`MsmChoice::is_cuzk`), with one make-way before them (a 32GiB WinningPoSt's ~370k points: 31 ms
 /// for the five, against 0.115 s by sppark's one after another; docs/PERFORMANCE.md); beyond,
 /// one after another, with room to make way between them.
 pub(super) const AT_ONCE_MAX_POINTS: usize = 1 << 20;

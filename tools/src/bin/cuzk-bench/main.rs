@@ -83,7 +83,7 @@ use std::sync::Arc;
 
 use anyhow::Result;
 use blstrs::Scalar;
-use cuzk::engine::{Engine, EngineConfig};
+use cuzk::engine::{Engine, EngineConfig, MsmChoice};
 use cuzk::internals::{ProofRequest, SynthesisPath};
 use cuzk::timings::Timings;
 use cuzk::CircuitOptions;
@@ -107,8 +107,9 @@ impl Bench {
 
     /// `--system`, with what the environment makes the engine do differently as part of the
     /// name: a forced 0/1 split (CUZK_GPU_SPLIT=always|never, for measuring the GPU's cost
-    /// model), a, b, c on the host (CUZK_SPMV=host), classic synthesis (CUZK_SYNTHESIS=classic),
-    /// capped malloc arenas (--malloc-arena-max).
+    /// model), a, b, c on the host (CUZK_SPMV=host), an MSM other than the default
+    /// (CUZK_MSM=cuzk-affine|sppark), classic synthesis (CUZK_SYNTHESIS=classic), capped malloc
+    /// arenas (--malloc-arena-max).
     fn system_name(&self) -> String {
         let system = self.args.system;
         let mut name = system.name().to_string();
@@ -118,6 +119,11 @@ impl Bench {
             }
             if !self.config.products_on_gpu {
                 name += "[spmv=host]";
+            }
+            match self.config.gpu_msm {
+                MsmChoice::Cuzk => {}
+                MsmChoice::CuzkAffine => name += "[msm=cuzk-affine]",
+                MsmChoice::Sppark => name += "[msm=sppark]",
             }
         }
         if system.is_cuzk() && self.config.classic_synthesis {

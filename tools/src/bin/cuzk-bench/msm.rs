@@ -1,6 +1,7 @@
 //! `msm`: cuzk's MSM (cuda/msm.cuh) against sppark's, per size and digit width, in G1 and G2,
-//! their inputs already on the device: the per-size table of docs/PERFORMANCE.md. Every sum of
-//! ours is held to sppark's; a mismatch fails the run.
+//! their inputs already on the device: the per-size table of docs/PERFORMANCE.md. Under
+//! CUZK_MSM=cuzk-affine, in G1 also cuzk's with batched-affine rounds (cuda/affine_rounds.cuh)
+//! at each size and width. Every sum of ours is held to sppark's; a mismatch fails the run.
 
 use anyhow::{bail, Context, Result};
 use blstrs::{G1Projective, G2Projective, Scalar};
@@ -45,24 +46,33 @@ pub fn run(bench: &Bench) -> Result<()> {
         match curve {
             MsmCurve::G1 => {
                 let points = tiled_points::<G1Projective>(largest, seed);
-                compare(args, "g1", &points, &scalars, |p, s, choice, bits| gpu.msm_g1(p, s, choice, bits, true))?;
+                let choices: &[MsmChoice] = match bench.config.gpu_msm {
+                    MsmChoice::CuzkAffine => &[MsmChoice::Cuzk, MsmChoice::CuzkAffine],
+                    _ => &[MsmChoice::Cuzk],
+                };
+                compare(args, "g1", &points, &scalars, choices, |p, s, choice, bits| {
+                    gpu.msm_g1(p, s, choice, bits, true)
+                })?;
             }
             MsmCurve::G2 => {
                 let points = tiled_points::<G2Projective>(largest, seed);
-                compare(args, "g2", &points, &scalars, |p, s, choice, bits| gpu.msm_g2(p, s, choice, bits, true))?;
+                compare(args, "g2", &points, &scalars, &[MsmChoice::Cuzk], |p, s, choice, bits| {
+                    gpu.msm_g2(p, s, choice, bits, true)
+                })?;
             }
         }
     }
     Ok(())
 }
 
-/// For each size and run: sppark's MSM, then ours at the width it picks and at each
-/// `--digit-bits`, each held to sppark's sum.
+/// For each size and run: sppark's MSM, then each of `choices` of ours at the width it picks
+/// and at each `--digit-bits`, each held to sppark's sum.
 fn compare<P, S: PartialEq + std::fmt::Debug>(
     args: &Args,
     curve: &str,
     points: &[P],
     scalars: &[Scalar],
+    choices: &[MsmChoice],
     msm: impl Fn(&[P], &[Scalar], MsmChoice, u32) -> cuzk::error::Result<(S, u64)>,
 ) -> Result<()> {
     for &lg in &args.log_points {
@@ -72,13 +82,16 @@ fn compare<P, S: PartialEq + std::fmt::Debug>(
         for run in 0..args.repeat {
             let (expected, ns) = msm(points, scalars, MsmChoice::Sppark, 0)?;
             report("sppark", &label, run, n, 0, ns);
-            for bits in std::iter::once(0).chain(args.digit_bits.iter().copied()) {
-                let (sum, ns) = msm(points, scalars, MsmChoice::Cuzk, bits)?;
-                if sum != expected {
-                    bail!("{label}: cuzk's MSM ({bits}-bit digits; 0: its choice) differs from sppark's");
+            for &choice in choices {
+                let name = if choice == MsmChoice::CuzkAffine { "cuzk-affine" } else { "cuzk" };
+                for bits in std::iter::once(0).chain(args.digit_bits.iter().copied()) {
+                    let (sum, ns) = msm(points, scalars, choice, bits)?;
+                    if sum != expected {
+                        bail!("{label}: {name}'s MSM ({bits}-bit digits; 0: its choice) differs from sppark's");
+                    }
+                    let system = if bits == 0 { name.to_string() } else { format!("{name}[c={bits}]") };
+                    report(&system, &label, run, n, bits, ns);
                 }
-                let system = if bits == 0 { "cuzk".to_string() } else { format!("cuzk[c={bits}]") };
-                report(&system, &label, run, n, bits, ns);
             }
         }
     }
