@@ -272,6 +272,14 @@ mod tests {
         // 2^27 points: the sort takes a group of two windows (2^28 entries), not all 12.
         let largest = scratch_bytes(1 << 27, 192, false);
         assert!(largest > 2 * (1 << 27) * 16 && largest < 12 * (1 << 27) * 16, "{largest}");
+        // With batched-affine rounds: one window a group (2^27 entries), plus its two lists
+        // (≈ 0.54 and 0.29 of the entries, 100 bytes a place) and the inversion tree.
+        let affine = scratch_bytes(1 << 27, 192, true);
+        assert!(affine > largest && affine < 2 * largest, "{affine} against {largest}");
+        assert!(affine > (1 << 27) * 16 + (1u64 << 27) * 80, "{affine}");
+        // Too few points a bucket for a round (200 points, 128 buckets a window): as without.
+        assert_eq!(scratch_bytes(200, 192, true), scratch_bytes(200, 192, false));
+        assert!(scratch_bytes(1 << 10, 192, true) > small);
     }
 
     /// The batched-affine rounds (cuda/affine_rounds.cuh) run on the host by the steps the
