@@ -49,9 +49,10 @@ constexpr uint32_t MIN_BITS = 8, MAX_BITS = 22;
 // best measured at every size, G1 2^16 … 2^27 and G2 2^20 … 2^26 (run 84, docs/PERFORMANCE.md).
 constexpr double BUCKET_COST = 4;
 // The most entries one group of windows sorts (steps 1–3): 4 GiB of keys and entries. With
-// batched-affine rounds, whose lists take ≈ 85 bytes an entry more, half as many.
+// batched-affine rounds, whose lists take ≈ 83 bytes an entry more, 2^25 (a group is at least
+// one window: 2^26 points' H chunk sorts a window at a time).
 constexpr size_t GROUP_ITEMS = (size_t)1 << 28;
-constexpr size_t AFFINE_GROUP_ITEMS = (size_t)1 << 27;
+constexpr size_t AFFINE_GROUP_ITEMS = (size_t)1 << 25;
 // Whether `implementation` (CUZK_GPU_MSM_*) is cuzk's MSM; with batched-affine rounds.
 inline bool is_own(uint32_t implementation)
 {

@@ -34,7 +34,7 @@ const LATER_CHUNK: u64 = 8;
 const SEGMENT: u64 = 16;
 /// The most entries one group of windows sorts, without batched-affine rounds and with them.
 const GROUP_ITEMS: u64 = 1 << 28;
-const AFFINE_GROUP_ITEMS: u64 = 1 << 27;
+const AFFINE_GROUP_ITEMS: u64 = 1 << 25;
 /// cuda/affine_rounds.cuh: sorted places per thread of a round, values per node of the
 /// inversion tree, the most rounds; an affine point's and an Fp element's bytes.
 const ROUND_CHUNK: u64 = 16;
@@ -280,6 +280,8 @@ mod tests {
         // Too few points a bucket for a round (200 points, 128 buckets a window): as without.
         assert_eq!(scratch_bytes(200, 192, true), scratch_bytes(200, 192, false));
         assert!(scratch_bytes(1 << 10, 192, true) > small);
+        // H's 2^26-point chunks: a window a group sorted, less than four windows without rounds.
+        assert!(scratch_bytes(1 << 26, 192, true) < scratch_bytes(1 << 26, 192, false));
     }
 
     /// The batched-affine rounds (cuda/affine_rounds.cuh) run on the host by the steps the
@@ -287,7 +289,8 @@ mod tests {
     /// entries' points. Runs of every length from 1 to 40 (so thread boundaries inside them),
     /// a point twice in a bucket (tangents, and tangents of their sums), a point and its
     /// negation (infinity), the point at infinity, keys without entries, `none` entries last;
-    /// 1 to 12 rounds.
+    /// 1 to 12 rounds; 40 000 random entries (an inversion tree of three levels); only `none`
+    /// entries.
     #[test]
     fn batched_affine_rounds_keep_every_bucket_sum() {
         use blstrs::{G1Affine, G1Projective};
@@ -299,6 +302,33 @@ mod tests {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
         let mut points: Vec<G1Affine> = (0..96).map(|_| G1Projective::random(&mut rng).to_affine()).collect();
         points[7] = G1Affine::identity();
+        // The host check's sums of keys below `none` after `rounds` rounds.
+        let reduce = |keys: &[u32], entries: &[u32], none: u32, rounds: u32| {
+            let mut sums: Vec<sys::G1> = (0..none).map(|_| sys::G1::default()).collect();
+            // SAFETY: the slices' lengths are the counts passed.
+            sys::call("affine rounds", |msg| unsafe {
+                sys::cuzk_gpu_affine_rounds_check(
+                    points.as_ptr().cast(),
+                    points.len(),
+                    keys.as_ptr(),
+                    entries.as_ptr(),
+                    keys.len(),
+                    none,
+                    rounds,
+                    sums.as_mut_ptr(),
+                    msg,
+                )
+            })
+            .map(|()| sums.iter().map(sys::to_projective).collect::<Vec<_>>())
+        };
+        let expect = |keys: &[u32], entries: &[u32], none: u32| {
+            let mut expected = vec![G1Projective::identity(); none as usize];
+            for (&k, &e) in keys.iter().zip(entries).filter(|(&k, _)| k < none) {
+                let p = G1Projective::from(points[(e & 0x7fff_ffff) as usize]);
+                expected[k as usize] += if e >> 31 == 1 { -p } else { p };
+            }
+            expected
+        };
         let (mut keys, mut entries) = (Vec::new(), Vec::new());
         let mut push = |key: u32, index: u32, negated: bool| {
             keys.push(key);
@@ -325,57 +355,37 @@ mod tests {
         for _ in 0..21 {
             push(none, rng.gen_range(0..points.len() as u32), false);
         }
-        let mut expected = vec![G1Projective::identity(); none as usize];
-        for (&k, &e) in keys.iter().zip(&entries).filter(|(&k, _)| k < none) {
-            let p = G1Projective::from(points[(e & 0x7fff_ffff) as usize]);
-            expected[k as usize] += if e >> 31 == 1 { -p } else { p };
-        }
+        let expected = expect(&keys, &entries, none);
         for rounds in [1, 2, 3, 6, 12] {
-            let mut sums: Vec<sys::G1> = (0..none).map(|_| sys::G1::default()).collect();
-            // SAFETY: the slices' lengths are the counts passed.
-            sys::call("affine rounds", |msg| unsafe {
-                sys::cuzk_gpu_affine_rounds_check(
-                    points.as_ptr().cast(),
-                    points.len(),
-                    keys.as_ptr(),
-                    entries.as_ptr(),
-                    keys.len(),
-                    none,
-                    rounds,
-                    sums.as_mut_ptr(),
-                    msg,
-                )
-            })
-            .unwrap_or_else(|e| panic!("seed {seed}, {rounds} rounds: {e}"));
+            let sums = reduce(&keys, &entries, none, rounds).unwrap_or_else(|e| panic!("seed {seed}, {rounds} rounds: {e}"));
             for (k, (sum, want)) in sums.iter().zip(&expected).enumerate() {
-                assert_eq!(sys::to_projective(sum), *want, "seed {seed}, {rounds} rounds, key {k}");
+                assert_eq!(sum, want, "seed {seed}, {rounds} rounds, key {k}");
             }
         }
-        // Input the steps do not take: unsorted keys, an entry past the points, 13 rounds.
-        let mut sums: Vec<sys::G1> = (0..none).map(|_| sys::G1::default()).collect();
-        let mut check = |keys: &[u32], entries: &[u32], rounds: u32| {
-            // SAFETY: as above.
-            sys::call("affine rounds", |msg| unsafe {
-                sys::cuzk_gpu_affine_rounds_check(
-                    points.as_ptr().cast(),
-                    points.len(),
-                    keys.as_ptr(),
-                    entries.as_ptr(),
-                    keys.len(),
-                    none,
-                    rounds,
-                    sums.as_mut_ptr(),
-                    msg,
+        // 40 000 random entries over 1 000 keys (2 501 threads in round 0: three tree levels).
+        let mut random: Vec<(u32, u32)> = (0..40_000)
+            .map(|_| {
+                (
+                    rng.gen_range(0..1_001),
+                    rng.gen_range(0..points.len() as u32) | (u32::from(rng.gen::<bool>()) << 31),
                 )
             })
-        };
+            .collect();
+        random.sort_unstable_by_key(|&(k, _)| k);
+        let (random_keys, random_entries): (Vec<u32>, Vec<u32>) = random.into_iter().unzip();
+        let sums = reduce(&random_keys, &random_entries, 1_000, 6).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        assert_eq!(sums, expect(&random_keys, &random_entries, 1_000), "seed {seed}, random entries");
+        // Only zero digits: every sum is the identity.
+        let sums = reduce(&[9; 50], &[1; 50], 9, 3).expect("only `none` entries");
+        assert!(sums.iter().all(|s| bool::from(s.is_identity())));
+        // Input the steps do not take: unsorted keys, an entry past the points, 0 or 13 rounds.
         let mut unsorted = keys.clone();
         unsorted.swap(0, 40);
-        assert!(check(&unsorted, &entries, 2).is_err());
+        assert!(reduce(&unsorted, &entries, none, 2).is_err());
         let mut past = entries.clone();
         past[3] = points.len() as u32;
-        assert!(check(&keys, &past, 2).is_err());
-        assert!(check(&keys, &entries, 13).is_err());
-        assert!(check(&keys, &entries, 0).is_err());
+        assert!(reduce(&keys, &past, none, 2).is_err());
+        assert!(reduce(&keys, &entries, none, 13).is_err());
+        assert!(reduce(&keys, &entries, none, 0).is_err());
     }
 }
