@@ -1,7 +1,8 @@
 // Stage MSM, batched-affine rounds (cuzk's own MSM under CUZK_MSM=cuzk-affine, G1): before
 // step 3's run sums (msm.cuh), a group's sorted entries are reduced by rounds of affine
 // additions whose inversions are shared, so that most of a bucket's points are added at
-// ≈ 7 Fp multiplications each instead of a mixed XYZZ addition's 9 (7M + 2S).
+// ≈ 7.5 Fp multiplications each (the product, its prefix and unwinding, λ, X3, Y3, a share of
+// the tree) instead of a mixed XYZZ addition's 9 (7M + 2S).
 //
 // A round reads a sorted list of (key, affine point) and writes a shorter one, in the same
 // order: each thread takes ROUND_CHUNK consecutive places and, within them, adds each run's
@@ -10,11 +11,12 @@
 // the threads' values are inverted together by an inversion tree (one field inversion for the
 // whole round), and each thread then unwinds its own product. An infinity among a pair, or
 // P + (−P), needs no inversion. Round 0 reads the sort's entries (a key point by index, negated
-// by bit 31); the zero digits' entries (keyed `none`, sorted last) are dropped.
+// by bit 31); the zero digits' entries (keyed `none`, sorted last) are dropped. The passes
+// before a pair's sum read only its X coordinates unless they are equal or 0 (pair_den).
 //
 // Every step is a __host__ __device__ body run per thread: on the device by the kernels of
 // `device_rounds`, on the host by `host_rounds` (the host check of the algorithm, see
-// cuzk_gpu_affine_rounds_check), with one driver (`reduce_by_rounds`) for both.
+// cuzk_gpu_affine_rounds_check), with one driver (`batched_rounds`) for both.
 #pragma once
 
 #include <cub/device/device_scan.cuh>
