@@ -32,6 +32,8 @@ pub(super) struct Device {
     pub(super) ordinal: i32,
     name: String,
     pub(super) ctx: Context,
+    /// The device's memory, all of it.
+    memory_bytes: u64,
     /// GPU phases of one device run one call at a time, high-priority calls first (see
     /// `backend::turn`); waiting for it is the partition's proving wait.
     pub(super) turn: Turn,
@@ -82,6 +84,7 @@ impl Device {
             ordinal,
             name,
             ctx: Context::new(ordinal)?,
+            memory_bytes: memory,
             turn: Turn::default(),
             keys: ResidentCache::new(budget),
             shapes: Mutex::new(Vec::new()),
@@ -179,6 +182,15 @@ impl Drop for InFlight<'_> {
 /// the compact witness. Matrices are made resident only with this much left free.
 const CALL_HEADROOM_BYTES: u64 = 4 << 30;
 
+/// Whether a key of `key_bytes` may be resident on a device of `device_bytes` with a key
+/// budget of `budget`: within the budget, and with room beside it for the working memory of
+/// a call with it (`call_bytes`: NTT and witness buffers, MSM scratch, as resident) and the
+/// headroom. A 32GiB WindowPoSt key (57 962 MiB) fits an H200's budget and memory, an 80 GB
+/// H100's budget but not its memory beside its call's ≈ 28 GB: streamed there.
+fn key_fits(key_bytes: u64, call_bytes: u64, budget: u64, device_bytes: u64) -> bool {
+    key_bytes <= budget && key_bytes + call_bytes + CALL_HEADROOM_BYTES <= device_bytes
+}
+
 impl Device {
     /// Runs one device phase with a staging buffer of the pool, given back when it ends.
     pub(super) fn with_staging<R>(&self, t: &mut Timings, phase: impl FnOnce(&sys::Staging, &mut Timings) -> Result<R>) -> Result<R> {
@@ -226,6 +238,7 @@ impl Device {
         key: &ProvingKey,
         class: Priority,
         ahead: bool,
+        call_bytes: u64,
         pool: &ThreadPool,
         cancel: Option<&CancelToken>,
         prepare: impl FnOnce() -> Result<()>,
@@ -240,7 +253,8 @@ impl Device {
                     cancel.map_or(Ok(()), CancelToken::check)?;
                     self.make_way_in_upload(&mut turn, t)
                 };
-                self.resident_key(key, class, ahead, pool, staging, t, between).map(|copy| copy.is_some())
+                self.resident_key(key, class, ahead, call_bytes, pool, staging, t, between)
+                    .map(|copy| copy.is_some())
             })
         };
         let resident = upload().map_err(|e| self.after_failure(e))?;
@@ -248,9 +262,15 @@ impl Device {
         Ok(resident)
     }
 
-    /// Whether `key` fits this device's key budget but has no copy here (none being made).
-    pub(super) fn lacks_key(&self, key: &ProvingKey) -> bool {
-        !self.keys.holds(key.id()) && key.points_bytes() <= self.keys.budget()
+    /// Whether a key of `key_bytes` may be resident here beside the working memory of a call
+    /// with it (`call_bytes`, `CallMemory::device_call_bytes`): `key_fits`.
+    pub(super) fn fits_key(&self, key_bytes: u64, call_bytes: u64) -> bool {
+        key_fits(key_bytes, call_bytes, self.keys.budget(), self.memory_bytes)
+    }
+
+    /// Whether `key` may be resident here (`fits_key`) but has no copy here (none being made).
+    pub(super) fn lacks_key(&self, key: &ProvingKey, call_bytes: u64) -> bool {
+        !self.keys.holds(key.id()) && self.fits_key(key.points_bytes(), call_bytes)
     }
 
     /// Makes room in this device's memory for a call of `class` with `key`, whose working
@@ -264,7 +284,7 @@ impl Device {
             return Ok(());
         }
         let memory = self.ctx.memory()?;
-        let upload = match self.lacks_key(key) {
+        let upload = match self.lacks_key(key, call_bytes) {
             true => key.points_bytes(),
             false => 0,
         };
@@ -287,8 +307,9 @@ impl Device {
 
     /// The key's copy in this device's memory, uploaded now if it is not there (timed into
     /// `srs_upload_ns`; its points decoded from the parameter file on `pool` as they go, when
-    /// the host does not hold them) for a call of `class`; `None` when it is larger than the
-    /// budget or its room is held by keys of higher classes (see `resident`). Once resident, the
+    /// the host does not hold them) for a call of `class` whose working memory is `call_bytes`;
+    /// `None` when it may not be resident here beside that memory (`fits_key`) or its room is
+    /// held by keys of higher classes (see `resident`). Once resident, the
     /// host's copy of a key read from a file is dropped. Call inside the turn, holding
     /// `staging`; `between` runs between two parts of the upload (`make_way_in_upload`).
     /// `ahead`: the call uploads it before its first partition needs it, which is when its
@@ -299,6 +320,7 @@ impl Device {
         key: &ProvingKey,
         class: Priority,
         ahead: bool,
+        call_bytes: u64,
         pool: &ThreadPool,
         staging: &sys::Staging,
         t: &mut Timings,
@@ -314,9 +336,10 @@ impl Device {
         let start = Instant::now();
         let waited_before = t.proving_wait_ns;
         let upload = || DeviceKey::upload(&self.ctx, key, pool, staging, &mut || between(t));
-        let fetched = match ahead {
-            true => self.keys.load_ahead(&key_ref, upload),
-            false => self.keys.get(&key_ref, upload),
+        let fetched = match (self.fits_key(key_ref.bytes, call_bytes), ahead) {
+            (false, _) => Ok(Residency::TooLarge),
+            (true, true) => self.keys.load_ahead(&key_ref, upload),
+            (true, false) => self.keys.get(&key_ref, upload),
         };
         let residency = match fetched {
             // The budget is a plan; the device may hold less (other processes use it too).
@@ -358,7 +381,7 @@ impl Device {
             }
             Residency::TooLarge | Residency::Displaces => {
                 log::debug!(
-                    "{} ({} MiB) exceeds device {}'s key budget, or the room is held by keys of classes above {class:?}: streamed",
+                    "{} ({} MiB) exceeds device {}'s key budget or its memory beside its call's, or the room is held by keys of classes above {class:?}: streamed",
                     key.label(),
                     key_ref.bytes >> 20,
                     self.ordinal
@@ -422,5 +445,29 @@ impl Device {
             );
         }
         Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIB: u64 = 1 << 20;
+
+    /// The keys of run 3 (2026-12-05) on an 80 GB H100 and on an H200, each device's key budget
+    /// its default three quarters: the 32GiB WindowPoSt key fit the H100's budget but not its
+    /// memory beside its call's, and its H MSM ran out of memory; a 32GiB PoRep key fits both.
+    #[test]
+    fn a_key_is_resident_only_with_room_for_its_call() {
+        let (h100, h200) = (81_559 * MIB, 143_771 * MIB);
+        let (window_post, porep) = (57_962 * MIB, 45_179 * MIB);
+        let call = 28 << 30;
+        assert!(!key_fits(window_post, call, h100 / 4 * 3, h100));
+        assert!(key_fits(window_post, call, h200 / 4 * 3, h200));
+        assert!(key_fits(porep, call, h100 / 4 * 3, h100));
+        // The budget still bounds it: an explicit budget below the key streams it anywhere.
+        assert!(!key_fits(porep, call, porep - 1, h200));
+        // And the call's own memory counts: a small key beside a call that fills the device.
+        assert!(!key_fits(MIB, h100 - CALL_HEADROOM_BYTES, h100, h100));
     }
 }

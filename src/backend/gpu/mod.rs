@@ -162,7 +162,10 @@ impl Backend for GpuCall<'_> {
 
     fn devices_to_upload_ahead(&self, key: &ProvingKey, partitions: usize) -> Vec<i32> {
         match partitions >= self.devices().count() {
-            true => self.devices().filter(|d| d.lacks_key(key)).map(|d| d.ordinal).collect(),
+            true => {
+                let call_bytes = self.gpu.call_memory(&key.query_sizes(), 0).device_call_bytes;
+                self.devices().filter(|d| d.lacks_key(key, call_bytes)).map(|d| d.ordinal).collect()
+            }
             false => Vec::new(),
         }
     }
@@ -180,7 +183,7 @@ impl Backend for GpuCall<'_> {
             device.make_room_for_call(key, self.priority, call_bytes)
         };
         device
-            .upload_in_own_turn(key, self.priority, true, pool, cancel, prepare, upload_ns)
+            .upload_in_own_turn(key, self.priority, true, call_bytes, pool, cancel, prepare, upload_ns)
             .map(drop)
     }
 }
@@ -381,7 +384,7 @@ impl GpuBackend {
             device.check_usable()?;
             device.make_room_for_call(key, priority, call_bytes)?;
             let copy = device.with_staging(t, |staging, t| {
-                let copy = device.resident_key(key, priority, false, pool, staging, t, &mut |t| device.make_way_in_upload(&mut device_turn, t))?;
+                let copy = device.resident_key(key, priority, false, call_bytes, pool, staging, t, &mut |t| device.make_way_in_upload(&mut device_turn, t))?;
                 let mut input = h_input;
                 if let HInput::Witness { shape, witness } = input {
                     input = match device.make_shape_resident(&shape, domain.log_size, staging, t)? {
@@ -520,8 +523,9 @@ impl Backend for GpuBackend {
         check_not_a_worker(pool)?;
         let upload_ns = AtomicU64::new(0);
         let mut streamed = false;
+        let call_bytes = self.call_memory(&key.query_sizes(), 0).device_call_bytes;
         for device in self.devices.iter().filter(|d| !d.is_quarantined()) {
-            streamed |= !device.upload_in_own_turn(key, class, false, pool, None, || Ok(()), &upload_ns)?;
+            streamed |= !device.upload_in_own_turn(key, class, false, call_bytes, pool, None, || Ok(()), &upload_ns)?;
         }
         if streamed {
             key.host_points(pool, decode_ns)?;
@@ -569,15 +573,27 @@ impl Backend for GpuBackend {
         self.devices.iter().map(Device::status).collect()
     }
 
-    /// A key larger than the smallest device's key budget is streamed: not resident, its
+    /// A key that may not be resident on every device (`Device::fits_key`: over its key budget,
+    /// or over its memory beside this call's, as resident) is streamed: not resident, its
     /// points crossing for each MSM (and its tails gathered on the host).
     fn call_memory(&self, sizes: &QuerySizes, shape_bytes: u64) -> CallMemory {
+        let resident = self.call_memory_as(sizes, shape_bytes, false);
+        let key_bytes = sizes.points_bytes();
+        let fits = !self.devices.is_empty() && self.devices.iter().all(|d| d.fits_key(key_bytes, resident.device_call_bytes));
+        match fits {
+            true => resident,
+            false => self.call_memory_as(sizes, shape_bytes, true),
+        }
+    }
+}
+
+impl GpuBackend {
+    /// The call's memory with its key resident or `streamed`.
+    fn call_memory_as(&self, sizes: &QuerySizes, shape_bytes: u64, streamed: bool) -> CallMemory {
         const SCALAR: u64 = 32;
         const G1_BUCKET: u64 = 4 * 48;
         const G2_BUCKET: u64 = 4 * 96;
         let key_bytes = sizes.points_bytes();
-        let budget = self.devices.iter().map(|d| d.keys.budget()).min().unwrap_or(0);
-        let streamed = key_bytes > budget;
         let (g1, g2) = (QuerySizes::G1_BYTES, QuerySizes::G2_BYTES);
         let largest_g1 = [sizes.h, sizes.l, sizes.a, sizes.b_g1].into_iter().max().unwrap_or(0);
         // The largest MSM one after another: sppark's, or cuzk's up to its sizes (tails, H's
