@@ -191,6 +191,12 @@ fn key_fits(key_bytes: u64, call_bytes: u64, budget: u64, device_bytes: u64) -> 
     key_bytes <= budget && key_bytes + call_bytes + CALL_HEADROOM_BYTES <= device_bytes
 }
 
+/// Free device memory a call of `call_bytes` needs, and `upload` more for its key's upload:
+/// the NTT and witness buffers the device already holds count as part of the call's.
+fn needed_for_call(memory: &sys::Memory, call_bytes: u64, upload: u64) -> u64 {
+    (call_bytes + CALL_HEADROOM_BYTES).saturating_sub(memory.ntt_buffer_bytes + memory.witness_buffer_bytes) + upload
+}
+
 impl Device {
     /// Runs one device phase with a staging buffer of the pool, given back when it ends.
     pub(super) fn with_staging<R>(&self, t: &mut Timings, phase: impl FnOnce(&sys::Staging, &mut Timings) -> Result<R>) -> Result<R> {
@@ -288,7 +294,7 @@ impl Device {
             true => key.points_bytes(),
             false => 0,
         };
-        let needed = (call_bytes + CALL_HEADROOM_BYTES).saturating_sub(memory.ntt_buffer_bytes + memory.witness_buffer_bytes) + upload;
+        let needed = needed_for_call(&memory, call_bytes, upload);
         if memory.free >= needed {
             return Ok(());
         }
@@ -308,8 +314,9 @@ impl Device {
     /// The key's copy in this device's memory, uploaded now if it is not there (timed into
     /// `srs_upload_ns`; its points decoded from the parameter file on `pool` as they go, when
     /// the host does not hold them) for a call of `class` whose working memory is `call_bytes`;
-    /// `None` when it may not be resident here beside that memory (`fits_key`) or its room is
-    /// held by keys of higher classes (see `resident`). Once resident, the
+    /// `None` when it may not be resident here beside that memory (`fits_key`), when the
+    /// device has no room for it now beside that memory and what it holds, or when its room
+    /// is held by keys of higher classes (see `resident`). Once resident, the
     /// host's copy of a key read from a file is dropped. Call inside the turn, holding
     /// `staging`; `between` runs between two parts of the upload (`make_way_in_upload`).
     /// `ahead`: the call uploads it before its first partition needs it, which is when its
@@ -336,7 +343,13 @@ impl Device {
         let start = Instant::now();
         let waited_before = t.proving_wait_ns;
         let upload = || DeviceKey::upload(&self.ctx, key, pool, staging, &mut || between(t));
-        let fetched = match (self.fits_key(key_ref.bytes, call_bytes), ahead) {
+        // A copy to make needs room now beside what the device holds (keys of higher classes,
+        // matrices) once make_room_for_call has evicted what this call's class may.
+        let may_load = self.keys.holds(key_ref.id) || {
+            let memory = self.ctx.memory()?;
+            self.fits_key(key_ref.bytes, call_bytes) && memory.free >= needed_for_call(&memory, call_bytes, key_ref.bytes)
+        };
+        let fetched = match (may_load, ahead) {
             (false, _) => Ok(Residency::TooLarge),
             (true, true) => self.keys.load_ahead(&key_ref, upload),
             (true, false) => self.keys.get(&key_ref, upload),
