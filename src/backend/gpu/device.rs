@@ -483,4 +483,26 @@ mod tests {
         // And the call's own memory counts: a small key beside a call that fills the device.
         assert!(!key_fits(MIB, h100 - CALL_HEADROOM_BYTES, h100, h100));
     }
+
+    /// Run 104 on an H200: after the WindowPoSt key and both kinds' matrices, ≈ 64 GB were
+    /// free; the PoRep key (45 179 MiB) and its call (≈ 28 GB, none of its buffers held yet)
+    /// need more, so its copy is not made (streamed). Buffers the device holds count as the
+    /// call's.
+    #[test]
+    fn a_copy_needs_room_beside_what_the_device_holds() {
+        let memory = |free: u64, buffers: u64| sys::Memory {
+            total: 143_771 * MIB,
+            free,
+            ntt_buffer_bytes: buffers,
+            witness_buffer_bytes: 0,
+        };
+        let (porep, call) = (45_179 * MIB, 28 << 30);
+        assert!(needed_for_call(&memory(64 << 30, 0), call, porep) > 64 << 30);
+        assert!(needed_for_call(&memory(90 << 30, 0), call, porep) <= 90 << 30);
+        // The NTT buffers already allocated are part of the call's memory, not more of it.
+        assert_eq!(
+            needed_for_call(&memory(64 << 30, 12 << 30), call, porep),
+            needed_for_call(&memory(64 << 30, 0), call, porep) - (12 << 30)
+        );
+    }
 }
