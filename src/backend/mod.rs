@@ -101,8 +101,9 @@ pub enum MsmChoice {
     Cuzk,
     /// cuzk's, its G1 MSMs' bucket sums begun by batched-affine rounds (cuda/affine_rounds.cuh:
     /// a bucket's points added two by two in affine coordinates, one field inversion shared by
-    /// a whole round); G2 and a small proof's MSMs at once as under `Cuzk`. Not yet the default:
-    /// its speed against `Cuzk` is to be measured on the device.
+    /// a whole round); G2 and a small proof's MSMs at once as under `Cuzk`. Correct, but measured
+    /// 1.17–1.44 × slower than `Cuzk` from 2^20 to 2^27 points (run 101, docs/PERFORMANCE.md):
+    /// not the default; the base of the next attempt (rounds within a block).
     CuzkAffine,
     /// sppark's everywhere, one MSM after another.
     Sppark,
