@@ -191,6 +191,16 @@ fn key_fits(key_bytes: u64, call_bytes: u64, budget: u64, device_bytes: u64) -> 
     key_bytes <= budget && key_bytes + call_bytes + CALL_HEADROOM_BYTES <= device_bytes
 }
 
+/// A key wanted resident on a device, for a call of `class` whose working memory
+/// (`CallMemory::device_call_bytes`) is `call_bytes`; `ahead` when the call uploads it before
+/// its first partition needs it (see `Device::resident_key`).
+pub(super) struct KeyWanted<'k> {
+    pub(super) key: &'k ProvingKey,
+    pub(super) class: Priority,
+    pub(super) ahead: bool,
+    pub(super) call_bytes: u64,
+}
+
 /// Free device memory a call of `call_bytes` needs, and `upload` more for its key's upload:
 /// the NTT and witness buffers the device already holds count as part of the call's.
 fn needed_for_call(memory: &sys::Memory, call_bytes: u64, upload: u64) -> u64 {
@@ -233,24 +243,20 @@ impl Device {
         }
     }
 
-    /// Makes `key` resident here in a device turn of `class` taken for it alone: a preload, or
-    /// a call's upload ahead of its partitions (`ahead`, see `resident_key`). `prepare` runs
+    /// Makes `wanted.key` resident here in a device turn of its class taken for it alone: a
+    /// preload, or a call's upload ahead of its partitions (`ahead`). `prepare` runs
     /// first in the turn; between two parts waiting WinningPoSts are let in, and the upload
     /// stops once `cancel` is set. Its time is added to `upload_ns` inside the turn, before
     /// any partition can use the copy. False when the key is streamed here.
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn upload_in_own_turn(
         &self,
-        key: &ProvingKey,
-        class: Priority,
-        ahead: bool,
-        call_bytes: u64,
+        wanted: &KeyWanted<'_>,
         pool: &ThreadPool,
         cancel: Option<&CancelToken>,
         prepare: impl FnOnce() -> Result<()>,
         upload_ns: &AtomicU64,
     ) -> Result<bool> {
-        let mut turn = self.turn.take(class);
+        let mut turn = self.turn.take(wanted.class);
         let mut t = Timings::new();
         let upload = || -> Result<bool> {
             prepare()?;
@@ -259,8 +265,7 @@ impl Device {
                     cancel.map_or(Ok(()), CancelToken::check)?;
                     self.make_way_in_upload(&mut turn, t)
                 };
-                self.resident_key(key, class, ahead, call_bytes, pool, staging, t, between)
-                    .map(|copy| copy.is_some())
+                self.resident_key(wanted, pool, staging, t, between).map(|copy| copy.is_some())
             })
         };
         let resident = upload().map_err(|e| self.after_failure(e))?;
@@ -311,28 +316,29 @@ impl Device {
         Ok(())
     }
 
-    /// The key's copy in this device's memory, uploaded now if it is not there (timed into
-    /// `srs_upload_ns`; its points decoded from the parameter file on `pool` as they go, when
-    /// the host does not hold them) for a call of `class` whose working memory is `call_bytes`;
-    /// `None` when it may not be resident here beside that memory (`fits_key`), when the
+    /// The wanted key's copy in this device's memory, uploaded now if it is not there (timed
+    /// into `srs_upload_ns`; its points decoded from the parameter file on `pool` as they go,
+    /// when the host does not hold them) for a call of its class and working memory; `None` when it may not be resident here beside that memory (`fits_key`), when the
     /// device has no room for it now beside that memory and what it holds, or when its room
     /// is held by keys of higher classes (see `resident`). Once resident, the
     /// host's copy of a key read from a file is dropped. Call inside the turn, holding
     /// `staging`; `between` runs between two parts of the upload (`make_way_in_upload`).
     /// `ahead`: the call uploads it before its first partition needs it, which is when its
     /// use counts (`ResidentCache::load_ahead`).
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn resident_key(
         &self,
-        key: &ProvingKey,
-        class: Priority,
-        ahead: bool,
-        call_bytes: u64,
+        wanted: &KeyWanted<'_>,
         pool: &ThreadPool,
         staging: &sys::Staging,
         t: &mut Timings,
         between: &mut dyn FnMut(&mut Timings) -> Result<()>,
     ) -> Result<Option<Arc<DeviceKey>>> {
+        let KeyWanted {
+            key,
+            class,
+            ahead,
+            call_bytes,
+        } = *wanted;
         let key_ref = KeyRef {
             id: key.id(),
             label: key.label().to_string(),

@@ -51,7 +51,7 @@ use crate::synthesis::r1cs::{Assignment, CompactWitness};
 use crate::synthesis::{Products, SynthesizedCircuit};
 use crate::timings::{timed, Timings};
 pub use context::device_count;
-use device::{Device, InFlight};
+use device::{Device, InFlight, KeyWanted};
 use device_key::PointSource;
 #[cfg(feature = "fault-injection")]
 pub use fault::injection;
@@ -182,9 +182,13 @@ impl Backend for GpuCall<'_> {
             device.check_usable()?;
             device.make_room_for_call(key, self.priority, call_bytes)
         };
-        device
-            .upload_in_own_turn(key, self.priority, true, call_bytes, pool, cancel, prepare, upload_ns)
-            .map(drop)
+        let wanted = KeyWanted {
+            key,
+            class: self.priority,
+            ahead: true,
+            call_bytes,
+        };
+        device.upload_in_own_turn(&wanted, pool, cancel, prepare, upload_ns).map(drop)
     }
 }
 
@@ -384,7 +388,8 @@ impl GpuBackend {
             device.check_usable()?;
             device.make_room_for_call(key, priority, call_bytes)?;
             let copy = device.with_staging(t, |staging, t| {
-                let copy = device.resident_key(key, priority, false, call_bytes, pool, staging, t, &mut |t| device.make_way_in_upload(&mut device_turn, t))?;
+                let wanted = KeyWanted { key, class: priority, ahead: false, call_bytes };
+                let copy = device.resident_key(&wanted, pool, staging, t, &mut |t| device.make_way_in_upload(&mut device_turn, t))?;
                 let mut input = h_input;
                 if let HInput::Witness { shape, witness } = input {
                     input = match device.make_shape_resident(&shape, domain.log_size, staging, t)? {
@@ -524,8 +529,14 @@ impl Backend for GpuBackend {
         let upload_ns = AtomicU64::new(0);
         let mut streamed = false;
         let call_bytes = self.call_memory(&key.query_sizes(), 0).device_call_bytes;
+        let wanted = KeyWanted {
+            key,
+            class,
+            ahead: false,
+            call_bytes,
+        };
         for device in self.devices.iter().filter(|d| !d.is_quarantined()) {
-            streamed |= !device.upload_in_own_turn(key, class, false, call_bytes, pool, None, || Ok(()), &upload_ns)?;
+            streamed |= !device.upload_in_own_turn(&wanted, pool, None, || Ok(()), &upload_ns)?;
         }
         if streamed {
             key.host_points(pool, decode_ns)?;
