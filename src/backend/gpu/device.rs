@@ -495,7 +495,7 @@ mod tests {
     /// need more, so its copy is not made (streamed). Buffers the device holds count as the
     /// call's.
     #[test]
-    fn a_copy_needs_room_beside_what_the_device_holds() {
+    fn the_room_for_a_copy_counts_the_key_its_call_and_the_buffers_held() {
         let memory = |free: u64, buffers: u64| sys::Memory {
             total: 143_771 * MIB,
             free,
