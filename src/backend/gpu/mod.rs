@@ -451,6 +451,15 @@ impl GpuBackend {
                     b_g2: done.b_g2,
                 });
             }
+            if queries.split_runs_at_once(&key.query_sizes(), &src) {
+                // A small proof's split MSMs beside H's, making way once before them.
+                if let Some(from) = let_in {
+                    device.make_way(&mut device_turn, from, t)?;
+                }
+                fault::injection::fire_if_armed(device)?;
+                cancel.check()?;
+                return queries.split_at_once(device, buffers, domain.log_size, &src, &key.query_sizes(), t);
+            }
             let h = Self::h_msm(device, buffers, &src, domain.log_size, self.msm, t, &mut |t| match buffers {
                 sys::SHARED_BUFFERS => device.make_way(&mut device_turn, Priority::WinningPost, t),
                 _ => Ok(()),
@@ -635,6 +644,19 @@ impl GpuBackend {
             };
             let g1_scratch: u64 = at_once.iter().map(|&n| msm::scratch_bytes(n, G1_BUCKET, false)).sum();
             msm = msm.max(g1_scratch + msm::scratch_bytes(sizes.b_g2, G2_BUCKET, false) + selected + copies);
+        }
+        if self.msm.is_cuzk() && !streamed && (1..=split::SPLIT_AT_ONCE_MAX_H).contains(&sizes.h) {
+            // A split witness's MSMs and H's at once (split.rs): every MSM's scratch together,
+            // each tail's gathered points, scalars and indices and each query's bitmap, at worst
+            // a tail of the whole query.
+            let affine = self.msm == MsmChoice::CuzkAffine;
+            let per_point = |point: u64| point + SCALAR + 4 + 1;
+            let g1_tails: u64 = [sizes.l, sizes.a, sizes.b_g1]
+                .into_iter()
+                .map(|n| msm::scratch_bytes(n, G1_BUCKET, affine) + n * per_point(g1))
+                .sum();
+            let b_g2_tail = msm::scratch_bytes(sizes.b_g2, G2_BUCKET, false) + sizes.b_g2 * per_point(g2);
+            msm = msm.max(msm::scratch_bytes(sizes.h, G1_BUCKET, affine) + g1_tails + b_g2_tail);
         }
         let variables = sizes.variables();
         let matrices = if self.products_on_device { shape_bytes } else { 0 };
