@@ -217,6 +217,12 @@ impl ProvingKey {
         if let Some(points) = &*held {
             return Ok(Arc::clone(points));
         }
+        // A key's points are the process's largest allocation (58 GB for a 32GiB WindowPoSt
+        // key), which the pages the allocators keep from smaller freed buffers do not serve:
+        // they go back to the OS first. 41 GB of them beside a WindowPoSt key decoded for
+        // streaming got a process killed for memory on a 128 GiB host (run 106,
+        // docs/PERFORMANCE.md).
+        crate::allocator::return_free_memory();
         let start = std::time::Instant::now();
         let points = pool.install(|| -> Result<_> {
             Ok(Arc::new(Parameters {
