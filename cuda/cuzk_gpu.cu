@@ -422,21 +422,32 @@ extern "C" int cuzk_gpu_witness_msm_g2(cuzk_gpu_context* ctx, uint32_t set,
     });
 }
 
-extern "C" int cuzk_gpu_witness_msms_at_once(cuzk_gpu_context* ctx, uint32_t set,
-                                            uint32_t lg_domain, const cuzk_gpu_points points[5],
-                                            const cuzk_gpu_witness_scalars scalars[3],
-                                            const cuzk_gpu_staging* staging, cuzk_gpu_g1 g1_out[4],
-                                            cuzk_gpu_g2* g2_out, uint64_t times[6],
-                                            cuzk_gpu_message* msg)
+// The boundary of the entries that run H's MSM and the witness's at once: `run` fills the H,
+// L, A, B_G1 sums and B_G2's.
+template<class F>
+static int msms_at_once(cuzk_gpu_context* ctx, cuzk_gpu_g1 g1_out[4], cuzk_gpu_g2* g2_out,
+                        cuzk_gpu_message* msg, F&& run)
 {
     return guarded(msg, [&] {
         ctx->gpu.select();
         point_t g1[4];
         g2_point_t g2;
-        witness_msms_at_once(*ctx, set, lg_domain, points, scalars, staging, g1, g2, times);
+        run(g1, g2);
         for (int q = 0; q < 4; q++)
             to_g1(g1[q], &g1_out[q]);
         to_g2(g2, g2_out);
+    });
+}
+
+extern "C" int cuzk_gpu_witness_msms_at_once(cuzk_gpu_context* ctx, uint32_t set,
+                                            uint32_t lg_domain, const cuzk_gpu_points points[5],
+                                            const cuzk_gpu_witness_scalars scalars[3],
+                                            const cuzk_gpu_staging* staging, cuzk_gpu_g1 g1_out[4],
+                                            cuzk_gpu_g2* g2_out, uint64_t times[7],
+                                            cuzk_gpu_message* msg)
+{
+    return msms_at_once(ctx, g1_out, g2_out, msg, [&](point_t g1[4], g2_point_t& g2) {
+        witness_msms_at_once(*ctx, set, lg_domain, points, scalars, staging, g1, g2, times);
     });
 }
 
@@ -447,14 +458,8 @@ extern "C" int cuzk_gpu_split_msms_at_once(cuzk_gpu_context* ctx, uint32_t set,
                                           cuzk_gpu_g2* g2_out, uint64_t times[7],
                                           cuzk_gpu_message* msg)
 {
-    return guarded(msg, [&] {
-        ctx->gpu.select();
-        point_t g1[4];
-        g2_point_t g2;
+    return msms_at_once(ctx, g1_out, g2_out, msg, [&](point_t g1[4], g2_point_t& g2) {
         split_msms_at_once(*ctx, set, lg_domain, points, queries, implementation, g1, g2, times);
-        for (int q = 0; q < 4; q++)
-            to_g1(g1[q], &g1_out[q]);
-        to_g2(g2, g2_out);
     });
 }
 

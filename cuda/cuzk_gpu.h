@@ -286,13 +286,14 @@ int cuzk_gpu_witness_msm_g2(cuzk_gpu_context *ctx, uint32_t set, const cuzk_gpu_
  * its own, for a circuit whose witness z the last quotient call of `set` left there with H's
  * coefficients (domain 2^lg_domain: points[0].n must be 2^lg_domain − 1). scalars[0..2] are L's,
  * A's and B's (B_G1 and B_G2 both take B's; their selections go to memory of their own, the
- * NTT buffers being H's scalars). times: each MSM's own device time, then the wall time of them
- * all. Every query has 1 to 2^26 points; B_G1 and B_G2 as many. */
+ * NTT buffers being H's scalars). times: each MSM's own device time (H, L, A, B_G1, B_G2), 0
+ * (no batch addition), then the wall time of them all. Every query has 1 to 2^26 points; B_G1
+ * and B_G2 as many. */
 int cuzk_gpu_witness_msms_at_once(cuzk_gpu_context *ctx, uint32_t set, uint32_t lg_domain,
                                   const cuzk_gpu_points points[5],
                                   const cuzk_gpu_witness_scalars scalars[3],
                                   const cuzk_gpu_staging *staging, cuzk_gpu_g1 g1_out[4],
-                                  cuzk_gpu_g2 *g2_out, uint64_t times[6], cuzk_gpu_message *msg);
+                                  cuzk_gpu_g2 *g2_out, uint64_t times[7], cuzk_gpu_message *msg);
 
 /* H, L, A, B_G1 and B_G2 (points[0..4], every one a resident key's) at the same time by
  * cuzk's MSM (`implementation` CUZK_GPU_MSM_CUZK or _CUZK_AFFINE), each on a stream of its own:

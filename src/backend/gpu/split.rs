@@ -18,12 +18,11 @@ use super::msm::implementation;
 use super::sys;
 use super::sys::call;
 use super::tail_msm::{gather_tail, tail_indices};
-use super::witness_msm::WitnessMsms;
+use super::witness_msm::{AtOnce, WitnessMsms};
 use super::GpuBackend;
 use crate::backend::prep::{ClassifiedScalars, PreparedMsms};
 use crate::backend::{MsmChoice, SplitPolicy};
 use crate::error::{Error, Result};
-use crate::groth16::MsmResults;
 use crate::groth16::QuerySizes;
 use crate::timings::{nanos, timed, Timings};
 
@@ -300,18 +299,8 @@ impl QueryMsms<'_> {
     }
 
     /// H's MSM and the split witness MSMs at the same time on `device` (cuda/split.cuh), H's
-    /// scalars the coefficients the quotient stage left in buffer set `set`. Each MSM's own
-    /// device time goes to its phase, the batch additions' to batch_add, their wall time to
-    /// msm_at_once.
-    pub(super) fn split_at_once(
-        &self,
-        device: &Device,
-        set: u32,
-        lg_domain: u32,
-        src: &PointSource,
-        sizes: &QuerySizes,
-        t: &mut Timings,
-    ) -> Result<MsmResults> {
+    /// scalars the coefficients the quotient stage left in buffer set `set`.
+    pub(super) fn split_at_once(&self, device: &Device, set: u32, lg_domain: u32, src: &PointSource, sizes: &QuerySizes) -> Result<AtOnce> {
         let QueryMsms::Split { g1, b, b_g2_bitmap, msm } = self else {
             return Err(Error::internal("split MSMs at once without a split plan"));
         };
@@ -324,7 +313,8 @@ impl QueryMsms<'_> {
             split_query(b_classes, b_bitmap),
         ];
         let ctx = device.ctx.ptr()?;
-        let (mut g1_out, mut g2_out, mut times) = (<[sys::G1; 4]>::default(), sys::G2::default(), [0u64; 7]);
+        let mut done = AtOnce::outputs();
+        let (g1_out, g2_out, times) = done.out();
         // SAFETY: every query's points are resident (split_runs_at_once), its bitmap, indices
         // and scalars live in `self` for the synchronous call, as many as `points` and
         // `queries` say.
@@ -336,28 +326,13 @@ impl QueryMsms<'_> {
                 &points,
                 &queries,
                 implementation(*msm, sizes.h as usize),
-                &mut g1_out,
-                &mut g2_out,
-                &mut times,
+                g1_out,
+                g2_out,
+                times,
                 msg,
             )
         })?;
-        let [h_ns, l_ns, a_ns, b_g1_ns, b_g2_ns, batch_ns, wall_ns] = times;
-        t.msm_h_ns += h_ns;
-        t.msm_l_ns += l_ns;
-        t.msm_a_ns += a_ns;
-        t.msm_b_g1_ns += b_g1_ns;
-        t.msm_b_g2_ns += b_g2_ns;
-        t.batch_add_ns += batch_ns;
-        t.msm_at_once_ns += wall_ns;
-        let [h, l, a, b_g1] = g1_out.map(|p| sys::to_projective(&p));
-        Ok(MsmResults {
-            h,
-            l,
-            a,
-            b_g1,
-            b_g2: sys::to_projective_g2(&g2_out),
-        })
+        Ok(done)
     }
 }
 

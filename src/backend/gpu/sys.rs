@@ -273,7 +273,7 @@ extern "C" {
         staging: *const Staging,
         g1_out: *mut [G1; 4],
         g2_out: *mut G2,
-        times: *mut [u64; 6],
+        times: *mut [u64; 7],
         msg: *mut Message,
     ) -> c_int;
     pub(super) fn cuzk_gpu_split_msms_at_once(
