@@ -283,6 +283,15 @@ impl Timings {
 }
 
 impl Timings {
+    /// The MSM phases' time (H's, the batch additions, the tails) as the call's wall counts
+    /// it: their sum, or `msm_at_once_ns` when the [`AT_ONCE`] ones ran at the same time.
+    pub fn msms_ns(&self) -> u64 {
+        match self.msm_at_once_ns {
+            0 => self.msm_h_ns + self.batch_add_ns + self.msm_l_ns + self.msm_a_ns + self.msm_b_g1_ns + self.msm_b_g2_ns,
+            wall => self.batch_add_ns + wall,
+        }
+    }
+
     /// The phases' time as `total_ns` counts it: their sum, with the [`AT_ONCE`] phases
     /// counted as their wall time when they overlapped (`msm_at_once_ns` non-zero).
     pub fn serial_ns(&self) -> u64 {
@@ -360,8 +369,10 @@ mod tests {
             ..Timings::new()
         };
         assert_eq!(t.serial_ns(), 10 + 20 + 30 + 40 + 50 + 60 + 5, "one after another");
+        assert_eq!(t.msms_ns(), 20 + 30 + 40 + 50 + 60, "one after another");
         t.msm_at_once_ns = 70;
         assert_eq!(t.serial_ns(), 10 + 70 + 5, "at once: their wall time, once");
+        assert_eq!(t.msms_ns(), 70, "at once: their wall time");
         assert!(SPANS.iter().any(|s| s.name == "msm_at_once" && s.role == Role::WallOfOverlap));
         for name in AT_ONCE {
             assert!(SPANS.iter().any(|s| s.name == name && s.role == Role::Phase), "{name}");

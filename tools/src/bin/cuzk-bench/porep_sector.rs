@@ -74,12 +74,8 @@ struct PartitionTiming {
 impl PartitionTiming {
     fn new(p: &Timings, span: &PartitionSpan) -> Self {
         let s = |ns: u64| seconds(ns, 4);
-        let msms = match p.msm_at_once_ns {
-            0 => p.msm_h_ns + p.msm_l_ns + p.msm_a_ns + p.msm_b_g1_ns + p.msm_b_g2_ns,
-            wall => wall,
-        };
         let spmv_on_device = if p.spmv_on_device == 1 { p.spmv_ns } else { 0 };
-        let device = p.srs_upload_ns + p.shape_upload_ns + p.pin_h2d_ns + spmv_on_device + p.ntt_ns + p.batch_add_ns + msms;
+        let device = p.srs_upload_ns + p.shape_upload_ns + p.pin_h2d_ns + spmv_on_device + p.ntt_ns + p.msms_ns();
         // The proving wait holds the wait for a free lane, then the wait for the device turn.
         let lane_wait = span.proving_start_ns - span.synthesized_ns;
         PartitionTiming {
