@@ -12,6 +12,11 @@ use crate::groth16::QueryLayout;
 use crate::parallel::{extend_parallel, extend_selected};
 use crate::synthesis::Density;
 
+/// A non-zero scalar's class: None for 1, else its canonical little-endian bytes.
+fn full_width(s: &Scalar) -> Option<[u8; 32]> {
+    (*s != Scalar::ONE).then(|| s.to_repr())
+}
+
 /// The scalars of one MSM sorted into the three classes.
 #[derive(Clone, Default, Debug, PartialEq, Eq)]
 pub struct ClassifiedScalars {
@@ -31,11 +36,19 @@ const CHUNK: usize = 1 << 16;
 impl ClassifiedScalars {
     /// Sorts `s` (whose point is `point`) into its class.
     fn push(&mut self, point: u32, s: &Scalar) {
-        if *s == Scalar::ONE {
-            self.ones.push(point);
-        } else if !s.is_zero_vartime() {
-            self.tail_indices.push(point);
-            self.tail_scalars.push(s.to_repr());
+        if !s.is_zero_vartime() {
+            self.push_nonzero(point, full_width(s));
+        }
+    }
+
+    /// Adds a non-zero scalar: a one, or (`full`) a tail scalar in canonical form.
+    fn push_nonzero(&mut self, point: u32, full: Option<[u8; 32]>) {
+        match full {
+            None => self.ones.push(point),
+            Some(repr) => {
+                self.tail_indices.push(point);
+                self.tail_scalars.push(repr);
+            }
         }
     }
 
@@ -204,12 +217,14 @@ impl PreparedMsms {
                     let variable = k * CHUNK + i;
                     let (in_a, in_b) = (a_aux_density.get(variable), b_aux_density.get(variable));
                     if !s.is_zero_vartime() {
-                        l.push(variable as u32, s);
+                        // Classified and made canonical once for the three queries.
+                        let full = full_width(s);
+                        l.push_nonzero(variable as u32, full);
                         if in_a {
-                            a.push(a_point, s);
+                            a.push_nonzero(a_point, full);
                         }
                         if in_b {
-                            b.push(b_point, s);
+                            b.push_nonzero(b_point, full);
                         }
                     }
                     a_point += u32::from(in_a);
@@ -270,13 +285,33 @@ impl PreparedMsms {
     }
 }
 
-/// Whether more than half of `aux` is full-width (neither 0 nor 1), counted on all cores.
+/// Witnesses up to this many values are counted whole by [`mostly_full_width`]; above, one
+/// value in [`WIDTH_SAMPLE_STRIDE`].
+const WIDTH_COUNTED_WHOLE: usize = 1 << 20;
+/// Every how many values of a larger witness [`mostly_full_width`] looks at one. The answer
+/// only picks the faster of two exact paths, and the witnesses it tells apart are far from
+/// half full-width (a PoRep's or an update's ~3 %, a PoSt's ~99 %): a uniform sample of a
+/// 32GiB partition's 130M values is 8M of them. Counting every value was a pass over the whole
+/// witness (4.2 GB at 32GiB) on the partition's critical path, 40 % of prep_msm's time here
+/// (docs/PERFORMANCE.md).
+const WIDTH_SAMPLE_STRIDE: usize = 16;
+
+/// Whether more than half of `aux` is full-width (neither 0 nor 1), counted on all cores (for a
+/// large witness, over a uniform sample).
 pub fn mostly_full_width(aux: &[Scalar]) -> bool {
+    let stride = if aux.len() > WIDTH_COUNTED_WHOLE { WIDTH_SAMPLE_STRIDE } else { 1 };
+    // CHUNK is a multiple of the stride: every chunk's sample starts at its first value.
     let full: usize = aux
         .par_chunks(CHUNK)
-        .map(|chunk| chunk.iter().filter(|s| !s.is_zero_vartime() && **s != Scalar::ONE).count())
+        .map(|chunk| {
+            chunk
+                .iter()
+                .step_by(stride)
+                .filter(|s| !s.is_zero_vartime() && **s != Scalar::ONE)
+                .count()
+        })
         .sum();
-    full * 2 > aux.len()
+    full * 2 > aux.len().div_ceil(stride)
 }
 
 /// A density-filtered query's dense scalars: `head` (its inputs'), then the aux scalars of
@@ -358,6 +393,35 @@ mod tests {
         // Half full-width is not mostly: classified.
         let half: Vec<Scalar> = (0..n).map(|i| if i % 2 == 0 { Scalar::ZERO } else { Scalar::from(3u64) }).collect();
         assert!(!PreparedMsms::new(&layout, &inputs, &half, &a_aux, &b_inputs, &b_aux).l.dense);
+    }
+
+    #[test]
+    fn a_large_witness_is_told_full_width_or_not_from_a_sample() {
+        let n = WIDTH_COUNTED_WHOLE * 2 + 123;
+        // Full-width with probability `permille`/1000 at pseudo-random places, else 0 or 1.
+        let witness = |permille: u64| -> Vec<Scalar> {
+            (0..n as u64)
+                .map(|i| match (i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40) % 1000 {
+                    r if r < permille => Scalar::from(i + 2),
+                    r if r % 2 == 0 => Scalar::ZERO,
+                    _ => Scalar::ONE,
+                })
+                .collect()
+        };
+        let exact = |aux: &[Scalar]| aux.iter().filter(|s| !s.is_zero_vartime() && **s != Scalar::ONE).count() * 2 > aux.len();
+        for (permille, mostly) in [(30, false), (990, true), (400, false), (600, true)] {
+            let aux = witness(permille);
+            assert_eq!(exact(&aux), mostly, "{permille}‰");
+            assert_eq!(mostly_full_width(&aux), mostly, "{permille}‰ full-width");
+        }
+        // Small witnesses are counted whole: one full-width value in three is not mostly, two are.
+        let small = |full_every: usize| -> Vec<Scalar> {
+            (0..3000)
+                .map(|i| if i % 3 < full_every { Scalar::from(9u64) } else { Scalar::ZERO })
+                .collect()
+        };
+        assert!(!mostly_full_width(&small(1)));
+        assert!(mostly_full_width(&small(2)));
     }
 
     #[test]
