@@ -318,10 +318,11 @@ impl Device {
 
     /// The wanted key's copy in this device's memory, uploaded now if it is not there (timed
     /// into `srs_upload_ns`; its points decoded from the parameter file on `pool` as they go,
-    /// when the host does not hold them) for a call of its class and working memory; `None` when it may not be resident here beside that memory (`fits_key`), when the
-    /// device has no room for it now beside that memory and what it holds, or when its room
-    /// is held by keys of higher classes (see `resident`). Once resident, the
-    /// host's copy of a key read from a file is dropped. Call inside the turn, holding
+    /// when the host does not hold them) for a call of its class and working memory; `None`
+    /// when it may not be resident here beside that memory (`fits_key`), when the device has
+    /// no room for it now beside that memory and what it holds, or when its room is held by
+    /// keys of higher classes (see `resident`). Once resident, the host's copy of a key read
+    /// from a file is dropped. Call inside the turn, holding
     /// `staging`; `between` runs between two parts of the upload (`make_way_in_upload`).
     /// `ahead`: the call uploads it before its first partition needs it, which is when its
     /// use counts (`ResidentCache::load_ahead`).
@@ -473,7 +474,7 @@ mod tests {
 
     const MIB: u64 = 1 << 20;
 
-    /// The keys of run 3 (2026-12-05) on an 80 GB H100 and on an H200, each device's key budget
+    /// The keys of runs 103–104 (2026-12-05) on an 80 GB H100 and on an H200, each device's key budget
     /// its default three quarters: the 32GiB WindowPoSt key fit the H100's budget but not its
     /// memory beside its call's, and its H MSM ran out of memory; a 32GiB PoRep key fits both.
     #[test]
