@@ -19,6 +19,7 @@ pub mod engine;
 pub mod error;
 pub mod ffi;
 mod groth16;
+mod host_memory;
 mod kinds;
 mod logging;
 mod parallel;

@@ -154,7 +154,7 @@ impl EngineConfig {
             self.num_threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
         }
         if self.host_memory_budget == 0 {
-            self.host_memory_budget = physical_memory() / 4;
+            self.host_memory_budget = crate::host_memory::physical_memory() / 4;
         }
         self.with_environment()
     }
@@ -289,11 +289,4 @@ fn env_knob<T: Copy>(name: &str, choices: &[(&str, T)]) -> Result<Option<T>> {
             Err(Error::invalid(format!("{name}={value:?}: expected one of {names:?}")))
         }
     }
-}
-
-/// The machine's memory in bytes (0 when it cannot be read).
-fn physical_memory() -> u64 {
-    // SAFETY: sysconf has no preconditions.
-    let (pages, page_size) = unsafe { (libc::sysconf(libc::_SC_PHYS_PAGES), libc::sysconf(libc::_SC_PAGE_SIZE)) };
-    (pages.max(0) as u64).saturating_mul(page_size.max(0) as u64)
 }

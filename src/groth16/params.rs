@@ -223,6 +223,9 @@ impl ProvingKey {
         // streaming got a process killed for memory on a 128 GiB host (run 106,
         // docs/PERFORMANCE.md).
         crate::allocator::return_free_memory();
+        if let Some(available) = crate::host_memory::available() {
+            room_for_host_copy(&self.label, self.points_bytes(), available)?;
+        }
         let start = std::time::Instant::now();
         let points = pool.install(|| -> Result<_> {
             Ok(Arc::new(Parameters {
@@ -486,6 +489,27 @@ fn bad_point(i: usize, name: &str) -> io::Error {
     )
 }
 
+/// Refuses a key's host copy that the host's available memory cannot hold: decoding it anyway
+/// gets the process killed for memory part way through, every call in it with it (run 106's
+/// PoRep key, streamed beside a 58 GB WindowPoSt key's host copy on a 128 GiB host). The call
+/// fails instead, and the process goes on proving what fits.
+fn room_for_host_copy(label: &str, bytes: u64, available: u64) -> Result<()> {
+    if bytes <= available {
+        return Ok(());
+    }
+    let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
+    Err(Error::new(
+        Status::OutOfMemory,
+        format!(
+            "the points of {label} need {:.1} GiB of host memory and {:.1} GiB are available (MemAvailable + SwapFree, or the cgroup's limit): \
+             the key is not resident on a device, so its points are held in host memory; free host memory (other streamed keys' copies go with \
+             cuzk_engine_evict_key) or prove this kind where the device has room for its key",
+            gib(bytes),
+            gib(available)
+        ),
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -568,6 +592,32 @@ mod tests {
         assert_eq!(key.host_bytes(), 0);
         assert!(ProvingKey::repeating(params.vk.clone(), sizes, g1, Vec::new(), "no G2 pool").is_err());
         assert!(ProvingKey::repeating(params.vk, QuerySizes { ic: 3, ..sizes }, g1s(1, &mut rng), g2, "ic").is_err());
+    }
+
+    /// A host copy the host cannot hold is refused before any point is decoded: the call's
+    /// clean error, where decoding would get the process killed for memory part way.
+    #[cfg(feature = "internals")]
+    #[test]
+    fn a_host_copy_larger_than_the_memory_available_is_refused() {
+        let (params, _, _) = written_parameters();
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(9);
+        let sizes = QuerySizes {
+            ic: 2,
+            h: 1 << 40,
+            l: 5,
+            a: 4,
+            b_g1: 3,
+            b_g2: 3,
+        };
+        let key = ProvingKey::repeating(params.vk, sizes, g1s(3, &mut rng), g2s(2, &mut rng), "a 96 TiB key").unwrap();
+        let Err(e) = key.host_points(&pool(), &mut 0) else {
+            panic!("a 96 TiB host copy was decoded")
+        };
+        assert_eq!(e.status, Status::OutOfMemory, "{e}");
+        assert!(e.message.contains("a 96 TiB key") && e.message.contains("GiB are available"), "{e}");
+        assert_eq!(key.host_bytes(), 0);
+        room_for_host_copy("k", 10, 10).unwrap();
+        assert_eq!(room_for_host_copy("k", 11, 10).unwrap_err().status, Status::OutOfMemory);
     }
 
     fn key_file(bytes: &[u8], name: &str) -> (std::path::PathBuf, File) {
