@@ -46,6 +46,8 @@ static_assert(offsetof(cuzk_gpu_witness, aux) == 32 && offsetof(cuzk_gpu_witness
 static_assert(sizeof(cuzk_gpu_witness_scalars) == 32, "cuzk_gpu_witness_scalars");
 static_assert(offsetof(cuzk_gpu_witness_scalars, selected_offsets) == 24,
               "cuzk_gpu_witness_scalars");
+static_assert(sizeof(cuzk_gpu_split_query) == 32 && offsetof(cuzk_gpu_split_query, tail_n) == 24,
+              "cuzk_gpu_split_query");
 #ifndef __CUDA_ARCH__ // on the device an Fp2 element is spread over two threads
 // The host points and scalars the entry points read: blst's affine points, 32-byte scalars.
 static_assert(sizeof(affine_t::mem_t) == CUZK_GPU_G1_AFFINE_BYTES, "G1 affine point bytes");
@@ -106,6 +108,7 @@ static const gpu_t& selected_device(int index)
 #include "batch_add.cuh"
 #include "tail_msm.cuh"
 #include "witness_msm.cuh"
+#include "split.cuh"
 
 static void set_message(cuzk_gpu_message* msg, const char* text)
 {
@@ -419,21 +422,44 @@ extern "C" int cuzk_gpu_witness_msm_g2(cuzk_gpu_context* ctx, uint32_t set,
     });
 }
 
-extern "C" int cuzk_gpu_witness_msms_at_once(cuzk_gpu_context* ctx, uint32_t set,
-                                            uint32_t lg_domain, const cuzk_gpu_points points[5],
-                                            const cuzk_gpu_witness_scalars scalars[3],
-                                            const cuzk_gpu_staging* staging, cuzk_gpu_g1 g1_out[4],
-                                            cuzk_gpu_g2* g2_out, uint64_t times[6],
-                                            cuzk_gpu_message* msg)
+// The boundary of the entries that run H's MSM and the witness's at once: `run` fills the H,
+// L, A, B_G1 sums and B_G2's.
+template<class F>
+static int msms_at_once(cuzk_gpu_context* ctx, cuzk_gpu_g1 g1_out[4], cuzk_gpu_g2* g2_out,
+                        cuzk_gpu_message* msg, F&& run)
 {
     return guarded(msg, [&] {
         ctx->gpu.select();
         point_t g1[4];
         g2_point_t g2;
-        witness_msms_at_once(*ctx, set, lg_domain, points, scalars, staging, g1, g2, times);
+        run(g1, g2);
         for (int q = 0; q < 4; q++)
             to_g1(g1[q], &g1_out[q]);
         to_g2(g2, g2_out);
+    });
+}
+
+extern "C" int cuzk_gpu_witness_msms_at_once(cuzk_gpu_context* ctx, uint32_t set,
+                                            uint32_t lg_domain, const cuzk_gpu_points points[5],
+                                            const cuzk_gpu_witness_scalars scalars[3],
+                                            const cuzk_gpu_staging* staging, cuzk_gpu_g1 g1_out[4],
+                                            cuzk_gpu_g2* g2_out, uint64_t times[7],
+                                            cuzk_gpu_message* msg)
+{
+    return msms_at_once(ctx, g1_out, g2_out, msg, [&](point_t g1[4], g2_point_t& g2) {
+        witness_msms_at_once(*ctx, set, lg_domain, points, scalars, staging, g1, g2, times);
+    });
+}
+
+extern "C" int cuzk_gpu_split_msms_at_once(cuzk_gpu_context* ctx, uint32_t set,
+                                          uint32_t lg_domain, const cuzk_gpu_points points[5],
+                                          const cuzk_gpu_split_query queries[4],
+                                          uint32_t implementation, cuzk_gpu_g1 g1_out[4],
+                                          cuzk_gpu_g2* g2_out, uint64_t times[7],
+                                          cuzk_gpu_message* msg)
+{
+    return msms_at_once(ctx, g1_out, g2_out, msg, [&](point_t g1[4], g2_point_t& g2) {
+        split_msms_at_once(*ctx, set, lg_domain, points, queries, implementation, g1, g2, times);
     });
 }
 

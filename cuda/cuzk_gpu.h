@@ -153,6 +153,17 @@ typedef struct {
     const uint32_t *selected_offsets;
 } cuzk_gpu_witness_scalars;
 
+/* One witness query's MSM split by the 0/1 classes (cuzk_gpu_split_msms_at_once): the points
+ * whose bit is set in ones_bitmap (bit i of word i/32, ⌈n/32⌉ words for the query's n points;
+ * NULL: none) added up, plus Σ sᵢ·P_{tail_indices[i]} over the tail_n canonical little-endian
+ * scalars tail_scalars (32 bytes each; tail_indices NULL: dense, scalar i belongs to point i). */
+typedef struct {
+    const uint32_t *ones_bitmap;
+    const uint32_t *tail_indices;
+    const void *tail_scalars;
+    size_t tail_n;
+} cuzk_gpu_split_query;
+
 /* Number of CUDA devices this process can use (CUDA_VISIBLE_DEVICES applies). */
 int cuzk_gpu_device_count(int *count, cuzk_gpu_message *msg);
 
@@ -275,13 +286,26 @@ int cuzk_gpu_witness_msm_g2(cuzk_gpu_context *ctx, uint32_t set, const cuzk_gpu_
  * its own, for a circuit whose witness z the last quotient call of `set` left there with H's
  * coefficients (domain 2^lg_domain: points[0].n must be 2^lg_domain − 1). scalars[0..2] are L's,
  * A's and B's (B_G1 and B_G2 both take B's; their selections go to memory of their own, the
- * NTT buffers being H's scalars). times: each MSM's own device time, then the wall time of them
- * all. Every query has 1 to 2^26 points; B_G1 and B_G2 as many. */
+ * NTT buffers being H's scalars). times: each MSM's own device time (H, L, A, B_G1, B_G2), 0
+ * (no batch addition), then the wall time of them all. Every query has 1 to 2^26 points; B_G1
+ * and B_G2 as many. */
 int cuzk_gpu_witness_msms_at_once(cuzk_gpu_context *ctx, uint32_t set, uint32_t lg_domain,
                                   const cuzk_gpu_points points[5],
                                   const cuzk_gpu_witness_scalars scalars[3],
                                   const cuzk_gpu_staging *staging, cuzk_gpu_g1 g1_out[4],
-                                  cuzk_gpu_g2 *g2_out, uint64_t times[6], cuzk_gpu_message *msg);
+                                  cuzk_gpu_g2 *g2_out, uint64_t times[7], cuzk_gpu_message *msg);
+
+/* H, L, A, B_G1 and B_G2 (points[0..4], every one a resident key's) at the same time by
+ * cuzk's MSM (`implementation` CUZK_GPU_MSM_CUZK or _CUZK_AFFINE), each on a stream of its own:
+ * H's with the coefficients the last quotient call of `set` left (domain 2^lg_domain:
+ * points[0].n must be 2^lg_domain − 1), the others split as queries[0..3] say. times: each
+ * MSM's own device time (H, then the tails of L, A, B_G1, B_G2), the batch additions'
+ * together, then the wall time of them all. */
+int cuzk_gpu_split_msms_at_once(cuzk_gpu_context *ctx, uint32_t set, uint32_t lg_domain,
+                                const cuzk_gpu_points points[5],
+                                const cuzk_gpu_split_query queries[4], uint32_t implementation,
+                                cuzk_gpu_g1 g1_out[4], cuzk_gpu_g2 *g2_out, uint64_t times[7],
+                                cuzk_gpu_message *msg);
 
 /* Σ sᵢ·Pᵢ by cuzk's own MSM (at most 2^30 points; digits of digit_bits, 8 to 22, or 0 for
  * the width it picks for the size) or sppark's, on device copies of the points->n points and

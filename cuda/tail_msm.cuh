@@ -18,6 +18,88 @@ void gather_points(uint4* out, const uint4* points, const uint32_t* indices, siz
         out[t] = points[(size_t)indices[t / words] * words + t % words];
 }
 
+// A tail's n points on the device from a resident query: gathered into memory of their own by
+// `indices` (sent now), or, when indices is NULL (dense: scalar i belongs to point i), the
+// query's first n read in place. In two steps, so that several tails can share the device
+// (cuda/split.cuh): the constructor sends the indices (a copy from pageable memory may wait
+// for the stream's earlier work), gather() queues the gathering and returns the points.
+template<class affine_t>
+class resident_tail_points {
+    typedef typename affine_t::mem_t affine_mem_t;
+
+    stream_t& stream;
+    const cuzk_gpu_points& src;
+    const size_t n;
+    const uint32_t words;
+    // The highest index, checked against the query: past it the device would read another
+    // allocation's memory.
+    const size_t last_index;
+    const bool by_index;
+    dev_ptr_t<uint32_t> d_indices;
+    dev_ptr_t<uint4> d_gathered;
+
+public:
+    resident_tail_points(stream_t& s, const cuzk_gpu_points& src, const uint32_t* indices, size_t n)
+        : stream(s), src(src), n(n), words(point_bytes(src.query) / sizeof(uint4)),
+          last_index(indices && n ? *std::max_element(indices, indices + n) : 0),
+          by_index(indices != nullptr),
+          d_indices{indices ? n : 0, s}, d_gathered{indices ? n * words : 0, s}
+    {
+        if (!src.key)
+            throw std::invalid_argument("a tail's points are gathered on the device from a resident key only");
+        if (indices && n)
+            stream.HtoD(&d_indices[0], indices, n);
+    }
+
+    const affine_mem_t* gather(const gpu_t& gpu)
+    {
+        if (!by_index)
+            return resident_points<affine_mem_t>(src, n);
+        const uint4* resident = (const uint4*)resident_points<affine_mem_t>(src, last_index + 1);
+        gather_points<<<gpu.sm_count(), 1024, 0, stream>>>(&d_gathered[0], resident, &d_indices[0],
+                                                           n, words);
+        CUDA_OK(cudaGetLastError());
+        return (const affine_mem_t*)&d_gathered[0];
+    }
+};
+
+// A tail MSM by cuzk's MSM (own_type: own_msm::g1_msm or g2_msm) over a resident key's points
+// on `stream`, in the same two steps: the constructor sends the indices and the canonical
+// scalars, launch() queues the gathering and the MSM, result() waits for the sum.
+template<class own_type, class point_t, class affine_t>
+class resident_tail_msm {
+    stream_t& stream;
+    const size_t n;
+    resident_tail_points<affine_t> points;
+    dev_ptr_t<fr_t> d_scalars;
+    std::unique_ptr<own_type> msm;
+
+public:
+    resident_tail_msm(stream_t& s, const cuzk_gpu_points& src, const uint32_t* indices,
+                      const scalar_t* canonical_scalars, size_t n)
+        : stream(s), n(n), points(s, src, indices, n), d_scalars{n, s}
+    {
+        if (n)
+            stream.HtoD(d_scalars.data(), canonical_scalars, n);
+    }
+
+    void launch(const gpu_t& gpu, uint32_t implementation)
+    {
+        if (n)
+            msm.reset(new own_type{stream, points.gather(gpu), d_scalars.data(), n, false, 0,
+                                   own_msm::with_affine_rounds(implementation)});
+    }
+
+    point_t result()
+    {
+        if (msm)
+            return msm->result();
+        point_t out;
+        out.inf();
+        return out;
+    }
+};
+
 // For G1 (g1_msm_t, own_msm::g1_msm) and G2 (g2_msm_t, own_msm::g2_msm), by sppark's MSM or
 // cuzk's (implementation, CUZK_GPU_MSM_*).
 template<class msm_type, class own_type, class point_t, class affine_t>
@@ -32,48 +114,35 @@ static point_t tail_msm_on_device(cuzk_gpu_context& ctx, const cuzk_gpu_points& 
     own_msm::check_implementation(implementation);
     if (n == 0)
         return out;
-    const bool own = own_msm::is_own(implementation);
-    stream_t& stream = gpu[0];
-    // The tail's points on the device: a dense tail's where they lie (a gathered copy of a
-    // whole query would be as large as the query: 12 GB for a 32GiB PoSt's L), else gathered
-    // there by index; host points as they are for sppark's (it sends them in batches), copied
-    // for cuzk's.
-    dev_ptr_t<affine_mem_t> d_copy{!src.key && own ? n : 0};
-    dev_ptr_t<uint4> d_gathered{src.key && indices ? n * (point_bytes(src.query) / sizeof(uint4)) : 0};
-    const affine_mem_t* d_points = nullptr;
-    if (!src.key) {
-        if (own) {
-            stream.HtoD(d_copy.data(), (const affine_mem_t*)src.host, n);
-            d_points = d_copy.data();
+    if (own_msm::is_own(implementation)) {
+        stream_t stream{gpu.id()};
+        if (src.key) {
+            resident_tail_msm<own_type, point_t, affine_t> tail{stream, src, indices,
+                                                                canonical_scalars, n};
+            tail.launch(gpu, implementation);
+            return tail.result();
         }
-    } else if (indices == nullptr) {
-        d_points = resident_points<affine_mem_t>(src, n);
-    } else {
-        const uint32_t words = point_bytes(src.query) / sizeof(uint4);
-        // An index past the query would read another allocation's memory on the device.
-        const size_t last_index = *std::max_element(indices, indices + n);
-        const uint4* resident = (const uint4*)resident_points<affine_mem_t>(src, last_index + 1);
-        dev_ptr_t<uint32_t> d_indices{n};
-        stream.HtoD(&d_indices[0], indices, n);
-        gather_points<<<gpu.sm_count(), 1024, 0, stream>>>(&d_gathered[0], resident, &d_indices[0], n, words);
-        CUDA_OK(cudaGetLastError());
-        stream.sync();
-        d_points = (const affine_mem_t*)&d_gathered[0];
-    }
-    if (own) {
-        dev_ptr_t<fr_t> d_scalars{n};
+        dev_ptr_t<affine_mem_t> d_copy{n, stream};
+        dev_ptr_t<fr_t> d_scalars{n, stream};
+        stream.HtoD(d_copy.data(), src.host, n);
         stream.HtoD(d_scalars.data(), canonical_scalars, n);
-        stream.sync();
-        stream_t msm_stream{gpu.id()};
-        own_type msm{msm_stream, d_points, d_scalars.data(), n, false, 0,
+        own_type msm{stream, d_copy.data(), d_scalars.data(), n, false, 0,
                      own_msm::with_affine_rounds(implementation)};
         return msm.result();
     }
     abandoned_on_fault<msm_type> msm{nullptr, n, sizeof(affine_t), gpu.id()};
-    if (d_points)
-        check(msm->invoke(out, dev_ptr_t<affine_t>{(affine_t*)d_points, n}, n, canonical_scalars,
-                          false));
-    else
+    if (!src.key) {
+        // sppark's sends host points in batches of its own.
         check(msm->invoke(out, (const affine_t*)src.host, n, canonical_scalars, false));
+        return out;
+    }
+    // The tail's points where they lie, or gathered (a gathered copy of a whole query would be
+    // as large as the query: 12 GB for a 32GiB PoSt's L).
+    stream_t& stream = gpu[0];
+    resident_tail_points<affine_t> points{stream, src, indices, n};
+    const affine_mem_t* d_points = points.gather(gpu);
+    stream.sync();
+    check(msm->invoke(out, dev_ptr_t<affine_t>{(affine_t*)d_points, n}, n, canonical_scalars,
+                      false));
     return out;
 }

@@ -82,8 +82,9 @@ type Timings struct {
 	MSMA          time.Duration
 	MSMBG1        time.Duration
 	MSMBG2        time.Duration
-	// MSMAtOnce is the wall time of MSMH, MSML, MSMA, MSMBG1 and MSMBG2 when they ran at the same
-	// time (each on a stream of its own; their durations overlap), 0 when one after another.
+	// MSMAtOnce is the wall time of MSMH, BatchAdd, MSML, MSMA, MSMBG1 and MSMBG2 when they ran
+	// at the same time (each query on a stream of its own; their durations overlap), 0 when one
+	// after another.
 	MSMAtOnce time.Duration
 	Assembly  time.Duration // combining into A, B, C and serialising the proof
 	Verify    time.Duration // self-verification (0 when it is off)
@@ -97,15 +98,16 @@ type Timings struct {
 	PartitionIndex int
 }
 
-// Serial is the phases' time as Total counts it: their sum, with MSMH, MSML, MSMA, MSMBG1 and
-// MSMBG2 counted once as MSMAtOnce when they ran at the same time (their durations overlap).
+// Serial is the phases' time as Total counts it: their sum, with MSMH, BatchAdd, MSML, MSMA,
+// MSMBG1 and MSMBG2 counted once as MSMAtOnce when they ran at the same time (their durations
+// overlap).
 func (t Timings) Serial() time.Duration {
 	var sum time.Duration
 	for _, p := range t.Phases() {
 		sum += p.Duration
 	}
 	if t.MSMAtOnce > 0 {
-		sum += t.MSMAtOnce - (t.MSMH + t.MSML + t.MSMA + t.MSMBG1 + t.MSMBG2)
+		sum += t.MSMAtOnce - (t.MSMH + t.BatchAdd + t.MSML + t.MSMA + t.MSMBG1 + t.MSMBG2)
 	}
 	return sum
 }

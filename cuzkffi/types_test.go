@@ -154,7 +154,7 @@ func TestPhases(t *testing.T) {
 	if got := tm.Serial(); got != 1+2+3+4+5+6+7 {
 		t.Fatalf("Serial = %v one after another, want the phases' sum", got)
 	}
-	tm.MSMH, tm.MSML, tm.MSMA, tm.MSMBG1, tm.MSMBG2, tm.MSMAtOnce = 10, 20, 30, 40, 50, 60
+	tm.MSMH, tm.BatchAdd, tm.MSML, tm.MSMA, tm.MSMBG1, tm.MSMBG2, tm.MSMAtOnce = 10, 15, 20, 30, 40, 50, 60
 	if got := tm.Serial(); got != 1+2+3+4+5+6+7+60 {
 		t.Fatalf("Serial = %v with the MSMs at once, want them counted as MSMAtOnce", got)
 	}

@@ -387,11 +387,12 @@ typedef struct cuzk_timings {
   // Which partition of the sector (timings of one partition, `cuzk_prove_options.
   // partition_timings`); -1 in a sector's timings, which sum its partitions'.
   int32_t partition_index;
-  // Wall time of the H, L, A, B_G1 and B_G2 MSMs when they ran at the same time (each on a
-  // stream of its own: a witness read on the device, queries of up to 2^20 points); each
-  // one's own duration is still in `msm_h_ns` … `msm_b_g2_ns`, and these overlap. 0 when
-  // they ran one after another. Where the phases add up to `total_ns`, the five count as
-  // this once (`Timings::serial_ns`).
+  // Wall time of the H, L, A, B_G1 and B_G2 MSMs (batch additions included) when they ran
+  // at the same time, each query on a stream of its own: a witness read on the device with
+  // queries of up to 2^20 points, or a split witness with H's query of up to 2^22 − 1 and
+  // the key resident. Each one's own duration is still in `msm_h_ns` … `msm_b_g2_ns` and
+  // `batch_add_ns`, and these overlap. 0 when they ran one after another. Where the phases
+  // add up to `total_ns`, the six count as this once (`Timings::serial_ns`).
   uint64_t msm_at_once_ns;
 } cuzk_timings;
 

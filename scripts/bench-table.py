@@ -64,7 +64,7 @@ CUZK_PHASES = [
     ("msm_a_s", "tail MSM A"),
     ("msm_b_g1_s", "tail MSM B_G1"),
     ("msm_b_g2_s", "MSM B_G2"),
-    ("msm_at_once_s", "... H, L, A, B_G1, B_G2 at the same time: their wall time"),
+    ("msm_at_once_s", "... H, batch addition, L, A, B_G1, B_G2 at the same time: their wall time"),
     ("assembly_s", "assembly"),
     ("verify_s", "self-verify"),
 ]

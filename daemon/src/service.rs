@@ -323,13 +323,14 @@ mod tests {
         let mut t = Timings {
             ntt_ns: 7,
             msm_h_ns: 10,
+            batch_add_ns: 15,
             msm_l_ns: 20,
             msm_a_ns: 30,
             msm_b_g1_ns: 40,
             msm_b_g2_ns: 50,
             ..Timings::new()
         };
-        assert_eq!(proving_ns(&t), 7 + 10 + 20 + 30 + 40 + 50);
+        assert_eq!(proving_ns(&t), 7 + 10 + 15 + 20 + 30 + 40 + 50);
         t.msm_at_once_ns = 55;
         assert_eq!(proving_ns(&t), 7 + 55);
     }

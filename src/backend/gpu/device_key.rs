@@ -237,6 +237,11 @@ impl<'a> PointSource<'a> {
     }
 
     /// The host's copy of B_G2 when the key is streamed (None when resident).
+    /// Whether every query's points are in the device's copy of the key.
+    pub(super) fn is_resident(&self) -> bool {
+        self.resident.is_some()
+    }
+
     pub(super) fn streamed_g2(&self) -> Option<&'a [G2Affine]> {
         self.host.filter(|_| self.resident.is_none()).map(|host| &host.b_g2[..])
     }

@@ -423,7 +423,8 @@ impl GpuBackend {
                 Some(_) if queries.read_device_witness() => Some(Priority::WinningPost),
                 above => above,
             };
-            if let Some(msms) = queries.at_once(&key.query_sizes(), domain.log_size) {
+            let witness_at_once = queries.at_once(&key.query_sizes(), domain.log_size);
+            if witness_at_once.is_some() || queries.split_runs_at_once(&key.query_sizes(), &src) {
                 // Latency-bound sizes: H's MSM and the witness's all at the same time, making
                 // way once before them.
                 if let Some(from) = let_in {
@@ -431,25 +432,14 @@ impl GpuBackend {
                 }
                 fault::injection::fire_if_armed(device)?;
                 cancel.check()?;
-                let done = device.with_staging(t, |staging, _| {
-                    let points = [sys::QUERY_H, sys::QUERY_L, sys::QUERY_A, sys::QUERY_B_G1, sys::QUERY_B_G2].map(|q| src.points(q));
-                    Self::witness_msms_at_once(device, buffers, domain.log_size, &points, msms, staging)
-                })?;
-                let [h_ns, l_ns, a_ns, b_g1_ns, b_g2_ns, wall_ns] = done.times;
-                t.msm_h_ns += h_ns;
-                t.msm_l_ns += l_ns;
-                t.msm_a_ns += a_ns;
-                t.msm_b_g1_ns += b_g1_ns;
-                t.msm_b_g2_ns += b_g2_ns;
-                t.msm_at_once_ns += wall_ns;
-                let [h, l, a, b_g1] = done.g1;
-                return Ok(MsmResults {
-                    h,
-                    l,
-                    a,
-                    b_g1,
-                    b_g2: done.b_g2,
-                });
+                let done = match witness_at_once {
+                    Some(msms) => device.with_staging(t, |staging, _| {
+                        let points = [sys::QUERY_H, sys::QUERY_L, sys::QUERY_A, sys::QUERY_B_G1, sys::QUERY_B_G2].map(|q| src.points(q));
+                        Self::witness_msms_at_once(device, buffers, domain.log_size, &points, msms, staging)
+                    })?,
+                    None => queries.split_at_once(device, buffers, domain.log_size, &src, &key.query_sizes())?,
+                };
+                return Ok(done.results(t));
             }
             let h = Self::h_msm(device, buffers, &src, domain.log_size, self.msm, t, &mut |t| match buffers {
                 sys::SHARED_BUFFERS => device.make_way(&mut device_turn, Priority::WinningPost, t),
@@ -635,6 +625,19 @@ impl GpuBackend {
             };
             let g1_scratch: u64 = at_once.iter().map(|&n| msm::scratch_bytes(n, G1_BUCKET, false)).sum();
             msm = msm.max(g1_scratch + msm::scratch_bytes(sizes.b_g2, G2_BUCKET, false) + selected + copies);
+        }
+        if self.msm.is_cuzk() && !streamed && (1..=split::SPLIT_AT_ONCE_MAX_H).contains(&sizes.h) {
+            // A split witness's MSMs and H's at once (split.rs): every MSM's scratch together,
+            // each tail's gathered points, scalars and indices and each query's bitmap, at worst
+            // a tail of the whole query.
+            let affine = self.msm == MsmChoice::CuzkAffine;
+            let per_point = |point: u64| point + SCALAR + 4 + 1;
+            let g1_tails: u64 = [sizes.l, sizes.a, sizes.b_g1]
+                .into_iter()
+                .map(|n| msm::scratch_bytes(n, G1_BUCKET, affine) + n * per_point(g1))
+                .sum();
+            let b_g2_tail = msm::scratch_bytes(sizes.b_g2, G2_BUCKET, false) + sizes.b_g2 * per_point(g2);
+            msm = msm.max(msm::scratch_bytes(sizes.h, G1_BUCKET, affine) + g1_tails + b_g2_tail);
         }
         let variables = sizes.variables();
         let matrices = if self.products_on_device { shape_bytes } else { 0 };

@@ -1,9 +1,9 @@
 //! Each query's MSM plan on the device. The 0/1 split: the sum of the bases whose scalar is 1
 //! by batch addition (batch_add.rs), the rest by the tail MSM (tail_msm.rs); a cost model
 //! decides per G1 query whether the batch addition pays; B_G2 always splits. Or, for a mostly
-//! full-width witness, the scalars read from the witness on the device (witness_msm.rs). No
-//! cuda/ file of its own: it drives cuda/batch_add.cuh, cuda/tail_msm.cuh and
-//! cuda/witness_msm.cuh.
+//! full-width witness, the scalars read from the witness on the device (witness_msm.rs). One
+//! after another it drives cuda/batch_add.cuh, cuda/tail_msm.cuh and cuda/witness_msm.cuh; a
+//! small proof's split MSMs run at once with H's by cuda/split.cuh.
 
 use std::borrow::Cow;
 use std::time::Instant;
@@ -14,13 +14,15 @@ use rayon::ThreadPool;
 
 use super::device::Device;
 use super::device_key::PointSource;
+use super::msm::implementation;
 use super::sys;
-use super::tail_msm::gather_tail;
-use super::witness_msm::WitnessMsms;
+use super::sys::call;
+use super::tail_msm::{gather_tail, tail_indices};
+use super::witness_msm::{AtOnce, WitnessMsms};
 use super::GpuBackend;
 use crate::backend::prep::{ClassifiedScalars, PreparedMsms};
 use crate::backend::{MsmChoice, SplitPolicy};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::groth16::QuerySizes;
 use crate::timings::{nanos, timed, Timings};
 
@@ -142,6 +144,40 @@ impl<'a> G1Msm<'a> {
     }
 }
 
+/// One split query as cuda/split.cuh takes it, `classes` and their 1-scalars' `ones_bitmap`
+/// alive while it is read.
+fn split_query(classes: &ClassifiedScalars, ones_bitmap: &[u32]) -> sys::SplitQuery {
+    sys::SplitQuery {
+        ones_bitmap: if classes.ones.is_empty() {
+            std::ptr::null()
+        } else {
+            ones_bitmap.as_ptr()
+        },
+        tail_indices: tail_indices(classes),
+        tail_scalars: classes.tail_scalars.as_ptr().cast(),
+        tail_n: classes.tail_scalars.len(),
+    }
+}
+
+/// B_G2's classes and its 1-scalars' bitmap in a split plan of G1 queries `g1`, B's classes `b`
+/// and B_G2's own bitmap: always split (the cost model was fitted to G1 only); a dense B_G1
+/// tail serves B_G2 too (same scalars, as many points).
+fn b_g2_split<'p>(g1: &'p [G1Msm; 3], b: &'p ClassifiedScalars, b_g2_bitmap: &'p [u32], sizes: &QuerySizes) -> (&'p ClassifiedScalars, &'p [u32]) {
+    let b_g1 = &g1[2];
+    let classes = if b_g1.classes.dense && sizes.b_g1 == sizes.b_g2 {
+        &*b_g1.classes
+    } else {
+        b
+    };
+    let bitmap = if b_g2_bitmap.is_empty() { &b_g1.ones_bitmap } else { b_g2_bitmap };
+    (classes, bitmap)
+}
+
+/// The most points of H's query for which a split witness's MSMs run at once with H's (a domain
+/// of 2^22: the 2KiB and 8MiB PoRep), their scratch all held together: there the tails and
+/// batch additions are bound by latency, and beside H's MSM they take SMs it leaves idle.
+pub(super) const SPLIT_AT_ONCE_MAX_H: u64 = (1 << 22) - 1;
+
 /// The witness MSMs of one circuit (L, A, B_G1, B_G2) as the device computes them: split into
 /// batch addition and tails from the host's classes (a witness of mostly 0s and 1s), or with
 /// their scalars read from the witness on the device (a mostly full-width one: witness_msm.rs).
@@ -240,15 +276,8 @@ impl<'a> QueryMsms<'a> {
         match self {
             QueryMsms::Split { g1, b, b_g2_bitmap, msm } => {
                 // On the device, not on the CPU cores beside it: measured faster at every
-                // size (docs/PERFORMANCE.md). Always split: the cost model was fitted to G1
-                // only. A dense B_G1 tail serves B_G2 too (same scalars, as many points).
-                let b_g1 = &g1[2];
-                let classes = if b_g1.classes.dense && sizes.b_g1 == sizes.b_g2 {
-                    &*b_g1.classes
-                } else {
-                    b
-                };
-                let bitmap = if b_g2_bitmap.is_empty() { &b_g1.ones_bitmap } else { b_g2_bitmap };
+                // size (docs/PERFORMANCE.md).
+                let (classes, bitmap) = b_g2_split(g1, b, b_g2_bitmap, sizes);
                 GpuBackend::b_g2_msm(device, src, classes, bitmap, *msm, staging, pool, t)
             }
             QueryMsms::OnDevice(msms) => {
@@ -259,6 +288,51 @@ impl<'a> QueryMsms<'a> {
                 .map(|sum| sys::to_projective_g2(&sum))
             }
         }
+    }
+}
+
+impl QueryMsms<'_> {
+    /// Whether the split MSMs run at once with H's ([`Self::split_at_once`]): cuzk's MSM, H's
+    /// query of at most [`SPLIT_AT_ONCE_MAX_H`] points, every query resident (`src`).
+    pub(super) fn split_runs_at_once(&self, sizes: &QuerySizes, src: &PointSource) -> bool {
+        matches!(self, QueryMsms::Split { msm, .. } if msm.is_cuzk()) && (1..=SPLIT_AT_ONCE_MAX_H).contains(&sizes.h) && src.is_resident()
+    }
+
+    /// H's MSM and the split witness MSMs at the same time on `device` (cuda/split.cuh), H's
+    /// scalars the coefficients the quotient stage left in buffer set `set`.
+    pub(super) fn split_at_once(&self, device: &Device, set: u32, lg_domain: u32, src: &PointSource, sizes: &QuerySizes) -> Result<AtOnce> {
+        let QueryMsms::Split { g1, b, b_g2_bitmap, msm } = self else {
+            return Err(Error::internal("split MSMs at once without a split plan"));
+        };
+        let (b_classes, b_bitmap) = b_g2_split(g1, b, b_g2_bitmap, sizes);
+        let points = [sys::QUERY_H, sys::QUERY_L, sys::QUERY_A, sys::QUERY_B_G1, sys::QUERY_B_G2].map(|q| src.points(q));
+        let queries = [
+            split_query(&g1[0].classes, &g1[0].ones_bitmap),
+            split_query(&g1[1].classes, &g1[1].ones_bitmap),
+            split_query(&g1[2].classes, &g1[2].ones_bitmap),
+            split_query(b_classes, b_bitmap),
+        ];
+        let ctx = device.ctx.ptr()?;
+        let mut done = AtOnce::outputs();
+        let (g1_out, g2_out, times) = done.out();
+        // SAFETY: every query's points are resident (split_runs_at_once), its bitmap, indices
+        // and scalars live in `self` for the synchronous call, as many as `points` and
+        // `queries` say.
+        call("the MSMs at once", |msg| unsafe {
+            sys::cuzk_gpu_split_msms_at_once(
+                ctx,
+                set,
+                lg_domain,
+                &points,
+                &queries,
+                implementation(*msm, sizes.h as usize),
+                g1_out,
+                g2_out,
+                times,
+                msg,
+            )
+        })?;
+        Ok(done)
     }
 }
 

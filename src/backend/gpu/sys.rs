@@ -125,6 +125,14 @@ pub(super) struct WitnessScalars {
     pub(super) selected_offsets: *const u32,
 }
 
+#[repr(C)]
+pub(super) struct SplitQuery {
+    pub(super) ones_bitmap: *const u32,
+    pub(super) tail_indices: *const u32,
+    pub(super) tail_scalars: *const c_void,
+    pub(super) tail_n: usize,
+}
+
 extern "C" {
     pub(super) fn cuzk_gpu_device_count(count: *mut c_int, msg: *mut Message) -> c_int;
     pub(super) fn cuzk_gpu_device_info(device: c_int, name: *mut c_char, total_memory: *mut u64, msg: *mut Message) -> c_int;
@@ -265,7 +273,19 @@ extern "C" {
         staging: *const Staging,
         g1_out: *mut [G1; 4],
         g2_out: *mut G2,
-        times: *mut [u64; 6],
+        times: *mut [u64; 7],
+        msg: *mut Message,
+    ) -> c_int;
+    pub(super) fn cuzk_gpu_split_msms_at_once(
+        ctx: *mut Context,
+        set: u32,
+        lg_domain: u32,
+        points: *const [Points; 5],
+        queries: *const [SplitQuery; 4],
+        implementation: u32,
+        g1_out: *mut [G1; 4],
+        g2_out: *mut G2,
+        times: *mut [u64; 7],
         msg: *mut Message,
     ) -> c_int;
     #[cfg(feature = "internals")]
@@ -320,6 +340,7 @@ const _: () = assert!(size_of::<CsrHost>() == 32 && offset_of!(CsrHost, nonzeros
 const _: () = assert!(size_of::<ShapeHost>() == 128 && offset_of!(ShapeHost, coefficients) == 96 && offset_of!(ShapeHost, variables) == 120);
 const _: () = assert!(size_of::<Witness>() == 48 && offset_of!(Witness, aux) == 32 && offset_of!(Witness, n) == 40);
 const _: () = assert!(size_of::<WitnessScalars>() == 32 && offset_of!(WitnessScalars, selected_offsets) == 24);
+const _: () = assert!(size_of::<SplitQuery>() == 32 && offset_of!(SplitQuery, tail_n) == 24);
 // The points and scalars the entry points read from host memory: blst's affine points
 // (CUZK_GPU_G1_AFFINE_BYTES, CUZK_GPU_G2_AFFINE_BYTES) and 32-byte scalars.
 const _: () = assert!(size_of::<G1Affine>() == 96 && size_of::<G2Affine>() == 192 && size_of::<Scalar>() == 32);

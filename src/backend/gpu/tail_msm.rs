@@ -81,7 +81,7 @@ impl GpuBackend {
 }
 
 /// The tail's indices as the device takes them: NULL for a dense tail (point i, scalar i).
-fn tail_indices(classes: &ClassifiedScalars) -> *const u32 {
+pub(super) fn tail_indices(classes: &ClassifiedScalars) -> *const u32 {
     if classes.dense {
         std::ptr::null()
     } else {

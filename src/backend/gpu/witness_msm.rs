@@ -6,7 +6,6 @@
 
 use std::ffi::c_int;
 
-use blstrs::{G1Projective, G2Projective};
 use rayon::prelude::*;
 
 use super::device::Device;
@@ -15,8 +14,10 @@ use super::sys::{self, call};
 use super::GpuBackend;
 use crate::backend::MsmChoice;
 use crate::error::Result;
+use crate::groth16::MsmResults;
 use crate::groth16::QueryLayout;
 use crate::synthesis::Density;
+use crate::timings::Timings;
 
 /// Values of z per bitmap word.
 const PER_WORD: usize = 32;
@@ -129,12 +130,48 @@ pub(super) type WitnessMsmEntry<Out> = unsafe extern "C" fn(
 /// one after another, with room to make way between them.
 pub(super) const AT_ONCE_MAX_POINTS: usize = 1 << 20;
 
-/// What [`GpuBackend::witness_msms_at_once`] gives: the H, L, A, B_G1 sums, B_G2's, and each
-/// MSM's own time (H, L, A, B_G1, B_G2) then their wall time together, in ns.
+/// What the device gives for MSMs run at once ([`GpuBackend::witness_msms_at_once`],
+/// `QueryMsms::split_at_once`): the H, L, A, B_G1 sums, B_G2's, and in ns each MSM's own time
+/// (H, L, A, B_G1, B_G2), the batch additions' (0 without a split), then their wall time.
 pub(super) struct AtOnce {
-    pub(super) g1: [G1Projective; 4],
-    pub(super) b_g2: G2Projective,
-    pub(super) times: [u64; 6],
+    g1: [sys::G1; 4],
+    b_g2: sys::G2,
+    times: [u64; 7],
+}
+
+impl AtOnce {
+    /// The device's outputs, for an entry to fill.
+    pub(super) fn outputs() -> Self {
+        AtOnce {
+            g1: Default::default(),
+            b_g2: sys::G2::default(),
+            times: [0; 7],
+        }
+    }
+
+    pub(super) fn out(&mut self) -> (&mut [sys::G1; 4], &mut sys::G2, &mut [u64; 7]) {
+        (&mut self.g1, &mut self.b_g2, &mut self.times)
+    }
+
+    /// The sums, their times added to `t`: each to its phase, the wall time to msm_at_once.
+    pub(super) fn results(self, t: &mut Timings) -> MsmResults {
+        let [h_ns, l_ns, a_ns, b_g1_ns, b_g2_ns, batch_ns, wall_ns] = self.times;
+        t.msm_h_ns += h_ns;
+        t.msm_l_ns += l_ns;
+        t.msm_a_ns += a_ns;
+        t.msm_b_g1_ns += b_g1_ns;
+        t.msm_b_g2_ns += b_g2_ns;
+        t.batch_add_ns += batch_ns;
+        t.msm_at_once_ns += wall_ns;
+        let [h, l, a, b_g1] = self.g1.each_ref().map(sys::to_projective);
+        MsmResults {
+            h,
+            l,
+            a,
+            b_g1,
+            b_g2: sys::to_projective_g2(&self.b_g2),
+        }
+    }
 }
 
 impl GpuBackend {
@@ -175,19 +212,14 @@ impl GpuBackend {
     ) -> Result<AtOnce> {
         let ctx = device.ctx.ptr()?;
         let scalars = msms.raw_scalars();
-        let mut g1: [sys::G1; 4] = Default::default();
-        let mut g2 = sys::G2::default();
-        let mut times = [0u64; 6];
+        let mut done = AtOnce::outputs();
+        let (g1, g2, times) = done.out();
         // SAFETY: the points, selections and outputs outlive the synchronous call; the device
         // checks the selections, the witness's and H's lengths and the query sizes before reading.
         call("MSMs at once", |msg| unsafe {
-            sys::cuzk_gpu_witness_msms_at_once(ctx, set, lg_domain, points, &scalars, staging, &mut g1, &mut g2, &mut times, msg)
+            sys::cuzk_gpu_witness_msms_at_once(ctx, set, lg_domain, points, &scalars, staging, g1, g2, times, msg)
         })?;
-        Ok(AtOnce {
-            g1: g1.each_ref().map(sys::to_projective),
-            b_g2: sys::to_projective_g2(&g2),
-            times,
-        })
+        Ok(done)
     }
 }
 
