@@ -556,7 +556,11 @@ fn update_gpu_proof_equals_bellperson_and_verifies() {
         eprintln!("update-{size} GPU {name:<12} {:>9.3} ms", ns as f64 / 1e6);
     }
     let comms = (f.comm_r_old, f.comm_r_new, f.comm_d_new);
+    let start = std::time::Instant::now();
     let theirs = bellperson_update(f.registered_proof, comms, &vanilla, &fixture().params_dir, &rs).unwrap();
+    // bellperson's time for the same proof (its parameter file read included): the 8MiB
+    // update's CPU peer where a device command has no room for another bellperson run.
+    eprintln!("update-{size} bellperson create_proof_batch {:.3} s", start.elapsed().as_secs_f64());
     assert_eq!(proven.proof, theirs, "update: GPU and bellperson proofs differ for the same r, s");
     assert!(
         common::filecoin_verify_update([f.comm_r_old, f.comm_r_new, f.comm_d_new], &proven.proof),
