@@ -5,6 +5,7 @@
 pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod gpu;
+pub mod host_copies;
 pub mod pinned;
 pub mod prep;
 pub mod resident;
@@ -152,8 +153,8 @@ pub trait Backend: Send + Sync {
     /// device; `class` says which keys it may displace), else its points decoded in host memory
     /// (timed into `decode_ns`). Returns the upload time, 0 when it was already there or the
     /// backend keeps nothing. Called as `compute_msms` is.
-    fn preload(&self, key: &ProvingKey, _class: Priority, pool: &ThreadPool, decode_ns: &mut u64) -> Result<u64> {
-        key.host_points(pool, decode_ns)?;
+    fn preload(&self, key: &ProvingKey, class: Priority, pool: &ThreadPool, decode_ns: &mut u64) -> Result<u64> {
+        host_copies::host_points(key, class, pool, decode_ns)?;
         Ok(0)
     }
 

@@ -5,4 +5,6 @@ mod assembly;
 mod params;
 
 pub use assembly::{assemble, check_key_fits, MsmResults, QueryLayout};
-pub use params::{KeyPoint, ProvingKey, QuerySizes};
+#[cfg(all(test, feature = "internals"))]
+pub(crate) use params::repeating_test_key;
+pub use params::{HostCopyHandle, KeyPoint, ProvingKey, QuerySizes};

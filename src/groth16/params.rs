@@ -52,8 +52,8 @@ pub struct ProvingKey {
     /// Where the points are read from; None for a key made in memory, whose host points are
     /// always held.
     source: Option<PointSource>,
-    /// The points decoded in host memory, while held.
-    host: Mutex<Option<Arc<Parameters<Bls12>>>>,
+    /// The points decoded in host memory, while held ([`HostCopyHandle`] reaches it too).
+    host: Arc<HostSlot>,
     /// `vk` prepared for verification, once a proof made with the key has been verified.
     prepared_vk: OnceCell<PreparedVerifyingKey<Bls12>>,
     id: u64,
@@ -61,6 +61,51 @@ pub struct ProvingKey {
     /// Copies of this key elsewhere (device memory) hold a `Weak` of it: once the key is gone
     /// they are stale and are dropped.
     alive: Arc<()>,
+}
+
+/// A key's points in host memory, while held.
+type HostSlot = Mutex<Option<Arc<Parameters<Bls12>>>>;
+
+/// A handle on a key's host copy of its points that does not keep the key alive: what a policy
+/// over every key's host copy (`backend::host_copies`) releases to make room for another's.
+#[derive(Clone)]
+pub struct HostCopyHandle {
+    slot: Weak<HostSlot>,
+    bytes: u64,
+    label: String,
+    /// False for a key made in memory, whose points have no other copy.
+    releasable: bool,
+}
+
+impl HostCopyHandle {
+    pub fn is_of(&self, key: &ProvingKey) -> bool {
+        std::ptr::eq(self.slot.as_ptr(), Arc::as_ptr(&key.host))
+    }
+
+    /// Whether its key still exists.
+    pub fn is_alive(&self) -> bool {
+        self.slot.strong_count() > 0
+    }
+
+    pub fn label(&self) -> &str {
+        &self.label
+    }
+
+    /// Drops the host copy when it is held and no call uses it (a call holds its own `Arc` of
+    /// the points until it ends); returns the bytes that go with it, 0 when none do.
+    pub fn release_if_idle(&self) -> u64 {
+        let Some(slot) = self.slot.upgrade().filter(|_| self.releasable) else {
+            return 0;
+        };
+        let mut held = slot.lock().unwrap_or_else(|p| p.into_inner());
+        match &*held {
+            Some(points) if Arc::strong_count(points) == 1 => {
+                held.take();
+                self.bytes
+            }
+            _ => 0,
+        }
+    }
 }
 
 /// Where the points of a key are read from when they are not held in host memory.
@@ -115,7 +160,7 @@ impl ProvingKey {
             vk,
             sizes,
             source,
-            host: Mutex::new(host),
+            host: Arc::new(Mutex::new(host)),
             prepared_vk: OnceCell::new(),
             id: next_id(),
             label,
@@ -173,6 +218,15 @@ impl ProvingKey {
         Arc::downgrade(&self.alive)
     }
 
+    pub fn host_copy_handle(&self) -> HostCopyHandle {
+        HostCopyHandle {
+            slot: Arc::downgrade(&self.host),
+            bytes: self.points_bytes(),
+            label: self.label.clone(),
+            releasable: self.source.is_some(),
+        }
+    }
+
     /// Bytes of the points of the five queries in affine form (what a device copy holds, and
     /// the host copy when held).
     pub fn points_bytes(&self) -> u64 {
@@ -205,7 +259,8 @@ impl ProvingKey {
     /// not; `decode_ns` gets the time spent decoding. Concurrent callers decode once: they wait
     /// for it on their own threads, never on one of `pool`'s workers (one waiting there could
     /// be the worker the decoding needs: rayon runs queued jobs on a worker that waits), so a
-    /// call from one is an error.
+    /// call from one is an error. Calls ask through `backend::host_copies::host_points`, which
+    /// makes room for the copy first.
     pub fn host_points(&self, pool: &ThreadPool, decode_ns: &mut u64) -> Result<Arc<Parameters<Bls12>>> {
         if pool.current_thread_index().is_some() {
             return Err(Error::internal(format!(
@@ -216,15 +271,6 @@ impl ProvingKey {
         let mut held = self.held();
         if let Some(points) = &*held {
             return Ok(Arc::clone(points));
-        }
-        // A key's points are the process's largest allocation (58 GB for a 32GiB WindowPoSt
-        // key), which the pages the allocators keep from smaller freed buffers do not serve:
-        // they go back to the OS first. 41 GB of them beside a WindowPoSt key decoded for
-        // streaming got a process killed for memory on a 128 GiB host (run 106,
-        // docs/PERFORMANCE.md).
-        crate::allocator::return_free_memory();
-        if let Some(available) = crate::host_memory::available() {
-            room_for_host_copy(&self.label, self.points_bytes(), available)?;
         }
         let start = std::time::Instant::now();
         let points = pool.install(|| -> Result<_> {
@@ -489,25 +535,29 @@ fn bad_point(i: usize, name: &str) -> io::Error {
     )
 }
 
-/// Refuses a key's host copy that the host's available memory cannot hold: decoding it anyway
-/// gets the process killed for memory part way through, every call in it with it (run 106's
-/// PoRep key, streamed beside a 58 GB WindowPoSt key's host copy on a 128 GiB host). The call
-/// fails instead, and the process goes on proving what fits.
-fn room_for_host_copy(label: &str, bytes: u64, available: u64) -> Result<()> {
-    if bytes <= available {
-        return Ok(());
-    }
-    let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
-    Err(Error::new(
-        Status::OutOfMemory,
-        format!(
-            "the points of {label} need {:.1} GiB of host memory and {:.1} GiB are available (MemAvailable + SwapFree, or the cgroup's limit): \
-             the key is not resident on a device, so its points are held in host memory; free host memory (other streamed keys' copies go with \
-             cuzk_engine_evict_key) or prove this kind where the device has room for its key",
-            gib(bytes),
-            gib(available)
-        ),
-    ))
+/// A key whose points repeat one G1 and one G2 point, with `h` points in H's query and a few in
+/// the others (tests of policies over keys: it holds nothing until its points are asked for).
+#[cfg(all(test, feature = "internals"))]
+pub(crate) fn repeating_test_key(label: &str, h: u64) -> ProvingKey {
+    let (g1, g2) = (G1Affine::generator(), G2Affine::generator());
+    let vk = VerifyingKey::<Bls12> {
+        alpha_g1: g1,
+        beta_g1: g1,
+        beta_g2: g2,
+        gamma_g2: g2,
+        delta_g1: g1,
+        delta_g2: g2,
+        ic: vec![g1; 2],
+    };
+    let sizes = QuerySizes {
+        ic: 2,
+        h,
+        l: 5,
+        a: 4,
+        b_g1: 3,
+        b_g2: 3,
+    };
+    ProvingKey::repeating(vk, sizes, vec![g1], vec![g2], label).expect("a repeating key")
 }
 
 #[cfg(test)]
@@ -592,32 +642,6 @@ mod tests {
         assert_eq!(key.host_bytes(), 0);
         assert!(ProvingKey::repeating(params.vk.clone(), sizes, g1, Vec::new(), "no G2 pool").is_err());
         assert!(ProvingKey::repeating(params.vk, QuerySizes { ic: 3, ..sizes }, g1s(1, &mut rng), g2, "ic").is_err());
-    }
-
-    /// A host copy the host cannot hold is refused before any point is decoded: the call's
-    /// clean error, where decoding would get the process killed for memory part way.
-    #[cfg(feature = "internals")]
-    #[test]
-    fn a_host_copy_larger_than_the_memory_available_is_refused() {
-        let (params, _, _) = written_parameters();
-        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(9);
-        let sizes = QuerySizes {
-            ic: 2,
-            h: 1 << 40,
-            l: 5,
-            a: 4,
-            b_g1: 3,
-            b_g2: 3,
-        };
-        let key = ProvingKey::repeating(params.vk, sizes, g1s(3, &mut rng), g2s(2, &mut rng), "a 96 TiB key").unwrap();
-        let Err(e) = key.host_points(&pool(), &mut 0) else {
-            panic!("a 96 TiB host copy was decoded")
-        };
-        assert_eq!(e.status, Status::OutOfMemory, "{e}");
-        assert!(e.message.contains("a 96 TiB key") && e.message.contains("GiB are available"), "{e}");
-        assert_eq!(key.host_bytes(), 0);
-        room_for_host_copy("k", 10, 10).unwrap();
-        assert_eq!(room_for_host_copy("k", 11, 10).unwrap_err().status, Status::OutOfMemory);
     }
 
     fn key_file(bytes: &[u8], name: &str) -> (std::path::PathBuf, File) {

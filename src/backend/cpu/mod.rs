@@ -5,6 +5,7 @@ mod msm;
 mod ntt;
 
 use self::msm::{pippenger, sum_points, BlstAffine};
+use super::host_copies;
 use super::prep::{ClassifiedScalars, PreparedMsms};
 use super::turn::Turn;
 use super::{check_not_a_worker, Backend, BackendKind, CallMemory, Priority};
@@ -121,7 +122,7 @@ impl CpuBackend {
         let layout = check_key_fits(key, &circuit, domain.size())?;
         // Decoded from the parameter file when the host does not hold them (timed as the key's
         // load), before the turn.
-        let points = key.host_points(pool, &mut t.srs_load_ns)?;
+        let points = host_copies::host_points(key, priority, pool, &mut t.srs_load_ns)?;
         let _turn = timed(&mut t.proving_wait_ns, || self.turn.take(priority));
         cancel.check()?;
         self.pool.install(|| Self::compute(&points, layout, circuit, cancel, t))

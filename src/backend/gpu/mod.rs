@@ -40,6 +40,7 @@ use group::Group;
 use rayon::ThreadPool;
 
 use super::cpu::{CpuBackend, Domain};
+use super::host_copies;
 use super::prep::{mostly_full_width, PreparedMsms};
 use super::turn::Priority;
 use super::{check_not_a_worker, Backend, BackendKind, BackendRelease, CallMemory, DeviceStatus};
@@ -304,7 +305,7 @@ impl GpuBackend {
         // from its file as they are uploaded, and the host keeps none.
         let host = match resident {
             true => key.held_host_points(),
-            false => Some(key.host_points(pool, &mut t.srs_load_ns)?),
+            false => Some(host_copies::host_points(key, priority, pool, &mut t.srs_load_ns)?),
         };
 
         // A mostly full-width witness (a PoSt's) crosses whole and its MSMs read their scalars
@@ -413,7 +414,7 @@ impl GpuBackend {
             let host = match (&copy, &host) {
                 // Expected resident, but its room is held by keys of higher classes (or the
                 // device had less memory than planned): streamed after all.
-                (None, None) => Some(key.host_points(pool, &mut t.srs_load_ns)?),
+                (None, None) => Some(host_copies::host_points(key, priority, pool, &mut t.srs_load_ns)?),
                 _ => host.clone(),
             };
             let src = PointSource::new(copy.as_deref(), host.as_deref(), key.query_sizes())?;
@@ -529,7 +530,7 @@ impl Backend for GpuBackend {
             streamed |= !device.upload_in_own_turn(&wanted, pool, None, || Ok(()), &upload_ns)?;
         }
         if streamed {
-            key.host_points(pool, decode_ns)?;
+            host_copies::host_points(key, class, pool, decode_ns)?;
         }
         Ok(upload_ns.into_inner())
     }
