@@ -92,12 +92,17 @@ impl HostCopyHandle {
     }
 
     /// Drops the host copy when it is held and no call uses it (a call holds its own `Arc` of
-    /// the points until it ends); returns the bytes that go with it, 0 when none do.
+    /// the points until it ends); returns the bytes that go with it, 0 when none do. A copy
+    /// being decoded (its lock held for tens of seconds) is not waited for: it is in use.
     pub fn release_if_idle(&self) -> u64 {
         let Some(slot) = self.slot.upgrade().filter(|_| self.releasable) else {
             return 0;
         };
-        let mut held = slot.lock().unwrap_or_else(|p| p.into_inner());
+        let mut held = match slot.try_lock() {
+            Ok(held) => held,
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return 0,
+        };
         match &*held {
             Some(points) if Arc::strong_count(points) == 1 => {
                 held.take();
@@ -642,6 +647,32 @@ mod tests {
         assert_eq!(key.host_bytes(), 0);
         assert!(ProvingKey::repeating(params.vk.clone(), sizes, g1, Vec::new(), "no G2 pool").is_err());
         assert!(ProvingKey::repeating(params.vk, QuerySizes { ic: 3, ..sizes }, g1s(1, &mut rng), g2, "ic").is_err());
+    }
+
+    /// A handle releases an idle copy, never one a call holds or one being decoded (its lock
+    /// held), and nothing of a key made in memory or gone.
+    #[cfg(feature = "internals")]
+    #[test]
+    fn a_handle_releases_only_an_idle_copy() {
+        let key = repeating_test_key("k", 7);
+        let handle = key.host_copy_handle();
+        assert!(handle.is_of(&key) && !handle.is_of(&repeating_test_key("other", 7)));
+        assert_eq!(handle.release_if_idle(), 0, "no copy held yet");
+        let in_use = key.host_points(&pool(), &mut 0).unwrap();
+        assert_eq!(handle.release_if_idle(), 0, "a call holds it");
+        drop(in_use);
+        {
+            let _decoding = key.held();
+            assert_eq!(handle.release_if_idle(), 0, "being decoded");
+        }
+        assert_eq!(handle.release_if_idle(), key.points_bytes());
+        assert_eq!(key.host_bytes(), 0);
+        let (params, _, _) = written_parameters();
+        let in_memory = ProvingKey::new(params, "in memory");
+        assert_eq!(in_memory.host_copy_handle().release_if_idle(), 0, "its only copy");
+        drop(key);
+        assert!(!handle.is_alive());
+        assert_eq!(handle.release_if_idle(), 0);
     }
 
     fn key_file(bytes: &[u8], name: &str) -> (std::path::PathBuf, File) {
