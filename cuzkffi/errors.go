@@ -46,7 +46,8 @@ var (
 	ErrParametersInvalid = errors.New("cuzk: parameters invalid")
 	// ErrGPU: a GPU (CUDA) operation failed.
 	ErrGPU = errors.New("cuzk: GPU error")
-	// ErrOutOfMemory: host or device memory could not be allocated.
+	// ErrOutOfMemory: host or device memory could not be allocated, or a key's points do not
+	// fit the host's available memory (the call fails before decoding them; the engine goes on).
 	ErrOutOfMemory = errors.New("cuzk: out of memory")
 	// ErrCancelled: the call was cancelled. The context-aware calls return ctx.Err()
 	// instead, so this is seen only from a library cancelled some other way.

@@ -112,7 +112,9 @@ typedef enum cuzk_status {
   CUZK_STATUS_PARAMETERS_INVALID = 5,
   // A GPU (CUDA) operation failed.
   CUZK_STATUS_GPU_ERROR = 6,
-  // Host or device memory could not be allocated.
+  // Host or device memory could not be allocated, or a key's points do not fit the host's
+  // available memory even after idle copies of other keys went (the call fails before it
+  // decodes them; the process goes on).
   CUZK_STATUS_OUT_OF_MEMORY = 7,
   // The call was cancelled by its caller.
   CUZK_STATUS_CANCELLED = 8,

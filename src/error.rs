@@ -20,7 +20,9 @@ pub enum Status {
     ParametersInvalid = 5,
     /// A GPU (CUDA) operation failed.
     GpuError = 6,
-    /// Host or device memory could not be allocated.
+    /// Host or device memory could not be allocated, or a key's points do not fit the host's
+    /// available memory even after idle copies of other keys went (the call fails before it
+    /// decodes them; the process goes on).
     OutOfMemory = 7,
     /// The call was cancelled by its caller.
     Cancelled = 8,

@@ -4,8 +4,8 @@
 //! host's available memory, idle copies of keys of the call's class or lower are released
 //! first, lowest class and least recently used first, as device keys are evicted
 //! (`resident.rs`): a sealing call never takes a PoSt key's copy, and no copy a call is using
-//! goes. If the copy still does not fit, its call fails (`ProvingKey::host_points`) and the
-//! process goes on.
+//! goes. If the copy still does not fit, its call fails with `OutOfMemory` before any point is
+//! decoded, and the process goes on.
 
 use std::sync::{Arc, Mutex};
 
