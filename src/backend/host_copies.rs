@@ -13,6 +13,7 @@ use bellperson::groth16::Parameters;
 use blstrs::Bls12;
 use rayon::ThreadPool;
 
+use crate::backend::resident::eviction_order;
 use crate::backend::turn::Priority;
 use crate::error::{Error, Result, Status};
 use crate::groth16::{HostCopyHandle, ProvingKey};
@@ -20,7 +21,13 @@ use crate::groth16::{HostCopyHandle, ProvingKey};
 /// Every key whose points a call asked for in host memory, with the highest class of those
 /// calls and when it was last asked for.
 struct HostCopies {
-    entries: Mutex<Vec<Entry>>,
+    state: Mutex<State>,
+}
+
+struct State {
+    entries: Vec<Entry>,
+    /// Counts the asks: an entry's `last_use` is the count at its last.
+    clock: u64,
 }
 
 struct Entry {
@@ -30,9 +37,7 @@ struct Entry {
 }
 
 /// The process's: host memory is the process's, whichever engine holds a key.
-static HOST_COPIES: HostCopies = HostCopies {
-    entries: Mutex::new(Vec::new()),
-};
+static HOST_COPIES: HostCopies = HostCopies::new();
 
 /// `key`'s points in host memory for a call of `class`: held ones, or decoded from its file
 /// after room is made for them.
@@ -41,6 +46,15 @@ pub fn host_points(key: &ProvingKey, class: Priority, pool: &ThreadPool, decode_
 }
 
 impl HostCopies {
+    const fn new() -> Self {
+        HostCopies {
+            state: Mutex::new(State {
+                entries: Vec::new(),
+                clock: 0,
+            }),
+        }
+    }
+
     fn host_points(
         &self,
         key: &ProvingKey,
@@ -72,21 +86,22 @@ impl HostCopies {
         key.host_points(pool, decode_ns)
     }
 
-    fn entries(&self) -> std::sync::MutexGuard<'_, Vec<Entry>> {
-        self.entries.lock().unwrap_or_else(|p| p.into_inner())
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Records a call of `class` asking for `key`'s points; forgets keys that are gone.
     fn note_use(&self, key: &ProvingKey, class: Priority) {
-        let mut entries = self.entries();
-        entries.retain(|e| e.copy.is_alive());
-        let now = entries.iter().map(|e| e.last_use + 1).max().unwrap_or(0);
-        match entries.iter_mut().find(|e| e.copy.is_of(key)) {
+        let mut state = self.lock();
+        state.entries.retain(|e| e.copy.is_alive());
+        state.clock += 1;
+        let now = state.clock;
+        match state.entries.iter_mut().find(|e| e.copy.is_of(key)) {
             Some(entry) => {
                 entry.class = entry.class.max(class);
                 entry.last_use = now;
             }
-            None => entries.push(Entry {
+            None => state.entries.push(Entry {
                 copy: key.host_copy_handle(),
                 class,
                 last_use: now,
@@ -97,10 +112,10 @@ impl HostCopies {
     /// Releases idle host copies of other keys of `class` or lower, lowest class and least
     /// recently used first, until `shortfall` bytes went or none is left; returns the bytes.
     fn release_for(&self, key: &ProvingKey, class: Priority, shortfall: u64) -> u64 {
-        let mut entries = self.entries();
-        entries.sort_by_key(|e| (e.class, e.last_use));
+        let state = self.lock();
+        let order = eviction_order(&state.entries, |e| (e.class, e.last_use), |e| e.class <= class && !e.copy.is_of(key));
         let mut released = 0;
-        for entry in entries.iter().filter(|e| e.class <= class && !e.copy.is_of(key)) {
+        for entry in order.into_iter().map(|i| &state.entries[i]) {
             if released >= shortfall {
                 break;
             }
@@ -153,9 +168,7 @@ mod tests {
     /// a call holds; with nothing it may take, the call fails with OutOfMemory.
     #[test]
     fn room_is_made_from_idle_copies_of_the_calls_class_or_lower() {
-        let copies = HostCopies {
-            entries: Mutex::new(Vec::new()),
-        };
+        let copies = HostCopies::new();
         let plenty = || Some(u64::MAX);
         let [window, porep, update, next] = ["window", "porep", "update", "next"].map(|label| repeating_test_key(label, 7));
         let one_key = next.points_bytes();
@@ -207,14 +220,12 @@ mod tests {
 
     #[test]
     fn keys_that_are_gone_are_forgotten() {
-        let copies = HostCopies {
-            entries: Mutex::new(Vec::new()),
-        };
+        let copies = HostCopies::new();
         let key = repeating_test_key("gone", 7);
         copies.host_points(&key, Priority::Sealing, &pool(), &mut 0, || None).unwrap();
         drop(key);
         let other = repeating_test_key("other", 7);
         copies.host_points(&other, Priority::Sealing, &pool(), &mut 0, || None).unwrap();
-        assert_eq!(copies.entries().len(), 1);
+        assert_eq!(copies.lock().entries.len(), 1);
     }
 }

@@ -14,6 +14,15 @@ use once_cell::sync::OnceCell;
 use crate::backend::Priority;
 use crate::error::Result;
 
+/// The indices of the `items` that `eligible` takes in the order they go to make room: the
+/// lowest class first and within a class the least recently used (`rank`: class and last use).
+/// Device copies (`ResidentCache`) and host copies (`host_copies`) go in this order.
+pub fn eviction_order<T>(items: &[T], rank: impl Fn(&T) -> (Priority, u64), eligible: impl Fn(&T) -> bool) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..items.len()).filter(|&i| eligible(&items[i])).collect();
+    order.sort_by_key(|&i| rank(&items[i]));
+    order
+}
+
 /// What the cache needs to know about a key.
 #[derive(Clone, Debug)]
 pub struct KeyRef {
@@ -151,8 +160,7 @@ impl<V> ResidentCache<V> {
     /// recently used, as few as hold `bytes` (all of them when they hold less), in ascending
     /// order; and the bytes they hold.
     fn lowest_first(entries: &[Entry<V>], eligible: impl Fn(&Entry<V>) -> bool, bytes: u64) -> (Vec<usize>, u64) {
-        let mut candidates: Vec<usize> = (0..entries.len()).filter(|&i| eligible(&entries[i])).collect();
-        candidates.sort_by_key(|&i| (entries[i].class, entries[i].last_used));
+        let candidates = eviction_order(entries, |e| (e.class, e.last_used), eligible);
         let mut freed = 0;
         let mut victims = Vec::new();
         for i in candidates {
