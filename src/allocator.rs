@@ -75,7 +75,19 @@ pub struct HeapStats {
 /// tests, the soak and the benchmarks' records).
 #[cfg(any(test, feature = "internals"))]
 pub fn heap_stats() -> HeapStats {
-    let mut stats = HeapStats::default();
+    let (live_bytes, kept_free_bytes) = heap_counts();
+    HeapStats { live_bytes, kept_free_bytes }
+}
+
+/// Freed memory the allocators keep for reuse, in bytes ([`HeapStats::kept_free_bytes`]):
+/// what [`return_free_memory`] would hand back.
+pub(crate) fn kept_free_bytes() -> u64 {
+    heap_counts().1
+}
+
+/// Live and kept-free bytes over jemalloc and glibc ([`HeapStats`]'s two fields).
+fn heap_counts() -> (u64, u64) {
+    let (mut live, mut kept) = (0u64, 0u64);
     #[cfg(feature = "jemalloc")]
     {
         let mut epoch = 1u64;
@@ -99,19 +111,19 @@ pub fn heap_stats() -> HeapStats {
                 0
             }
         };
-        stats.live_bytes += read(c"stats.allocated");
+        live += read(c"stats.allocated");
         // Arena 4096 is MALLCTL_ARENAS_ALL: the pages counted over every arena.
         let pages = read(c"stats.arenas.4096.pdirty") + read(c"stats.arenas.4096.pmuzzy");
-        stats.kept_free_bytes += pages * read(c"arenas.page");
+        kept += pages * read(c"arenas.page");
     }
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
         // SAFETY: mallinfo2 only reads the allocator's statistics.
         let info = unsafe { libc::mallinfo2() };
-        stats.live_bytes += (info.uordblks + info.hblkhd) as u64;
-        stats.kept_free_bytes += info.fordblks as u64;
+        live += (info.uordblks + info.hblkhd) as u64;
+        kept += info.fordblks as u64;
     }
-    stats
+    (live, kept)
 }
 
 /// Bytes of live allocations ([`HeapStats::live_bytes`]).

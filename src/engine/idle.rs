@@ -7,7 +7,9 @@
 //!   its high-water mark while calls run (docs/RELIABILITY.md, soak). Once the engine has been
 //!   idle for `TRIM_AFTER` (no call in flight: a preload and an eviction count as calls), the
 //!   janitor returns the free pages to the OS (`allocator::return_free_memory`), once per
-//!   idle period; calls closer together than that reuse them.
+//!   idle period; calls closer together than that reuse them. While calls run, a proving lane
+//!   that finds more kept than the pipeline's next partitions can reuse asks the janitor to
+//!   return them at once ([`Idle::request_trim`]; `pipeline::bound_kept_free_memory`).
 //! - With an idle policy (`IdlePolicy::release_after`), once the engine has been idle that
 //!   long it releases its keys, shapes and buffers (`Engine::release_memory`), once per idle
 //!   period.
@@ -42,6 +44,8 @@ struct State {
     /// The last period whose free host memory was returned, and whose memory was released.
     trimmed: u64,
     released: u64,
+    /// A trim asked for while calls run ([`Idle::request_trim`]).
+    trim_requested: bool,
     stopped: bool,
 }
 
@@ -81,6 +85,13 @@ impl Idle {
         state.calls += 1;
         state.proofs += 1;
         Call { idle: self, proves: true }
+    }
+
+    /// Asks the janitor to return the allocators' free pages now, calls in flight or not; asks
+    /// made while one is pending or under way count once.
+    pub fn request_trim(&self) {
+        self.shared.lock().trim_requested = true;
+        self.shared.changed.notify_all();
     }
 
     /// Proof calls in flight.
@@ -137,8 +148,12 @@ impl Shared {
                 _ => None,
             };
             let now = Instant::now();
-            if trim_due.is_some_and(|due| now >= due) {
-                state.trimmed = state.periods;
+            let idle_trim = trim_due.is_some_and(|due| now >= due);
+            if idle_trim || state.trim_requested {
+                state.trim_requested = false;
+                if idle_trim {
+                    state.trimmed = state.periods;
+                }
                 drop(state);
                 self.trim();
                 state = self.lock();
@@ -203,6 +218,22 @@ mod tests {
         wait_until("the second trim", || idle.trims() == 2);
         std::thread::sleep(Duration::from_millis(20));
         assert_eq!((idle.trims(), idle.releases()), (2, 0), "no policy: nothing released");
+    }
+
+    #[test]
+    fn a_requested_trim_runs_during_a_call_and_leaves_the_idle_one() {
+        let idle = Idle::default();
+        idle.start(None, Box::new(|| {})).unwrap();
+        let call = idle.enter_proof();
+        idle.request_trim();
+        wait_until("the requested trim", || idle.trims() == 1);
+        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(idle.trims(), 1, "one request, one trim");
+        drop(call);
+        // The idle period after the call is trimmed as before.
+        wait_until("the idle trim", || idle.trims() == 2);
+        std::thread::sleep(TRIM_AFTER / 4);
+        assert_eq!(idle.trims(), 2);
     }
 
     #[test]

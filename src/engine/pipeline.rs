@@ -146,6 +146,8 @@ pub(super) struct MemoryBudget {
     used: Mutex<u64>,
     /// The most ever taken at once.
     peak: AtomicU64,
+    /// The largest share ever taken (the largest partition the engine has held).
+    largest_share: AtomicU64,
     returned: Condvar,
 }
 
@@ -161,6 +163,7 @@ impl MemoryBudget {
             limit,
             used: Mutex::new(0),
             peak: AtomicU64::new(0),
+            largest_share: AtomicU64::new(0),
             returned: Condvar::new(),
         })
     }
@@ -175,6 +178,7 @@ impl MemoryBudget {
         }
         *used += bytes;
         self.peak.fetch_max(*used, Ordering::Relaxed);
+        self.largest_share.fetch_max(bytes, Ordering::Relaxed);
         BudgetShare { budget: self.clone(), bytes }
     }
 
@@ -188,6 +192,10 @@ impl MemoryBudget {
 
     pub(super) fn limit(&self) -> u64 {
         self.limit
+    }
+
+    fn largest_share(&self) -> u64 {
+        self.largest_share.load(Ordering::Relaxed)
     }
 }
 
@@ -208,6 +216,32 @@ impl Drop for BudgetShare {
     fn drop(&mut self) {
         *self.budget.used.lock().unwrap_or_else(|p| p.into_inner()) -= self.bytes;
         self.budget.returned.notify_all();
+    }
+}
+
+/// Freed host memory the allocators may keep while calls run, in bytes, when the largest
+/// partition the engine has held takes `largest_partition`: two such partitions (the next
+/// partition's buffers reuse the pages the last one freed), and never less than
+/// `KEPT_FREE_FLOOR`. Beyond it, pages were freed that no partition reuses: with jemalloc's
+/// decay off they only add up, ≈ 0.5 GB a 32GiB PoRep partition in run 113
+/// (docs/PERFORMANCE.md).
+fn kept_free_limit(largest_partition: u64) -> u64 {
+    largest_partition.saturating_mul(2).max(KEPT_FREE_FLOOR)
+}
+
+/// The least freed memory kept during calls: a small proof's pages (a 2KiB C2 keeps ≈ 1.5
+/// GiB) stay with the allocator, whose reuse saves their page faults every call.
+const KEPT_FREE_FLOOR: u64 = 4 << 30;
+
+/// After a partition's buffers are freed: when the allocators keep more freed memory than
+/// `kept_free_limit`, the engine's janitor thread hands it back to the OS (not this lane's
+/// thread, which goes on to its next partition).
+fn bound_kept_free_memory(engine: &Engine) {
+    let limit = kept_free_limit(engine.pipeline_budget.largest_share());
+    let kept = crate::allocator::kept_free_bytes();
+    if kept > limit {
+        log::debug!("{kept} bytes of freed host memory kept, above {limit}: returning them");
+        engine.idle.request_trim();
     }
 }
 
@@ -572,6 +606,7 @@ fn prove_partition(
     timings.total_ns += nanos(synthesized_at.elapsed());
     span.proven_ns = since_start(Instant::now());
     drop(held);
+    bound_kept_free_memory(engine);
     let mut sector = sector.lock().unwrap_or_else(|p| p.into_inner());
     if sector.failed {
         return None;
@@ -639,6 +674,19 @@ mod tests {
     use super::*;
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::time::Duration;
+
+    #[test]
+    fn freed_memory_kept_is_bounded_by_twice_the_largest_partition() {
+        let budget = MemoryBudget::new(u64::MAX);
+        assert_eq!(kept_free_limit(budget.largest_share()), KEPT_FREE_FLOOR, "nothing held yet");
+        drop(budget.take(5 << 30, Priority::Sealing));
+        drop(budget.take(1 << 30, Priority::WinningPost));
+        assert_eq!(budget.largest_share(), 5 << 30, "the largest share, not the last");
+        assert_eq!(kept_free_limit(budget.largest_share()), 10 << 30);
+        // A 2KiB PoRep partition (2.7M values) keeps the floor; no overflow at the top.
+        assert_eq!(kept_free_limit(32 * 2_700_000), KEPT_FREE_FLOOR);
+        assert_eq!(kept_free_limit(u64::MAX), u64::MAX);
+    }
 
     #[test]
     fn budget_blocks_normal_takes_and_lets_high_priority_through() {
