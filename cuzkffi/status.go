@@ -16,7 +16,8 @@ type EngineStatus struct {
 	WorkerThreads  int    `json:"worker_threads"`
 	ProofsInFlight uint64 `json:"proofs_in_flight"`
 	// HostMemoryTrims counts the times the engine returned free host memory to the OS (when
-	// it went idle, and after key evictions).
+	// it went idle, after key evictions, and during calls when more was kept than their
+	// partitions reuse).
 	HostMemoryTrims uint64 `json:"host_memory_trims"`
 	// IdleReleases counts the times the idle policy (Config.IdleRelease) released memory.
 	IdleReleases uint64          `json:"idle_releases"`

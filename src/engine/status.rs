@@ -22,8 +22,9 @@ pub struct EngineStatus {
     pub backend: &'static str,
     pub worker_threads: usize,
     pub proofs_in_flight: u64,
-    /// Times the engine returned free host memory to the OS (each time it went idle, and
-    /// after key evictions; see `idle`).
+    /// Times the engine returned free host memory to the OS (each time it went idle, after
+    /// key evictions, and during calls when more was kept than their partitions reuse; see
+    /// `idle`).
     pub host_memory_trims: u64,
     /// Times the idle policy released the engine's memory (`EngineConfig::idle`).
     pub idle_releases: u64,
