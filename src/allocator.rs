@@ -2,7 +2,9 @@
 //! told never to hand freed pages back to the OS on its own, so that a partition's buffers (a
 //! 32GiB PoRep witness is 4.2 GB) reuse the pages an earlier partition freed. The engine hands
 //! them back when it goes idle ([`return_free_memory`]: after each idle period's last call, and
-//! in `Engine::release_memory`).
+//! in `Engine::release_memory`), and during calls when more is kept ([`kept_free_bytes`]) than
+//! the next partitions reuse (`pipeline::bound_kept_free_memory`): pages freed in one arena and
+//! never asked for again add up otherwise, ≈ 0.5 GB a 32GiB partition.
 //!
 //! Why: glibc serves allocations above 32 MiB with mmap and unmaps them when freed, so every
 //! partition faulted its buffers in anew and the kernel zeroed each page again, at about 1 GB/s
