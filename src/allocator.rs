@@ -81,13 +81,13 @@ pub fn heap_stats() -> HeapStats {
     HeapStats { live_bytes, kept_free_bytes }
 }
 
-/// Freed memory the allocators keep for reuse, in bytes ([`HeapStats::kept_free_bytes`]):
+/// Freed memory the allocators keep for reuse, in bytes (`HeapStats::kept_free_bytes`):
 /// what [`return_free_memory`] would hand back.
 pub(crate) fn kept_free_bytes() -> u64 {
     heap_counts().1
 }
 
-/// Live and kept-free bytes over jemalloc and glibc ([`HeapStats`]'s two fields).
+/// Live and kept-free bytes over jemalloc and glibc (`HeapStats`'s two fields).
 fn heap_counts() -> (u64, u64) {
     let (mut live, mut kept) = (0u64, 0u64);
     #[cfg(feature = "jemalloc")]
