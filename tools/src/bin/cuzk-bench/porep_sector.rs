@@ -39,6 +39,9 @@ struct SectorRun<'a> {
     device_partitions: Vec<u64>,
     synthesis_busy_fraction: f64,
     proving_busy_fraction: f64,
+    /// Times the engine returned freed host memory to the OS during the call (kept beyond
+    /// what its partitions reuse; status `host_memory_trims`).
+    host_memory_trims: u64,
     /// From the call's start to the first sector's last partition proven.
     first_sector_proven_s: f64,
     /// From the process's start to the call's first partition proven (key and shape loads
@@ -168,6 +171,7 @@ pub fn run(bench: &Bench) -> Result<()> {
                 device_partitions,
                 synthesis_busy_fraction: rounded(busy(after.pipeline.synthesis_busy_ns - before.pipeline.synthesis_busy_ns), 3),
                 proving_busy_fraction: rounded(busy(after.pipeline.proving_busy_ns - before.pipeline.proving_busy_ns), 3),
+                host_memory_trims: after.host_memory_trims - before.host_memory_trims,
                 first_sector_proven_s: seconds(first_sector_proven_ns, 3),
                 time_to_first_proof_s: rounded(call_after_s + first_proven_ns as f64 / 1e9, 3),
                 partition_timings,
