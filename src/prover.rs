@@ -185,6 +185,7 @@ pub(crate) fn gpu_backend(config: &EngineConfig, device: Option<u32>) -> Result<
         split: config.gpu_split,
         msm: config.gpu_msm,
         products_on_device: config.products_on_gpu,
+        prep_on_device: config.prep_on_gpu,
     };
     Ok(Box::new(GpuBackend::new(&gpu)?))
 }

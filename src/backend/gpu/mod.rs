@@ -30,6 +30,7 @@ mod spmv;
 mod staging;
 mod sys;
 mod tail_msm;
+mod witness_classes;
 mod witness_msm;
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -59,6 +60,7 @@ pub use fault::injection;
 use quotient::HInput;
 use split::QueryMsms;
 use spmv::DeviceWitness;
+use witness_classes::ClassifiedMsms;
 use witness_msm::{WitnessMsms, AT_ONCE_MAX_POINTS};
 
 /// The GPU backend's settings.
@@ -77,6 +79,9 @@ pub struct GpuConfig {
     /// Compute a = A·z, b = B·z, c = C·z on the device from resident matrices (R1CS
     /// synthesis), sending only the compact witness; false: on the host, a, b, c sent.
     pub products_on_device: bool,
+    /// Find a split witness's scalar classes (prep_msm) on the device where it can
+    /// (`GpuBackend::classifies_on_device`); false: always on the host.
+    pub prep_on_device: bool,
 }
 
 impl Default for GpuConfig {
@@ -88,6 +93,7 @@ impl Default for GpuConfig {
             split: SplitPolicy::CostModel,
             msm: MsmChoice::Cuzk,
             products_on_device: true,
+            prep_on_device: true,
         }
     }
 }
@@ -97,6 +103,7 @@ pub struct GpuBackend {
     split: SplitPolicy,
     msm: MsmChoice,
     products_on_device: bool,
+    prep_on_device: bool,
     /// Where the search for the least busy device starts, so that ties rotate.
     next: AtomicUsize,
     /// Made when every device is quarantined after faults (`fault`): calls are proved on the
@@ -221,6 +228,7 @@ impl GpuBackend {
             split: config.split,
             msm: config.msm,
             products_on_device: config.products_on_device,
+            prep_on_device: config.prep_on_device,
             next: AtomicUsize::new(0),
             cpu_fallback: Mutex::new(None),
         })
@@ -309,9 +317,11 @@ impl GpuBackend {
         };
 
         // A mostly full-width witness (a PoSt's) crosses whole and its MSMs read their scalars
-        // on the device (witness_msm.rs); any other is classified here, sent compactly, and
-        // its MSMs split into batch additions and tails (split.rs).
+        // on the device (witness_msm.rs); any other is sent compactly, and its MSMs split into
+        // batch additions and tails (split.rs), by classes found on the device from its copy of
+        // the witness (witness_classes.rs) or here.
         let full_width = timed(&mut t.prep_msm_ns, || pool.install(|| mostly_full_width(&aux_assignment)));
+        let sizes = key.query_sizes();
         let mut classes = None;
         let (queries, h_input) = if full_width {
             let msms = timed(&mut t.prep_msm_ns, || {
@@ -329,6 +339,21 @@ impl GpuBackend {
                 },
             };
             (QueryMsms::OnDevice(msms), h_input)
+        } else if let (true, Products::Deferred(shape)) = (self.classifies_on_device(&sizes, resident), &products) {
+            let selections = timed(&mut t.prep_msm_ns, || {
+                pool.install(|| WitnessMsms::new(&layout, &a_aux_density, &b_input_density, &b_aux_density, self.msm))
+            });
+            let z = Assignment {
+                inputs: &input_assignment,
+                aux: &aux_assignment,
+            };
+            let witness = timed(&mut t.witness_upload_ns, || pool.install(|| CompactWitness::from_values(z)))?;
+            let h_input = HInput::Witness {
+                witness: DeviceWitness::Compact(witness),
+                shape: Arc::clone(shape),
+            };
+            drop((input_assignment, aux_assignment));
+            (QueryMsms::Classified(ClassifiedMsms::new(selections, &sizes, self.split)), h_input)
         } else {
             let p: &PreparedMsms = classes.insert(timed(&mut t.prep_msm_ns, || {
                 pool.install(|| {
@@ -343,7 +368,7 @@ impl GpuBackend {
                 })
             }));
             let queries = timed(&mut t.prep_msm_ns, || {
-                pool.install(|| QueryMsms::split(p, &key.query_sizes(), self.split, resident, self.msm))
+                pool.install(|| QueryMsms::split(p, &sizes, self.split, resident, self.msm))
             });
             let h_input = match products {
                 Products::Deferred(shape) => {
@@ -388,9 +413,20 @@ impl GpuBackend {
         let on_device = || -> Result<MsmResults> {
             device.check_usable()?;
             device.make_room_for_call(key, priority, call_bytes)?;
+            let mut host_classes = None;
             let copy = device.with_staging(t, |staging, t| {
                 let wanted = KeyWanted { key, class: priority, ahead: false, call_bytes };
                 let copy = device.resident_key(&wanted, pool, staging, t, &mut |t| device.make_way_in_upload(&mut device_turn, t))?;
+                if let (None, QueryMsms::Classified(_), HInput::Witness { witness: DeviceWitness::Compact(compact), .. }) = (&copy, &queries, &h_input) {
+                    // Expected resident, and streamed after all (below): the device finds a
+                    // witness's classes for a resident key only, so the host finds them, from
+                    // the compact witness (z decoded for it: 4.2 GB at 32GiB, in this rare case).
+                    let z = compact.decode();
+                    let (inputs, aux) = z.split_at(layout.num_inputs);
+                    host_classes = Some(timed(&mut t.prep_msm_ns, || {
+                        pool.install(|| PreparedMsms::classified(&layout, inputs, aux, &a_aux_density, &b_input_density, &b_aux_density))
+                    }));
+                }
                 let mut input = h_input;
                 if let HInput::Witness { shape, witness } = input {
                     input = match device.make_shape_resident(&shape, domain.log_size, staging, t)? {
@@ -403,7 +439,7 @@ impl GpuBackend {
                             );
                             let abc = timed(&mut t.spmv_ns, || pool.install(|| witness.evaluate(&shape)))?;
                             // The MSMs may still read the witness on the device.
-                            let witness = matches!(witness, DeviceWitness::Whole { .. }).then_some(witness);
+                            let witness = queries.read_device_witness().then_some(witness);
                             HInput::Products { abc, witness }
                         }
                     };
@@ -418,6 +454,8 @@ impl GpuBackend {
                 _ => host.clone(),
             };
             let src = PointSource::new(copy.as_deref(), host.as_deref(), key.query_sizes())?;
+            let host_split = host_classes.as_ref().map(|p| QueryMsms::split(p, &sizes, self.split, false, self.msm));
+            let queries = host_split.as_ref().unwrap_or(&queries);
             // Between the MSMs: every class above this call's, but while they read the witness
             // in this call's buffer set only the class whose calls use the other set.
             let let_in = match priority.above() {
@@ -455,14 +493,7 @@ impl GpuBackend {
             let mut g1 = [G1Projective::identity(); 3];
             for (q, sum) in g1.iter_mut().enumerate() {
                 make_way(t)?;
-                *sum = device.with_staging(t, |staging, t| {
-                    let msm_ns = match q {
-                        0 => &mut t.msm_l_ns,
-                        1 => &mut t.msm_a_ns,
-                        _ => &mut t.msm_b_g1_ns,
-                    };
-                    queries.g1(q, device, buffers, &src, staging, pool, &mut t.batch_add_ns, msm_ns)
-                })?;
+                *sum = device.with_staging(t, |staging, t| queries.g1(q, device, buffers, &src, staging, pool, t))?;
             }
             make_way(t)?;
             let b_g2 = device.with_staging(t, |staging, t| queries.b_g2(device, buffers, &src, &key.query_sizes(), staging, pool, t))?;
@@ -590,6 +621,20 @@ impl Backend for GpuBackend {
 }
 
 impl GpuBackend {
+    /// Whether a split witness's classes are found on the device (witness_classes.rs) for a
+    /// call whose key is to be `resident`: the switch on, a, b, c computed there (so z is
+    /// there), cuzk's MSM, B_G1 and B_G2 as many points (B's scalars), and H's query beyond
+    /// the small proofs' whose split MSMs run at once with H's (cuda/split.cuh, from the
+    /// host's classes).
+    fn classifies_on_device(&self, sizes: &QuerySizes, resident: bool) -> bool {
+        self.prep_on_device
+            && resident
+            && self.products_on_device
+            && self.msm.is_cuzk()
+            && sizes.b_g1 == sizes.b_g2
+            && sizes.h > split::SPLIT_AT_ONCE_MAX_H
+    }
+
     /// The call's memory with its key resident or `streamed`.
     fn call_memory_as(&self, sizes: &QuerySizes, shape_bytes: u64, streamed: bool) -> CallMemory {
         const SCALAR: u64 = 32;
@@ -641,6 +686,23 @@ impl GpuBackend {
             msm = msm.max(msm::scratch_bytes(sizes.h, G1_BUCKET, affine) + g1_tails + b_g2_tail);
         }
         let variables = sizes.variables();
+        if self.classifies_on_device(sizes, !streamed) {
+            // A split witness's classes found on the device (witness_classes.rs), one query at a
+            // time: each word of z's counts and selection, the query's bitmap of ones, and at
+            // worst a tail of the whole query: its indices, Montgomery scalars, gathered points
+            // and cuzk's MSM scratch.
+            let affine = self.msm == MsmChoice::CuzkAffine;
+            let classified = |n: u64, point: u64, bucket: u64| {
+                variables.div_ceil(32) * (4 * 4 + 2 * 4)
+                    + n.div_ceil(8)
+                    + n * (4 + SCALAR + point)
+                    + msm::scratch_bytes(n, bucket, affine && point == g1)
+            };
+            let largest_witness_g1 = [sizes.l, sizes.a, sizes.b_g1].into_iter().max().unwrap_or(0);
+            msm = msm
+                .max(classified(largest_witness_g1, g1, G1_BUCKET))
+                .max(classified(sizes.b_g2, g2, G2_BUCKET));
+        }
         let matrices = if self.products_on_device { shape_bytes } else { 0 };
         // The device copy of z: for the R1CS stage, and read by the MSMs of a mostly
         // full-width witness (whose selected scalars, 32 bytes a point, fit in the MSM
