@@ -38,13 +38,26 @@ impl WitnessQuery {
     fn selected(num_inputs: usize, input: &(dyn Fn(usize) -> bool + Sync), aux: &Density) -> Self {
         let z_len = num_inputs + aux.len();
         let keeps = |v: usize| if v < num_inputs { input(v) } else { aux.get(v - num_inputs) };
+        // The 32 bits of the aux density from bit `start` on (none past its end).
+        let aux_words = aux.words();
+        let aux_bits = |start: usize| -> u32 {
+            let (w, shift) = (start / 64, start % 64);
+            let low = aux_words.get(w).map_or(0, |&word| word >> shift);
+            let high = match shift {
+                0 => 0,
+                _ => aux_words.get(w + 1).map_or(0, |&word| word << (64 - shift)),
+            };
+            (low | high) as u32
+        };
         let mut bitmap = vec![0u32; z_len.div_ceil(PER_WORD)];
         bitmap.par_chunks_mut(WORDS_PER_TASK).enumerate().for_each(|(task, words)| {
             for (w, word) in words.iter_mut().enumerate() {
                 let first = (task * WORDS_PER_TASK + w) * PER_WORD;
-                for v in first..z_len.min(first + PER_WORD) {
-                    *word |= u32::from(keeps(v)) << (v % PER_WORD);
-                }
+                *word = match first >= num_inputs {
+                    // Past the inputs a word is 32 bits of the aux density at once.
+                    true => aux_bits(first - num_inputs),
+                    false => (first..z_len.min(first + PER_WORD)).fold(0, |word, v| word | u32::from(keeps(v)) << (v % PER_WORD)),
+                };
             }
         });
         let offsets = bitmap
@@ -238,23 +251,26 @@ mod tests {
 
     #[test]
     fn a_selection_keeps_the_query_variables_in_order_and_counts_them_per_word() {
-        let num_inputs = 3;
-        let aux_len = 3 * WORDS_PER_TASK * PER_WORD + 45;
-        let mut aux = Density::with_len(aux_len);
-        (0..aux_len).filter(|i| i % 7 == 2 || i % 5 == 0).for_each(|i| aux.set(i));
-        let input = |i: usize| i != 1;
-        let WitnessQuery::Selected { bitmap, offsets } = WitnessQuery::selected(num_inputs, &input, &aux) else {
-            panic!("a selection");
-        };
-        let kept: Vec<usize> = (0..num_inputs + aux_len)
-            .filter(|&v| if v < num_inputs { input(v) } else { aux.get(v - num_inputs) })
-            .collect();
-        let from_bitmap: Vec<usize> = (0..bitmap.len() * PER_WORD)
-            .filter(|&v| bitmap[v / PER_WORD] >> (v % PER_WORD) & 1 == 1)
-            .collect();
-        assert_eq!(from_bitmap, kept);
-        for (w, &offset) in offsets.iter().enumerate() {
-            assert_eq!(offset as usize, kept.iter().filter(|&&v| v < w * PER_WORD).count(), "word {w}");
+        // Inputs ending inside a word, on a word's end and on a density word's end.
+        for (num_inputs, aux_len) in [(3, 3 * WORDS_PER_TASK * PER_WORD + 45), (1, 1), (32, 100), (33, 64), (64, 200), (100, 7)] {
+            let mut aux = Density::with_len(aux_len);
+            (0..aux_len)
+                .filter(|i| i % 7 == 2 || i % 5 == 0 || *i == aux_len - 1)
+                .for_each(|i| aux.set(i));
+            let input = |i: usize| i != 1;
+            let WitnessQuery::Selected { bitmap, offsets } = WitnessQuery::selected(num_inputs, &input, &aux) else {
+                panic!("a selection");
+            };
+            let kept: Vec<usize> = (0..num_inputs + aux_len)
+                .filter(|&v| if v < num_inputs { input(v) } else { aux.get(v - num_inputs) })
+                .collect();
+            let from_bitmap: Vec<usize> = (0..bitmap.len() * PER_WORD)
+                .filter(|&v| bitmap[v / PER_WORD] >> (v % PER_WORD) & 1 == 1)
+                .collect();
+            assert_eq!(from_bitmap, kept, "{num_inputs} inputs, {aux_len} aux");
+            for (w, &offset) in offsets.iter().enumerate() {
+                assert_eq!(offset as usize, kept.iter().filter(|&&v| v < w * PER_WORD).count(), "word {w}");
+            }
         }
     }
 }
