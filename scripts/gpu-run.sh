@@ -20,6 +20,9 @@
 #                                 and on the host in turn (~6 min); then the same for the 2KiB
 #                                 partition. CUZK_CHECK_SHAPE=1 also checks the
 #                                 32GiB shape against filecoin-proofs' blank circuit (+90 s)
+#   scripts/gpu-run.sh prep       one 32GiB PoRep partition (as `partition`), the witness's
+#                                 classes found on the device (runs 0, 2, 4) and on the host
+#                                 (runs 1, 3, 5) in one process (~6 min)
 #   scripts/gpu-run.sh sector     whole 32GiB sectors (10 made-up partitions each, synthetic key,
 #                                 performance only) through the engine's pipeline: 1, 2 and 4
 #                                 sectors per call (throughput against sequential; GPU busy
@@ -254,6 +257,10 @@ partition)
         >>"$out/bench.jsonl" 2>>"$out/bench.log" || status=1
     # The 2KiB partition the same way: its records carry the scalar counts of a 2^22 PoRep.
     timeout 100 carry/cuzk-bench porep-partition --system cuzk --sector-size 2KiB --compare-spmv --repeat 5 \
+        >>"$out/bench.jsonl" 2>>"$out/bench.log" || status=1
+    ;;
+prep)
+    timeout 540 carry/cuzk-bench porep-partition --system cuzk --sector-size 32GiB --compare-prep --repeat 6 \
         >>"$out/bench.jsonl" 2>>"$out/bench.log" || status=1
     ;;
 sector)

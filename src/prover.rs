@@ -121,6 +121,13 @@ impl Prover {
         self.backend.evaluates_products()
     }
 
+    /// Where the next proofs find a split witness's scalar classes where both can: on the GPU
+    /// or on the host (`EngineConfig::prep_on_gpu` until changed; for comparing the two in
+    /// one process).
+    pub fn set_prep_on_gpu(&self, on_gpu: bool) {
+        self.backend.set_prep_on_device(on_gpu)
+    }
+
     /// Proves an already synthesized circuit.
     pub fn prove_synthesized(
         &self,

@@ -33,7 +33,7 @@ mod tail_msm;
 mod witness_classes;
 mod witness_msm;
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use blstrs::G1Projective;
@@ -103,7 +103,7 @@ pub struct GpuBackend {
     split: SplitPolicy,
     msm: MsmChoice,
     products_on_device: bool,
-    prep_on_device: bool,
+    prep_on_device: AtomicBool,
     /// Where the search for the least busy device starts, so that ties rotate.
     next: AtomicUsize,
     /// Made when every device is quarantined after faults (`fault`): calls are proved on the
@@ -228,7 +228,7 @@ impl GpuBackend {
             split: config.split,
             msm: config.msm,
             products_on_device: config.products_on_device,
-            prep_on_device: config.prep_on_device,
+            prep_on_device: AtomicBool::new(config.prep_on_device),
             next: AtomicUsize::new(0),
             cpu_fallback: Mutex::new(None),
         })
@@ -606,6 +606,10 @@ impl Backend for GpuBackend {
         self.devices.iter().map(Device::status).collect()
     }
 
+    fn set_prep_on_device(&self, on_device: bool) {
+        self.prep_on_device.store(on_device, Ordering::Relaxed);
+    }
+
     /// A key that may not be resident on every device (`Device::fits_key`: over its key budget,
     /// or over its memory beside this call's, as resident) is streamed: not resident, its
     /// points crossing for each MSM (and its tails gathered on the host).
@@ -627,7 +631,7 @@ impl GpuBackend {
     /// the small proofs' whose split MSMs run at once with H's (cuda/split.cuh, from the
     /// host's classes).
     fn classifies_on_device(&self, sizes: &QuerySizes, resident: bool) -> bool {
-        self.prep_on_device
+        self.prep_on_device.load(Ordering::Relaxed)
             && resident
             && self.products_on_device
             && self.msm.is_cuzk()
