@@ -57,7 +57,7 @@ use device_key::PointSource;
 #[cfg(feature = "fault-injection")]
 pub use fault::injection;
 use quotient::HInput;
-use split::QueryMsms;
+use split::{QueryMsms, TailPlan};
 use spmv::DeviceWitness;
 use witness_msm::{WitnessMsms, AT_ONCE_MAX_POINTS};
 
@@ -371,7 +371,12 @@ impl GpuBackend {
         };
         cancel.check()?;
 
-        let call_bytes = self.call_memory(&key.query_sizes(), 0).device_call_bytes;
+        // A split witness's tails are known now: its call's memory with them, not with a tail
+        // of a whole query, decides whether its key may be resident.
+        let call_bytes = match queries.tail_plans(&key.query_sizes()) {
+            Some(tails) => self.device_call_bytes_with(device, key, &tails),
+            None => self.call_memory(&key.query_sizes(), 0).device_call_bytes,
+        };
         let mut device_turn = timed(&mut t.proving_wait_ns, || device.turn.take(priority));
         cancel.check()?;
         // The device's part, whose key copy and staging buffers are released when it returns, so
@@ -590,69 +595,167 @@ impl Backend for GpuBackend {
 }
 
 impl GpuBackend {
-    /// The call's memory with its key resident or `streamed`.
+    /// The call's memory with its key resident or `streamed`, for any witness.
     fn call_memory_as(&self, sizes: &QuerySizes, shape_bytes: u64, streamed: bool) -> CallMemory {
-        const SCALAR: u64 = 32;
-        const G1_BUCKET: u64 = 4 * 48;
-        const G2_BUCKET: u64 = 4 * 96;
-        let key_bytes = sizes.points_bytes();
-        let (g1, g2) = (QuerySizes::G1_BYTES, QuerySizes::G2_BYTES);
-        let largest_g1 = [sizes.h, sizes.l, sizes.a, sizes.b_g1].into_iter().max().unwrap_or(0);
-        // The largest MSM one after another: sppark's, or cuzk's up to its sizes (tails, H's
-        // chunks), its points copied for a streamed key.
-        let own = |n: u64, point: u64, bucket: u64| match msm::implementation(self.msm, n as usize) {
-            implementation @ (sys::MSM_CUZK | sys::MSM_CUZK_AFFINE) => {
-                let affine = implementation == sys::MSM_CUZK_AFFINE && point == g1;
-                msm::scratch_bytes(n, bucket, affine) + if streamed { n * point } else { 0 }
-            }
-            _ => 0,
-        };
-        let largest_h_chunk = sizes.h.min(quotient::H_MSM_CHUNK as u64);
-        let mut msm = tail_msm::scratch_bytes(largest_g1, g1, G1_BUCKET, streamed)
+        call_memory_of(sizes, shape_bytes, streamed, self.msm, self.products_on_device, None)
+    }
+
+    /// The device memory of a call whose tails are `tails` (a split witness's, known once its
+    /// scalars are classified): with its key resident when that fits the device beside it, else
+    /// with the key streamed. The plan for any witness (`call_memory`) must hold a tail of a
+    /// whole query (26 GB for a 32GiB PoRep's 2^27 points), and so streams a 32GiB PoRep key
+    /// on an 80 GB card; its real tails are ≈ 3 % of its queries (docs/PERFORMANCE.md, run 113).
+    fn device_call_bytes_with(&self, device: &Device, key: &ProvingKey, tails: &[TailPlan; 4]) -> u64 {
+        let sizes = key.query_sizes();
+        let resident = call_memory_of(&sizes, 0, false, self.msm, self.products_on_device, Some(tails)).device_call_bytes;
+        match device.fits_key(key.points_bytes(), resident) {
+            true => resident,
+            false => self.call_memory_as(&sizes, 0, true).device_call_bytes,
+        }
+    }
+}
+
+/// The memory of a call with a key of `sizes` resident or `streamed`, its MSMs by `choice`, a,
+/// b, c evaluated on the device from matrices of `shape_bytes` when `products_on_device`; its
+/// tail MSMs `tails` when they are known (a split witness's, with the key resident), else
+/// those of any witness: a tail of every point of the largest query.
+fn call_memory_of(
+    sizes: &QuerySizes,
+    shape_bytes: u64,
+    streamed: bool,
+    choice: MsmChoice,
+    products_on_device: bool,
+    tails: Option<&[TailPlan; 4]>,
+) -> CallMemory {
+    const SCALAR: u64 = 32;
+    const G1_BUCKET: u64 = 4 * 48;
+    const G2_BUCKET: u64 = 4 * 96;
+    let key_bytes = sizes.points_bytes();
+    let (g1, g2) = (QuerySizes::G1_BYTES, QuerySizes::G2_BYTES);
+    let largest_g1 = [sizes.h, sizes.l, sizes.a, sizes.b_g1].into_iter().max().unwrap_or(0);
+    // The largest MSM one after another: sppark's, or cuzk's up to its sizes (tails, H's
+    // chunks), its points copied for a streamed key.
+    let own = |n: u64, point: u64, bucket: u64| match msm::implementation(choice, n as usize) {
+        implementation @ (sys::MSM_CUZK | sys::MSM_CUZK_AFFINE) => {
+            let affine = implementation == sys::MSM_CUZK_AFFINE && point == g1;
+            msm::scratch_bytes(n, bucket, affine) + if streamed { n * point } else { 0 }
+        }
+        _ => 0,
+    };
+    let largest_h_chunk = sizes.h.min(quotient::H_MSM_CHUNK as u64);
+    let h_chunk = own(largest_h_chunk, g1, G1_BUCKET);
+    let mut scratch = match tails {
+        // Each tail's MSM (cuda/tail_msm.cuh) over a resident key: its scratch, its scalars,
+        // and its points gathered with their indices unless it is dense (read in place).
+        Some(tails) => {
+            let tail = |plan: &TailPlan, point: u64, bucket: u64| match own(plan.points, point, bucket) {
+                0 => tail_msm::scratch_bytes(plan.points, point, bucket, false),
+                own => own + plan.points * SCALAR + if plan.gathered { plan.points * (point + 4) } else { 0 },
+            };
+            let [l, a, b_g1, b_g2] = tails;
+            let g1_tails = [l, a, b_g1].into_iter().map(|plan| tail(plan, g1, G1_BUCKET)).max().unwrap_or(0);
+            // Beside each MSM, its query's batch addition reads a bitmap of its 1-scalars.
+            let bitmap = largest_g1.div_ceil(32) * 4;
+            g1_tails.max(tail(b_g2, g2, G2_BUCKET)).max(h_chunk) + bitmap
+        }
+        None => tail_msm::scratch_bytes(largest_g1, g1, G1_BUCKET, streamed)
             .max(tail_msm::scratch_bytes(sizes.b_g2, g2, G2_BUCKET, streamed))
             .max(own(largest_g1.min(msm::OWN_MSM_MAX_POINTS as u64), g1, G1_BUCKET))
-            .max(own(largest_h_chunk, g1, G1_BUCKET))
-            .max(own(sizes.b_g2, g2, G2_BUCKET));
-        let at_once = [sizes.h, sizes.l, sizes.a, sizes.b_g1];
-        if self.msm.is_cuzk() && at_once.iter().all(|&n| (1..=AT_ONCE_MAX_POINTS as u64).contains(&n)) {
-            // A mostly full-width witness's MSMs and H's at once by cuzk's (witness_msm.rs), A's
-            // and B's scalars selected into memory of their own, a streamed key's points copied
-            // for each.
-            let selected = (sizes.a + sizes.b_g1) * SCALAR;
-            let copies = if streamed {
-                at_once.iter().sum::<u64>() * g1 + sizes.b_g2 * g2
-            } else {
-                0
-            };
-            let g1_scratch: u64 = at_once.iter().map(|&n| msm::scratch_bytes(n, G1_BUCKET, false)).sum();
-            msm = msm.max(g1_scratch + msm::scratch_bytes(sizes.b_g2, G2_BUCKET, false) + selected + copies);
+            .max(h_chunk)
+            .max(own(sizes.b_g2, g2, G2_BUCKET)),
+    };
+    let at_once = [sizes.h, sizes.l, sizes.a, sizes.b_g1];
+    if choice.is_cuzk() && at_once.iter().all(|&n| (1..=AT_ONCE_MAX_POINTS as u64).contains(&n)) {
+        // A mostly full-width witness's MSMs and H's at once by cuzk's (witness_msm.rs), A's
+        // and B's scalars selected into memory of their own, a streamed key's points copied
+        // for each.
+        let selected = (sizes.a + sizes.b_g1) * SCALAR;
+        let copies = if streamed {
+            at_once.iter().sum::<u64>() * g1 + sizes.b_g2 * g2
+        } else {
+            0
+        };
+        let g1_scratch: u64 = at_once.iter().map(|&n| msm::scratch_bytes(n, G1_BUCKET, false)).sum();
+        scratch = scratch.max(g1_scratch + msm::scratch_bytes(sizes.b_g2, G2_BUCKET, false) + selected + copies);
+    }
+    if choice.is_cuzk() && !streamed && (1..=split::SPLIT_AT_ONCE_MAX_H).contains(&sizes.h) {
+        // A split witness's MSMs and H's at once (split.rs): every MSM's scratch together,
+        // each tail's gathered points, scalars and indices and each query's bitmap, at worst
+        // a tail of the whole query.
+        let affine = choice == MsmChoice::CuzkAffine;
+        let per_point = |point: u64| point + SCALAR + 4 + 1;
+        let g1_tails: u64 = [sizes.l, sizes.a, sizes.b_g1]
+            .into_iter()
+            .map(|n| msm::scratch_bytes(n, G1_BUCKET, affine) + n * per_point(g1))
+            .sum();
+        let b_g2_tail = msm::scratch_bytes(sizes.b_g2, G2_BUCKET, false) + sizes.b_g2 * per_point(g2);
+        scratch = scratch.max(msm::scratch_bytes(sizes.h, G1_BUCKET, affine) + g1_tails + b_g2_tail);
+    }
+    let variables = sizes.variables();
+    let matrices = if products_on_device { shape_bytes } else { 0 };
+    // The device copy of z: for the R1CS stage, and read by the MSMs of a mostly
+    // full-width witness (whose selected scalars, 32 bytes a point, fit in the MSM
+    // scratch counted for a gathered tail: its points and scalars).
+    let witness = SCALAR * variables;
+    let gathered_on_host = if streamed { largest_g1 * g1 + sizes.b_g2 * g2 } else { 0 };
+    CallMemory {
+        host_key_bytes: if streamed { key_bytes } else { 0 },
+        host_key_upload_bytes: if streamed { 0 } else { device_key::upload_host_bytes(sizes) },
+        host_lane_bytes: PreparedMsms::max_bytes(variables) + CompactWitness::max_bytes(variables) + variables.div_ceil(8) + gathered_on_host,
+        device_resident_bytes: matrices + if streamed { 0 } else { key_bytes },
+        device_call_bytes: 3 * SCALAR * sizes.domain() + witness + scratch,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A 32GiB PoRep partition's queries (a key of 45 155 MiB, as the 45 179 MiB of runs
+    /// 103–113) on an 80 GB H100 as the engine sees it (81 079 MiB; the default key budget of
+    /// three quarters), and whether a call may hold the key resident there.
+    fn fits_an_h100(sizes: &QuerySizes, call: &CallMemory) -> bool {
+        let h100 = 81_079u64 << 20;
+        device::key_fits(sizes.points_bytes(), call.device_call_bytes, h100 / 4 * 3, h100)
+    }
+
+    fn porep_32g() -> QuerySizes {
+        QuerySizes {
+            ic: 300,
+            h: (1 << 27) - 1,
+            l: 130_000_000,
+            a: 130_000_300,
+            b_g1: 33_000_000,
+            b_g2: 33_000_000,
         }
-        if self.msm.is_cuzk() && !streamed && (1..=split::SPLIT_AT_ONCE_MAX_H).contains(&sizes.h) {
-            // A split witness's MSMs and H's at once (split.rs): every MSM's scratch together,
-            // each tail's gathered points, scalars and indices and each query's bitmap, at worst
-            // a tail of the whole query.
-            let affine = self.msm == MsmChoice::CuzkAffine;
-            let per_point = |point: u64| point + SCALAR + 4 + 1;
-            let g1_tails: u64 = [sizes.l, sizes.a, sizes.b_g1]
-                .into_iter()
-                .map(|n| msm::scratch_bytes(n, G1_BUCKET, affine) + n * per_point(g1))
-                .sum();
-            let b_g2_tail = msm::scratch_bytes(sizes.b_g2, G2_BUCKET, false) + sizes.b_g2 * per_point(g2);
-            msm = msm.max(msm::scratch_bytes(sizes.h, G1_BUCKET, affine) + g1_tails + b_g2_tail);
-        }
-        let variables = sizes.variables();
-        let matrices = if self.products_on_device { shape_bytes } else { 0 };
-        // The device copy of z: for the R1CS stage, and read by the MSMs of a mostly
-        // full-width witness (whose selected scalars, 32 bytes a point, fit in the MSM
-        // scratch counted for a gathered tail: its points and scalars).
-        let witness = SCALAR * variables;
-        let gathered_on_host = if streamed { largest_g1 * g1 + sizes.b_g2 * g2 } else { 0 };
-        CallMemory {
-            host_key_bytes: if streamed { key_bytes } else { 0 },
-            host_key_upload_bytes: if streamed { 0 } else { device_key::upload_host_bytes(sizes) },
-            host_lane_bytes: PreparedMsms::max_bytes(variables) + CompactWitness::max_bytes(variables) + variables.div_ceil(8) + gathered_on_host,
-            device_resident_bytes: matrices + if streamed { 0 } else { key_bytes },
-            device_call_bytes: 3 * SCALAR * sizes.domain() + witness + msm,
-        }
+    }
+
+    #[test]
+    fn a_32gib_porep_key_is_resident_on_an_80gb_card_with_its_real_tails() {
+        let sizes = porep_32g();
+        let plan = |tails: Option<&[TailPlan; 4]>| call_memory_of(&sizes, 0, false, MsmChoice::Cuzk, true, tails);
+        // For any witness, a tail of every point of the largest query: the key streamed (run 113).
+        assert!(!fits_an_h100(&sizes, &plan(None)));
+        // Its real tails, ≈ 3 % of each query, gathered: the key fits beside them, H's chunks
+        // being the largest MSM then.
+        let gathered = |points| TailPlan { points, gathered: true };
+        let real = [gathered(3_900_000), gathered(3_900_000), gathered(1_000_000), gathered(1_000_000)];
+        let call = plan(Some(&real));
+        assert!(fits_an_h100(&sizes, &call), "{} bytes", call.device_call_bytes);
+        let ntt_and_witness = 3 * 32 * sizes.domain() + 32 * sizes.variables();
+        let h_chunk = msm::scratch_bytes(1 << 26, 4 * 48, false);
+        assert!(call.device_call_bytes >= ntt_and_witness + h_chunk);
+        assert!(call.device_call_bytes < plan(None).device_call_bytes);
+        // A tail of half of L gathered, or all of L dense (read in place), needs more: streamed.
+        let half = [gathered(65_000_000), gathered(0), gathered(0), gathered(0)];
+        assert!(!fits_an_h100(&sizes, &plan(Some(&half))));
+        let dense = [TailPlan { points: 130_000_000, gathered: false }, gathered(0), gathered(0), gathered(0)];
+        assert!(!fits_an_h100(&sizes, &plan(Some(&dense))));
+        // The gathered copy counts: a dense tail is smaller than as many points gathered.
+        let as_gathered = [gathered(130_000_000), gathered(0), gathered(0), gathered(0)];
+        assert!(plan(Some(&dense)).device_call_bytes < plan(Some(&as_gathered)).device_call_bytes);
+        // By sppark's MSM, its own model of each tail.
+        let sppark = call_memory_of(&sizes, 0, false, MsmChoice::Sppark, true, Some(&half));
+        assert!(sppark.device_call_bytes >= ntt_and_witness + tail_msm::scratch_bytes(65_000_000, 96, 4 * 48, false));
     }
 }
