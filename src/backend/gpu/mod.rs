@@ -373,8 +373,12 @@ impl GpuBackend {
 
         // A split witness's tails are known now: its call's memory with them, not with a tail
         // of a whole query, decides whether its key may be resident.
+        let matrices = match &h_input {
+            HInput::Witness { shape, .. } => shape.size_bytes() as u64,
+            HInput::Products { .. } => 0,
+        };
         let call_bytes = match queries.tail_plans(&key.query_sizes()) {
-            Some(tails) => self.device_call_bytes_with(device, key, &tails),
+            Some(tails) => self.device_call_bytes_with(device, key, &tails, matrices),
             None => self.call_memory(&key.query_sizes(), 0).device_call_bytes,
         };
         let mut device_turn = timed(&mut t.proving_wait_ns, || device.turn.take(priority));
@@ -601,14 +605,15 @@ impl GpuBackend {
     }
 
     /// The device memory of a call whose tails are `tails` (a split witness's, known once its
-    /// scalars are classified): with its key resident when that fits the device beside it, else
-    /// with the key streamed. The plan for any witness (`call_memory`) must hold a tail of a
-    /// whole query (26 GB for a 32GiB PoRep's 2^27 points), and so streams a 32GiB PoRep key
-    /// on an 80 GB card; its real tails are ≈ 3 % of its queries (docs/PERFORMANCE.md, run 113).
-    fn device_call_bytes_with(&self, device: &Device, key: &ProvingKey, tails: &[TailPlan; 4]) -> u64 {
+    /// scalars are classified): with its key resident when that fits the device beside it and
+    /// the circuit's matrices (`matrices`), else with the key streamed. The plan for any
+    /// witness (`call_memory`) holds a tail of a whole query (26 GB for a 32GiB PoRep's 2^27
+    /// points) and so streams a 32GiB PoRep key on an 80 GB card, 4.5 s of device time a
+    /// partition (docs/PERFORMANCE.md, run 113); its real tails are ≈ 3 % of its queries.
+    fn device_call_bytes_with(&self, device: &Device, key: &ProvingKey, tails: &[TailPlan; 4], matrices: u64) -> u64 {
         let sizes = key.query_sizes();
         let resident = call_memory_of(&sizes, 0, false, self.msm, self.products_on_device, Some(tails)).device_call_bytes;
-        match device.fits_key(key.points_bytes(), resident) {
+        match device.fits_key(key.points_bytes(), resident + matrices) {
             true => resident,
             false => self.call_memory_as(&sizes, 0, true).device_call_bytes,
         }
@@ -642,8 +647,17 @@ fn call_memory_of(
         }
         _ => 0,
     };
+    // H's MSM a chunk at a time; by cuzk's, its sort's keys and entries in the two NTT
+    // buffers its coefficients leave free when they fit there (cuda/quotient.cuh).
     let largest_h_chunk = sizes.h.min(quotient::H_MSM_CHUNK as u64);
-    let h_chunk = own(largest_h_chunk, g1, G1_BUCKET);
+    let h_chunk = match msm::implementation(choice, largest_h_chunk as usize) {
+        implementation @ (sys::MSM_CUZK | sys::MSM_CUZK_AFFINE) => {
+            let sort = msm::sort_bytes(largest_h_chunk, implementation == sys::MSM_CUZK_AFFINE);
+            let free_ntt_buffers = 2 * SCALAR * sizes.domain();
+            own(largest_h_chunk, g1, G1_BUCKET) - if sort <= free_ntt_buffers { sort } else { 0 }
+        }
+        _ => 0,
+    };
     let mut scratch = match tails {
         // Each tail's MSM (cuda/tail_msm.cuh) over a resident key: its scratch, its scalars,
         // and its points gathered with their indices unless it is dense (read in place).
@@ -711,47 +725,61 @@ fn call_memory_of(
 mod tests {
     use super::*;
 
-    /// A 32GiB PoRep partition's queries (a key of 45 155 MiB, as the 45 179 MiB of runs
-    /// 103–113) on an 80 GB H100 as the engine sees it (81 079 MiB; the default key budget of
-    /// three quarters), and whether a call may hold the key resident there.
-    fn fits_an_h100(sizes: &QuerySizes, call: &CallMemory) -> bool {
-        let h100 = 81_079u64 << 20;
-        device::key_fits(sizes.points_bytes(), call.device_call_bytes, h100 / 4 * 3, h100)
-    }
-
-    fn porep_32g() -> QuerySizes {
-        QuerySizes {
+    /// A 32GiB PoRep partition's queries: a key of 45 155 MiB, as the 45 179 MiB of runs
+    /// 103–113, and matrices of 7 002 MiB on the device.
+    fn porep_32g() -> (QuerySizes, u64) {
+        let sizes = QuerySizes {
             ic: 300,
             h: (1 << 27) - 1,
             l: 130_000_000,
             a: 130_000_300,
             b_g1: 33_000_000,
             b_g2: 33_000_000,
-        }
+        };
+        (sizes, 7_002 << 20)
+    }
+
+    /// Whether a call of `call` bytes may hold a key of `sizes` resident beside `matrices` on an
+    /// 80 GB H100 as the engine sees it (81 079 MiB; the default key budget of three quarters).
+    fn fits_an_h100(sizes: &QuerySizes, call: &CallMemory, matrices: u64) -> bool {
+        let h100 = 81_079u64 << 20;
+        device::key_fits(sizes.points_bytes(), call.device_call_bytes + matrices, h100 / 4 * 3, h100)
     }
 
     #[test]
     fn a_32gib_porep_key_is_resident_on_an_80gb_card_with_its_real_tails() {
-        let sizes = porep_32g();
+        let (sizes, matrices) = porep_32g();
         let plan = |tails: Option<&[TailPlan; 4]>| call_memory_of(&sizes, 0, false, MsmChoice::Cuzk, true, tails);
+        let fits = |call: &CallMemory| fits_an_h100(&sizes, call, matrices);
         // For any witness, a tail of every point of the largest query: the key streamed (run 113).
-        assert!(!fits_an_h100(&sizes, &plan(None)));
-        // Its real tails, ≈ 3 % of each query, gathered: the key fits beside them, H's chunks
-        // being the largest MSM then.
+        assert!(!fits(&plan(None)));
+        // Its real tails, ≈ 3 % of each query, gathered: the key fits beside them and the
+        // matrices. H's 2^26-point chunks are the largest MSM then, their sort in the NTT
+        // buffers the coefficients leave free.
         let gathered = |points| TailPlan { points, gathered: true };
         let real = [gathered(3_900_000), gathered(3_900_000), gathered(1_000_000), gathered(1_000_000)];
         let call = plan(Some(&real));
-        assert!(fits_an_h100(&sizes, &call), "{} bytes", call.device_call_bytes);
+        assert!(fits(&call), "{} bytes", call.device_call_bytes);
         let ntt_and_witness = 3 * 32 * sizes.domain() + 32 * sizes.variables();
-        let h_chunk = msm::scratch_bytes(1 << 26, 4 * 48, false);
+        let sort = msm::sort_bytes(1 << 26, false);
+        assert!(sort >= 4 << 30 && sort <= 2 * 32 * sizes.domain(), "{sort}");
+        let h_chunk = msm::scratch_bytes(1 << 26, 4 * 48, false) - sort;
         assert!(call.device_call_bytes >= ntt_and_witness + h_chunk);
-        assert!(call.device_call_bytes < plan(None).device_call_bytes);
+        assert!(call.device_call_bytes < ntt_and_witness + h_chunk + (1 << 30));
         // A tail of half of L gathered, or all of L dense (read in place), needs more: streamed.
         let half = [gathered(65_000_000), gathered(0), gathered(0), gathered(0)];
-        assert!(!fits_an_h100(&sizes, &plan(Some(&half))));
-        let dense = [TailPlan { points: 130_000_000, gathered: false }, gathered(0), gathered(0), gathered(0)];
-        assert!(!fits_an_h100(&sizes, &plan(Some(&dense))));
-        // The gathered copy counts: a dense tail is smaller than as many points gathered.
+        assert!(!fits(&plan(Some(&half))));
+        let dense = [
+            TailPlan {
+                points: 130_000_000,
+                gathered: false,
+            },
+            gathered(0),
+            gathered(0),
+            gathered(0),
+        ];
+        assert!(!fits(&plan(Some(&dense))));
+        // The gathered copy counts: a dense tail takes less than as many points gathered.
         let as_gathered = [gathered(130_000_000), gathered(0), gathered(0), gathered(0)];
         assert!(plan(Some(&dense)).device_call_bytes < plan(Some(&as_gathered)).device_call_bytes);
         // By sppark's MSM, its own model of each tail.
