@@ -202,6 +202,23 @@ pub(super) enum QueryMsms<'a> {
     OnDevice(WitnessMsms),
 }
 
+/// A tail MSM as the device runs it over a resident key (cuda/tail_msm.cuh): its scalars'
+/// count, and whether their points are gathered by index (else read in place: a dense tail).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct TailPlan {
+    pub(super) points: u64,
+    pub(super) gathered: bool,
+}
+
+impl TailPlan {
+    fn of(classes: &ClassifiedScalars) -> Self {
+        TailPlan {
+            points: classes.tail_scalars.len() as u64,
+            gathered: !classes.dense,
+        }
+    }
+}
+
 /// The G1 queries of [`QueryMsms`], in order.
 const G1_QUERIES: [(&str, u32); 3] = [("L", sys::QUERY_L), ("A", sys::QUERY_A), ("B_G1", sys::QUERY_B_G1)];
 
@@ -225,6 +242,25 @@ impl<'a> QueryMsms<'a> {
             b: &p.b,
             b_g2_bitmap,
             msm,
+        }
+    }
+
+    /// The tail MSMs of L, A, B_G1 and B_G2 as planned for a split witness (at most as large,
+    /// when its classes are found on the device in the turn); None when the MSMs read their
+    /// scalars from the witness on the device.
+    pub(super) fn tail_plans(&self, sizes: &QuerySizes) -> Option<[TailPlan; 4]> {
+        match self {
+            QueryMsms::Split { g1, b, b_g2_bitmap, .. } => {
+                let (b_g2, _) = b_g2_split(g1, b, b_g2_bitmap, sizes);
+                Some([
+                    TailPlan::of(&g1[0].classes),
+                    TailPlan::of(&g1[1].classes),
+                    TailPlan::of(&g1[2].classes),
+                    TailPlan::of(b_g2),
+                ])
+            }
+            QueryMsms::Classified(msms) => Some(msms.tail_plans()),
+            QueryMsms::OnDevice(_) => None,
         }
     }
 

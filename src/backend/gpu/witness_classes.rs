@@ -11,11 +11,13 @@ use blstrs::{G1Projective, G2Projective};
 
 use super::device::Device;
 use super::msm::implementation;
+use super::split::TailPlan;
 use super::sys::{self, call};
 use super::witness_msm::{WitnessMsms, WitnessQuery};
 use crate::backend::SplitPolicy;
 use crate::error::Result;
 use crate::groth16::QuerySizes;
+use crate::synthesis::r1cs::CompactWitness;
 use crate::timings::Timings;
 
 /// The witness MSMs of one circuit with its classes found on the device.
@@ -24,16 +26,30 @@ pub(super) struct ClassifiedMsms {
     /// The fewest 1-scalars for which each query's batch addition pays (L, A, B_G1, B_G2):
     /// the G1 queries' by the split policy, B_G2's always (as split.rs splits it).
     split_min_ones: [u64; 4],
+    /// The most scalars each query's tail can take (L, A, B_G1, B_G2), for the call's memory
+    /// plan: the witness's full-width values, and its ones where the query's may go into the
+    /// tail (fewer than the split's least), at most the query's points.
+    tail_bounds: [u64; 4],
 }
 
 impl ClassifiedMsms {
-    /// For a resident key of query sizes `sizes`.
-    pub(super) fn new(selections: WitnessMsms, sizes: &QuerySizes, policy: SplitPolicy) -> Self {
+    /// For a resident key of query sizes `sizes` and a witness whose values are `witness`.
+    pub(super) fn new(selections: WitnessMsms, sizes: &QuerySizes, policy: SplitPolicy, witness: &CompactWitness) -> Self {
         let g1 = [sizes.l, sizes.a, sizes.b_g1].map(|n| policy.min_ones_to_split(n as usize, true));
+        let split_min_ones = [g1[0], g1[1], g1[2], 0];
+        let (full, ones) = (witness.full.len() as u64, witness.count_ones());
+        let points = [sizes.l, sizes.a, sizes.b_g1, sizes.b_g2];
+        let tail_bounds = [0, 1, 2, 3].map(|q| (full + ones.min(split_min_ones[q].saturating_sub(1))).min(points[q]));
         ClassifiedMsms {
             selections,
-            split_min_ones: [g1[0], g1[1], g1[2], 0],
+            split_min_ones,
+            tail_bounds,
         }
+    }
+
+    /// The tails' plans (at most `tail_bounds`, gathered by index).
+    pub(super) fn tail_plans(&self) -> [TailPlan; 4] {
+        self.tail_bounds.map(|points| TailPlan { points, gathered: true })
     }
 
     /// G1 query `q` (0: L, 1: A, 2: B_G1) over `points`, with z in the device's buffer set `set`:

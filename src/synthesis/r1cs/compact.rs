@@ -140,6 +140,12 @@ impl CompactWitness {
         }
     }
 
+    /// How many values are 1.
+    pub fn count_ones(&self) -> u64 {
+        // Kind 1 is the only one whose low bit is set.
+        self.kinds.iter().map(|word| u64::from((word & !FULL_BITS).count_ones())).sum()
+    }
+
     /// The most host bytes the encoding of `len` values takes (every value full-width).
     pub fn max_bytes(len: u64) -> u64 {
         8 * len.div_ceil(32) + 4 * len.div_ceil(32) + 32 * len
@@ -205,6 +211,7 @@ mod tests {
             })
             .unwrap();
             assert_eq!(from_values, compact, "{inputs} inputs, {aux} aux: from the values alone");
+            assert_eq!(compact.count_ones(), z.iter().filter(|v| kind(v) == Kind::One).count() as u64);
             let full = z.iter().filter(|v| kind(v) == Kind::Full).count();
             assert_eq!(compact.full.len(), full);
             assert_eq!(compact.size_bytes(), 12 * z.len().div_ceil(32) + 32 * full);
