@@ -606,6 +606,7 @@ impl Backend for GpuBackend {
         self.devices.iter().map(Device::status).collect()
     }
 
+    #[cfg(feature = "internals")]
     fn set_prep_on_device(&self, on_device: bool) {
         self.prep_on_device.store(on_device, Ordering::Relaxed);
     }
