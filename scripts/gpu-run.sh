@@ -260,7 +260,8 @@ partition)
         >>"$out/bench.jsonl" 2>>"$out/bench.log" || status=1
     ;;
 prep)
-    timeout 540 carry/cuzk-bench porep-partition --system cuzk --sector-size 32GiB --compare-prep --repeat 6 \
+    # The log has each query's classes' device time (debug records of witness_classes).
+    RUST_LOG=cuzk=info,cuzk::backend::gpu::witness_classes=debug timeout 540 carry/cuzk-bench porep-partition --system cuzk --sector-size 32GiB --compare-prep --repeat 6 \
         >>"$out/bench.jsonl" 2>>"$out/bench.log" || status=1
     ;;
 sector)
