@@ -375,6 +375,8 @@ static point_t classified_witness_msm_on_device(cuzk_gpu_context& ctx, uint32_t 
     marks.mark(stream);
     if (ones)
         sum.add(ones->result());
+    // The last mark is complete only once the stream is (an event's time is read after it).
+    stream.sync();
     times[0] = marks.ns(0, 1);
     times[1] = marks.ns(1, 2);
     times[2] = marks.ns(2, 3);

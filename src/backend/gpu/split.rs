@@ -300,7 +300,12 @@ impl<'a> QueryMsms<'a> {
         };
         match self {
             QueryMsms::Split { g1, .. } => g1[q].run(device, src, staging, pool, &mut t.batch_add_ns, msm_ns),
-            QueryMsms::Classified(msms) => msms.g1(q, device, set, &src.points(G1_QUERIES[q].1), staging, t),
+            QueryMsms::Classified(msms) => {
+                let points = src.points(G1_QUERIES[q].1);
+                let entry = sys::cuzk_gpu_classified_witness_msm;
+                let sum = msms.msm(q, entry, device, set, &points, staging, msm_ns, &mut t.prep_msm_ns, &mut t.batch_add_ns)?;
+                Ok(sys::to_projective(&sum))
+            }
             QueryMsms::OnDevice(msms) => {
                 let query = [&msms.l, &msms.a, &msms.b][q];
                 let points = src.points(G1_QUERIES[q].1);
@@ -330,7 +335,12 @@ impl<'a> QueryMsms<'a> {
                 let (classes, bitmap) = b_g2_split(g1, b, b_g2_bitmap, sizes);
                 GpuBackend::b_g2_msm(device, src, classes, bitmap, *msm, staging, pool, t)
             }
-            QueryMsms::Classified(msms) => msms.b_g2(device, set, &src.points(sys::QUERY_B_G2), staging, t),
+            QueryMsms::Classified(msms) => {
+                let points = src.points(sys::QUERY_B_G2);
+                let entry = sys::cuzk_gpu_classified_witness_msm_g2;
+                let sum = msms.msm(3, entry, device, set, &points, staging, &mut t.msm_b_g2_ns, &mut t.prep_msm_ns, &mut t.batch_add_ns)?;
+                Ok(sys::to_projective_g2(&sum))
+            }
             QueryMsms::OnDevice(msms) => {
                 let points = src.points(sys::QUERY_B_G2);
                 timed(&mut t.msm_b_g2_ns, || {

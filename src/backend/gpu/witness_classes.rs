@@ -7,18 +7,15 @@
 //! ones and no tails: at 32GiB those were ≈ 0.5 s of a partition's host work on 16 cores
 //! (docs/PERFORMANCE.md).
 
-use blstrs::{G1Projective, G2Projective};
-
 use super::device::Device;
 use super::msm::implementation;
 use super::split::TailPlan;
 use super::sys::{self, call};
-use super::witness_msm::{WitnessMsms, WitnessQuery};
+use super::witness_msm::WitnessMsms;
 use crate::backend::SplitPolicy;
 use crate::error::Result;
 use crate::groth16::QuerySizes;
 use crate::synthesis::r1cs::CompactWitness;
-use crate::timings::Timings;
 
 /// The witness MSMs of one circuit with its classes found on the device.
 pub(super) struct ClassifiedMsms {
@@ -52,99 +49,52 @@ impl ClassifiedMsms {
         self.tail_bounds.map(|points| TailPlan { points, gathered: true })
     }
 
-    /// G1 query `q` (0: L, 1: A, 2: B_G1) over `points`, with z in the device's buffer set `set`:
-    /// the classes' time into prep_msm, the batch addition's into batch_add, the tail's into
-    /// the query's MSM phase.
-    pub(super) fn g1(
+    /// Query `q`'s MSM (0: L, 1: A, 2: B_G1 by `cuzk_gpu_classified_witness_msm`; 3: B_G2 by
+    /// its `_g2`) over `points`, with z in the device's buffer set `set`: the classes' device
+    /// time into `prep_ns` (logged apart at debug level: prep_msm holds the host's share too),
+    /// the batch addition's into `batch_ns`, the tail's into `msm_ns`.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn msm<Out: Default>(
         &self,
         q: usize,
-        device: &Device,
-        set: u32,
-        points: &sys::Points,
-        staging: &sys::Staging,
-        t: &mut Timings,
-    ) -> Result<G1Projective> {
-        let query = [&self.selections.l, &self.selections.a, &self.selections.b][q];
-        let mut out = sys::G1::default();
-        let times = self.run(
-            sys::cuzk_gpu_classified_witness_msm,
-            device,
-            set,
-            points,
-            query,
-            self.split_min_ones[q],
-            staging,
-            &mut out,
-        )?;
-        let msm_ns = match q {
-            0 => &mut t.msm_l_ns,
-            1 => &mut t.msm_a_ns,
-            _ => &mut t.msm_b_g1_ns,
-        };
-        *msm_ns += times[2];
-        add_times(["L", "A", "B_G1"][q], times, t);
-        Ok(sys::to_projective(&out))
-    }
-
-    /// B_G2 over `points` (B's scalars), as [`Self::g1`].
-    pub(super) fn b_g2(&self, device: &Device, set: u32, points: &sys::Points, staging: &sys::Staging, t: &mut Timings) -> Result<G2Projective> {
-        let mut out = sys::G2::default();
-        let times = self.run(
-            sys::cuzk_gpu_classified_witness_msm_g2,
-            device,
-            set,
-            points,
-            &self.selections.b,
-            self.split_min_ones[3],
-            staging,
-            &mut out,
-        )?;
-        t.msm_b_g2_ns += times[2];
-        add_times("B_G2", times, t);
-        Ok(sys::to_projective_g2(&out))
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn run<Out>(
-        &self,
         entry: ClassifiedMsmEntry<Out>,
         device: &Device,
         set: u32,
         points: &sys::Points,
-        query: &WitnessQuery,
-        split_min_ones: u64,
         staging: &sys::Staging,
-        out: &mut Out,
-    ) -> Result<[u64; 3]> {
+        msm_ns: &mut u64,
+        prep_ns: &mut u64,
+        batch_ns: &mut u64,
+    ) -> Result<Out> {
+        let query = [&self.selections.l, &self.selections.a, &self.selections.b, &self.selections.b][q];
         let ctx = device.ctx.ptr()?;
         let scalars = self.selections.scalars(query);
         let implementation = implementation(self.selections.msm(), points.n);
+        let mut out = Out::default();
         let mut times = [0u64; 3];
         // SAFETY: the selection's vectors cover z_len values and outlive the synchronous call;
         // the device checks them, the witness's length and the key's residency before reading.
         call("classified witness MSM", |msg| unsafe {
-            entry(ctx, set, points, &scalars, split_min_ones, implementation, staging, out, &mut times, msg)
+            entry(ctx, set, points, &scalars, self.split_min_ones[q], implementation, staging, &mut out, &mut times, msg)
         })?;
-        Ok(times)
+        let [classes_ns, batch_add_ns, tail_ns] = times;
+        *prep_ns += classes_ns;
+        *batch_ns += batch_add_ns;
+        *msm_ns += tail_ns;
+        let ms = |ns: u64| ns as f64 / 1e6;
+        log::debug!(
+            "{}: classes on the device {:.2} ms, batch addition {:.2} ms, tail MSM {:.2} ms",
+            ["L", "A", "B_G1", "B_G2"][q],
+            ms(classes_ns),
+            ms(batch_add_ns),
+            ms(tail_ns)
+        );
+        Ok(out)
     }
 }
 
-/// A query's classes' and batch addition's device time into prep_msm and batch_add; logged
-/// apart at debug level (prep_msm also holds the host's share, as the records show it).
-fn add_times(query: &str, [classes_ns, batch_ns, tail_ns]: [u64; 3], t: &mut Timings) {
-    t.prep_msm_ns += classes_ns;
-    t.batch_add_ns += batch_ns;
-    let ms = |ns: u64| ns as f64 / 1e6;
-    log::debug!(
-        "{query}: classes on the device {:.2} ms, batch addition {:.2} ms, tail MSM {:.2} ms",
-        ms(classes_ns),
-        ms(batch_ns),
-        ms(tail_ns)
-    );
-}
-
 /// `cuzk_gpu_classified_witness_msm` (G1) or `_g2` (G2), the sum written to `Out`.
-type ClassifiedMsmEntry<Out> = unsafe extern "C" fn(
+pub(super) type ClassifiedMsmEntry<Out> = unsafe extern "C" fn(
     *mut sys::Context,
     u32,
     *const sys::Points,
