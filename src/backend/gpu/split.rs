@@ -338,7 +338,17 @@ impl<'a> QueryMsms<'a> {
             QueryMsms::Classified(msms) => {
                 let points = src.points(sys::QUERY_B_G2);
                 let entry = sys::cuzk_gpu_classified_witness_msm_g2;
-                let sum = msms.msm(3, entry, device, set, &points, staging, &mut t.msm_b_g2_ns, &mut t.prep_msm_ns, &mut t.batch_add_ns)?;
+                let sum = msms.msm(
+                    3,
+                    entry,
+                    device,
+                    set,
+                    &points,
+                    staging,
+                    &mut t.msm_b_g2_ns,
+                    &mut t.prep_msm_ns,
+                    &mut t.batch_add_ns,
+                )?;
                 Ok(sys::to_projective_g2(&sum))
             }
             QueryMsms::OnDevice(msms) => {

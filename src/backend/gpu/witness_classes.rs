@@ -75,7 +75,18 @@ impl ClassifiedMsms {
         // SAFETY: the selection's vectors cover z_len values and outlive the synchronous call;
         // the device checks them, the witness's length and the key's residency before reading.
         call("classified witness MSM", |msg| unsafe {
-            entry(ctx, set, points, &scalars, self.split_min_ones[q], implementation, staging, &mut out, &mut times, msg)
+            entry(
+                ctx,
+                set,
+                points,
+                &scalars,
+                self.split_min_ones[q],
+                implementation,
+                staging,
+                &mut out,
+                &mut times,
+                msg,
+            )
         })?;
         let [classes_ns, batch_add_ns, tail_ns] = times;
         *prep_ns += classes_ns;
