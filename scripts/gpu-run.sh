@@ -30,6 +30,12 @@
 #                                 for fewer; CUZK_LANES=N: N proving lanes, default automatic;
 #                                 with several GPUs the partitions spread over them and each
 #                                 record gives every device's busy fraction and partitions)
+#   scripts/gpu-run.sh sector-file  issue 23's memory and cold start at 32GiB: the synthetic key
+#                                 written in bellperson's format and read from that file, a
+#                                 1-sector call that uploads it, then a 4-sector call with it
+#                                 resident (anonymous memory: the records' run_* fields); `dd` of
+#                                 the file and a fresh 1-sector process, the page cache dropped
+#                                 before each (time to the first proof against the read) (~8 min)
 #   scripts/gpu-run.sh post       2KiB WindowPoSt partitions (full, short) and WinningPoSt of a
 #                                 fresh fixture: cuzk GPU, cuzk CPU, bellperson (filecoin-proofs-api),
 #                                 supraseal-c2 (filecoin-proofs-api with cuda-supraseal) in one run; then the 32GiB WinningPoSt shape (made-up, synthetic
@@ -269,6 +275,16 @@ prep)
     ;;
 sector)
     timeout 560 carry/cuzk-bench porep-sector --system cuzk --sector-size 32GiB --sectors "${CUZK_SECTORS:-1,2,4}" --lanes "${CUZK_LANES:-0}" \
+        >>"$out/bench.jsonl" 2>>"$out/bench.log" || status=1
+    ;;
+sector-file)
+    key=/tmp/k32.params
+    timeout 400 carry/cuzk-bench porep-sector --system cuzk --sector-size 32GiB --sectors 1,4 --write-key "$key" \
+        >>"$out/bench.jsonl" 2>>"$out/bench.log" || status=1
+    sync && echo 3 >/proc/sys/vm/drop_caches
+    timeout 60 dd if="$key" of=/dev/null bs=64M 2>&1 | tail -1 | sed 's/^/dd of the key file, page cache dropped: /' | tee -a "$out/bench.log"
+    sync && echo 3 >/proc/sys/vm/drop_caches
+    timeout 120 carry/cuzk-bench porep-sector --system cuzk --sector-size 32GiB --sectors 1 --write-key "$key" \
         >>"$out/bench.jsonl" 2>>"$out/bench.log" || status=1
     ;;
 post)
