@@ -32,8 +32,9 @@
 #                                 record gives every device's busy fraction and partitions)
 #   scripts/gpu-run.sh sector-file  issue 23's memory and cold start at 32GiB: the synthetic key
 #                                 written in bellperson's format and read from that file, a
-#                                 1-sector call that uploads it, then a 4-sector call with it
-#                                 resident (anonymous memory: the records' run_* fields); `dd` of
+#                                 1-sector call that uploads it, then a 4-sector call (the key
+#                                 resident where the device has room for it beside the call;
+#                                 anonymous memory: the records' run_* fields); `dd` of
 #                                 the file and a fresh 1-sector process, the page cache dropped
 #                                 before each (time to the first proof against the read) (~8 min)
 #   scripts/gpu-run.sh post       2KiB WindowPoSt partitions (full, short) and WinningPoSt of a
