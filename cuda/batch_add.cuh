@@ -28,7 +28,10 @@ class batch_add_launch {
     std::vector<uint32_t> padded;
     dev_ptr_t<uint32_t> d_bitmap;
     dev_ptr_t<bucket_mem_t> d_buckets;
+    const uint32_t* bitmap_on_device;
 
+public:
+    // Words of a bitmap of npoints as the kernel reads it.
     static size_t padded_words(size_t npoints)
     {
         if (npoints > UINT32_MAX - 32 * WARP_SZ)
@@ -37,22 +40,26 @@ class batch_add_launch {
         return (words + 32 * WARP_SZ - 1) / 32 * 32 + 32 * WARP_SZ;
     }
 
-public:
-    // bitmap: bit i of word i/32 set for the points to add, ⌈npoints/32⌉ words.
-    batch_add_launch(const gpu_t& gpu, stream_t& s, size_t npoints, const uint32_t* bitmap)
+    // bitmap: bit i of word i/32 set for the points to add; in host memory, ⌈npoints/32⌉
+    // words, or, when `on_device`, in device memory already, padded_words(npoints) words.
+    batch_add_launch(const gpu_t& gpu, stream_t& s, size_t npoints, const uint32_t* bitmap,
+                     bool on_device = false)
         : stream(s), sm_count(gpu.sm_count()), nbuckets(sm_count * BATCH_ADD_BLOCK_SIZE / WARP_SZ),
-          npoints(npoints), padded(padded_words(npoints), 0), d_bitmap{padded.size(), s},
-          d_buckets{nbuckets, s}
+          npoints(npoints), padded(on_device ? 0 : padded_words(npoints), 0),
+          d_bitmap{padded.size(), s}, d_buckets{nbuckets, s}, bitmap_on_device(bitmap)
     {
+        if (on_device)
+            return;
         std::copy(bitmap, bitmap + (npoints + 31) / 32, padded.begin());
         stream.HtoD(&d_bitmap[0], padded.data(), padded.size());
+        bitmap_on_device = &d_bitmap[0];
     }
 
     void launch(const affine_mem_t* d_points)
     {
         stream.launch_coop(batch_addition<bucket_t>, {sm_count, BATCH_ADD_BLOCK_SIZE},
                            &d_buckets[0], d_points, (uint32_t)npoints,
-                           (const uint32_t*)&d_bitmap[0], false, 0u);
+                           bitmap_on_device, false, 0u);
     }
 
     point_t result()

@@ -108,6 +108,7 @@ static const gpu_t& selected_device(int index)
 #include "batch_add.cuh"
 #include "tail_msm.cuh"
 #include "witness_msm.cuh"
+#include "witness_classes.cuh"
 #include "split.cuh"
 
 static void set_message(cuzk_gpu_message* msg, const char* text)
@@ -422,6 +423,38 @@ extern "C" int cuzk_gpu_witness_msm_g2(cuzk_gpu_context* ctx, uint32_t set,
     });
 }
 
+extern "C" int cuzk_gpu_classified_witness_msm(cuzk_gpu_context* ctx, uint32_t set,
+                                               const cuzk_gpu_points* points,
+                                               const cuzk_gpu_witness_scalars* scalars,
+                                               uint64_t split_min_ones, uint32_t implementation,
+                                               const cuzk_gpu_staging* staging, cuzk_gpu_g1* out,
+                                               uint64_t times[3], cuzk_gpu_message* msg)
+{
+    return guarded(msg, [&] {
+        ctx->gpu.select();
+        to_g1(classified_witness_msm_on_device<own_msm::g1_msm, point_t, bucket_t, affine_t>(
+                  *ctx, set, *points, *scalars, split_min_ones, implementation, staging, times),
+              out);
+    });
+}
+
+extern "C" int cuzk_gpu_classified_witness_msm_g2(cuzk_gpu_context* ctx, uint32_t set,
+                                                  const cuzk_gpu_points* points,
+                                                  const cuzk_gpu_witness_scalars* scalars,
+                                                  uint64_t split_min_ones, uint32_t implementation,
+                                                  const cuzk_gpu_staging* staging, cuzk_gpu_g2* out,
+                                                  uint64_t times[3], cuzk_gpu_message* msg)
+{
+    return guarded(msg, [&] {
+        ctx->gpu.select();
+        to_g2(classified_witness_msm_on_device<own_msm::g2_msm, g2_point_t, g2_bucket_t,
+                                               g2_affine_t>(*ctx, set, *points, *scalars,
+                                                            split_min_ones, implementation,
+                                                            staging, times),
+              out);
+    });
+}
+
 // The boundary of the entries that run H's MSM and the witness's at once: `run` fills the H,
 // L, A, B_G1 sums and B_G2's.
 template<class F>
@@ -549,5 +582,28 @@ extern "C" int cuzk_gpu_affine_rounds_check(const void* points, size_t npoints,
         }
         for (uint32_t k = 0; k < none; k++)
             to_g1(point_t(buckets[k]), &sums[k]);
+    });
+}
+
+extern "C" int cuzk_gpu_witness_classes_check(const void* z,
+                                              const cuzk_gpu_witness_scalars* scalars,
+                                              size_t npoints, uint64_t split_min_ones,
+                                              uint64_t counts[3], uint32_t* bitmap,
+                                              uint32_t* tail_indices, void* tail_values,
+                                              cuzk_gpu_message* msg)
+{
+    return guarded(msg, [&] {
+        using namespace witness_classes;
+        const selection s = checked_selection(*scalars, npoints);
+        host_exec exec;
+        const size_t bitmap_words = (npoints + 31) / 32;
+        const query_classes<host_exec> classes{exec, s, (const value_t*)z, split_min_ones,
+                                               bitmap_words};
+        counts[0] = classes.counts.ones_n;
+        counts[1] = classes.counts.full_n;
+        counts[2] = classes.counts.split;
+        std::copy(classes.bitmap.begin(), classes.bitmap.end(), bitmap);
+        std::copy(classes.tail_indices.begin(), classes.tail_indices.end(), tail_indices);
+        std::copy(classes.tail_values.begin(), classes.tail_values.end(), (value_t*)tail_values);
     });
 }

@@ -282,6 +282,26 @@ int cuzk_gpu_witness_msm_g2(cuzk_gpu_context *ctx, uint32_t set, const cuzk_gpu_
                             cuzk_gpu_message *msg);
 
 
+/* Σ sᵢ·Pᵢ over the points->n points of a resident query, sᵢ the witness values `scalars` names in
+ * the device copy of `set` (as cuzk_gpu_witness_msm), split by their classes, found on the
+ * device (cuda/witness_classes.cuh): the points whose scalar is 1 added up by batch addition
+ * when there are split_min_ones of them or more (and any), else taken into the tail MSM with
+ * the full-width scalars; by cuzk's MSM (CUZK_GPU_MSM_CUZK or CUZK_GPU_MSM_CUZK_AFFINE).
+ * times: the classes', the batch addition's and the tail MSM's device time (ns). G1 and G2
+ * (B_G2). */
+int cuzk_gpu_classified_witness_msm(cuzk_gpu_context *ctx, uint32_t set,
+                                    const cuzk_gpu_points *points,
+                                    const cuzk_gpu_witness_scalars *scalars,
+                                    uint64_t split_min_ones, uint32_t implementation,
+                                    const cuzk_gpu_staging *staging, cuzk_gpu_g1 *out,
+                                    uint64_t times[3], cuzk_gpu_message *msg);
+int cuzk_gpu_classified_witness_msm_g2(cuzk_gpu_context *ctx, uint32_t set,
+                                       const cuzk_gpu_points *points,
+                                       const cuzk_gpu_witness_scalars *scalars,
+                                       uint64_t split_min_ones, uint32_t implementation,
+                                       const cuzk_gpu_staging *staging, cuzk_gpu_g2 *out,
+                                       uint64_t times[3], cuzk_gpu_message *msg);
+
 /* H, L, A, B_G1 and B_G2 (points[0..4]) at the same time by cuzk's MSM, each on a stream of
  * its own, for a circuit whose witness z the last quotient call of `set` left there with H's
  * coefficients (domain 2^lg_domain: points[0].n must be 2^lg_domain − 1). scalars[0..2] are L's,
@@ -318,6 +338,17 @@ int cuzk_gpu_msm_by(cuzk_gpu_context *ctx, const cuzk_gpu_points *points, const 
 int cuzk_gpu_msm_by_g2(cuzk_gpu_context *ctx, const cuzk_gpu_points *points, const void *scalars,
                        int mont, uint32_t implementation, uint32_t digit_bits, cuzk_gpu_g2 *out,
                        uint64_t *msm_ns, cuzk_gpu_message *msg);
+
+/* The host check of cuda/witness_classes.cuh: the classes of a query of npoints whose scalars
+ * `scalars` selects from the z_len host values z (Montgomery form, 32 bytes each), by the steps
+ * the device runs, on the host. counts: the scalars 1, the full-width ones, and 1 when the ones
+ * are split off (split_min_ones or more of them, and any); then bitmap (⌈npoints/32⌉ words)
+ * holds their points; the tail, full-width scalars and (not split) the ones, goes to
+ * tail_indices and tail_values (Montgomery, 32 bytes each), room for npoints each. */
+int cuzk_gpu_witness_classes_check(const void *z, const cuzk_gpu_witness_scalars *scalars,
+                                   size_t npoints, uint64_t split_min_ones, uint64_t counts[3],
+                                   uint32_t *bitmap, uint32_t *tail_indices, void *tail_values,
+                                   cuzk_gpu_message *msg);
 
 /* The host check of the batched-affine rounds (cuda/affine_rounds.cuh), no device needed:
  * `rounds` rounds over m entries sorted by key (keys[i] <= none; entries[i] a point's index

@@ -338,6 +338,10 @@ class msm_on_stream {
     const uint32_t c, windows;
     // Batched-affine rounds before step 3 (G1 only), 0 for none.
     const uint32_t rounds;
+    // Device memory of the caller's that the sort's keys and entries may take (H's MSM: the
+    // NTT buffers its coefficients leave free), `scratch_words` 32-bit words; else allocated.
+    uint32_t* const scratch;
+    const size_t scratch_words;
     dev_ptr_t<bucket_mem_t> d_window_sums;
 
     // Step 3 over m sorted entries (`entries` adds entry e to a sum), into the buckets.
@@ -366,14 +370,19 @@ class msm_on_stream {
         stream_t& s = stream;
         const uint32_t half = 1u << (c - 1), none = count * half;
         const size_t m = (size_t)count * n;
-        dev_ptr_t<uint32_t> keys[2] = {{m, s}, {m, s}};
-        dev_ptr_t<uint32_t> entries[2] = {{m, s}, {m, s}};
+        // Keys and entries, two arrays each, every array 256-byte aligned.
+        const size_t stride = (m + 63) / 64 * 64;
+        const bool in_scratch = scratch_words >= 4 * stride;
+        dev_ptr_t<uint32_t> allocated{in_scratch ? 0 : 4 * stride, s};
+        uint32_t* const sort = in_scratch ? scratch : allocated.data();
+        uint32_t* const keys[2] = {sort, sort + stride};
+        uint32_t* const entries[2] = {sort + 2 * stride, sort + 3 * stride};
         const uint32_t digit_blocks = (uint32_t)std::min<size_t>((n + 255) / 256, 8 * s.sm_count());
-        signed_digits<<<digit_blocks, 256, 0, s>>>(keys[0].data(), entries[0].data(), scalars,
+        signed_digits<<<digit_blocks, 256, 0, s>>>(keys[0], entries[0], scalars,
                                                    (uint32_t)n, c, mont, first, count);
         CUDA_OK(cudaGetLastError());
-        cub::DoubleBuffer<uint32_t> sorted_keys{keys[0].data(), keys[1].data()};
-        cub::DoubleBuffer<uint32_t> sorted_entries{entries[0].data(), entries[1].data()};
+        cub::DoubleBuffer<uint32_t> sorted_keys{keys[0], keys[1]};
+        cub::DoubleBuffer<uint32_t> sorted_entries{entries[0], entries[1]};
         const int end_bit = 32 - __builtin_clz(none);
         size_t temp_bytes = 0;
         CUDA_OK(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, sorted_keys, sorted_entries,
@@ -401,11 +410,16 @@ class msm_on_stream {
 public:
     // points: n device points; scalars: n device scalars, in Montgomery form when `mont`;
     // bits: the digits' width, 0 for digit_bits(n) (the benchmarks try others); affine: the
-    // buckets' sums begun by batched-affine rounds (G1; G2 ignores it).
+    // buckets' sums begun by batched-affine rounds (G1; G2 ignores it); scratch: device
+    // memory of `scratch_words` 32-bit words, 256-byte aligned, that the sort's keys and
+    // entries take when they fit (4 arrays of a group's entries, each rounded up to 64), unused by
+    // anything else until result().
     msm_on_stream(stream_t& s, const affine_mem_t* points, const fr_t* scalars, size_t n, bool mont,
-                  uint32_t bits = 0, bool affine = false)
+                  uint32_t bits = 0, bool affine = false, uint32_t* scratch = nullptr,
+                  size_t scratch_words = 0)
         : stream(s), c(bits ? bits : digit_bits(n)), windows(windows_of(c)),
           rounds(affine && bucket_t::degree == 1 && c >= MIN_BITS && c <= MAX_BITS ? affine_rounds_for(n, c) : 0),
+          scratch(scratch), scratch_words(scratch ? scratch_words : 0),
           d_window_sums{windows, s}
     {
         if (n == 0 || n > MAX_POINTS)

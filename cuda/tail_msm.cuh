@@ -19,10 +19,11 @@ void gather_points(uint4* out, const uint4* points, const uint32_t* indices, siz
 }
 
 // A tail's n points on the device from a resident query: gathered into memory of their own by
-// `indices` (sent now), or, when indices is NULL (dense: scalar i belongs to point i), the
-// query's first n read in place. In two steps, so that several tails can share the device
-// (cuda/split.cuh): the constructor sends the indices (a copy from pageable memory may wait
-// for the stream's earlier work), gather() queues the gathering and returns the points.
+// `indices` (sent now, or already on the device), or, when indices is NULL (dense: scalar i
+// belongs to point i), the query's first n read in place. In two steps, so that several tails
+// can share the device (cuda/split.cuh): the constructor sends the indices (a copy from
+// pageable memory may wait for the stream's earlier work), gather() queues the gathering and
+// returns the points.
 template<class affine_t>
 class resident_tail_points {
     typedef typename affine_t::mem_t affine_mem_t;
@@ -31,62 +32,85 @@ class resident_tail_points {
     const cuzk_gpu_points& src;
     const size_t n;
     const uint32_t words;
-    // The highest index, checked against the query: past it the device would read another
-    // allocation's memory.
-    const size_t last_index;
-    const bool by_index;
+    // Past the highest index the device would read another allocation's memory: host indices
+    // are checked against the query; device indices (witness_classes.cuh writes them) are
+    // each below the query's points, src.n.
+    const size_t points_read;
     dev_ptr_t<uint32_t> d_indices;
+    const uint32_t* indices_on_device;
     dev_ptr_t<uint4> d_gathered;
 
 public:
-    resident_tail_points(stream_t& s, const cuzk_gpu_points& src, const uint32_t* indices, size_t n)
+    resident_tail_points(stream_t& s, const cuzk_gpu_points& src, const uint32_t* indices, size_t n,
+                         bool on_device = false)
         : stream(s), src(src), n(n), words(point_bytes(src.query) / sizeof(uint4)),
-          last_index(indices && n ? *std::max_element(indices, indices + n) : 0),
-          by_index(indices != nullptr),
-          d_indices{indices ? n : 0, s}, d_gathered{indices ? n * words : 0, s}
+          points_read(!indices || !n ? n
+                      : on_device    ? src.n
+                                     : *std::max_element(indices, indices + n) + (size_t)1),
+          d_indices{indices && !on_device ? n : 0, s}, indices_on_device(indices),
+          d_gathered{indices ? n * words : 0, s}
     {
         if (!src.key)
             throw std::invalid_argument("a tail's points are gathered on the device from a resident key only");
-        if (indices && n)
+        if (indices && n && !on_device) {
             stream.HtoD(&d_indices[0], indices, n);
+            indices_on_device = &d_indices[0];
+        }
     }
 
     const affine_mem_t* gather(const gpu_t& gpu)
     {
-        if (!by_index)
-            return resident_points<affine_mem_t>(src, n);
-        const uint4* resident = (const uint4*)resident_points<affine_mem_t>(src, last_index + 1);
-        gather_points<<<gpu.sm_count(), 1024, 0, stream>>>(&d_gathered[0], resident, &d_indices[0],
-                                                           n, words);
+        const affine_mem_t* points = resident_points<affine_mem_t>(src, points_read);
+        if (!indices_on_device || n == 0)
+            return points;
+        gather_points<<<gpu.sm_count(), 1024, 0, stream>>>(&d_gathered[0], (const uint4*)points,
+                                                           indices_on_device, n, words);
         CUDA_OK(cudaGetLastError());
         return (const affine_mem_t*)&d_gathered[0];
     }
 };
 
+// A tail of n entries already on the device: point indices (each below the query's points)
+// and their scalars in Montgomery form (witness_classes.cuh).
+struct device_tail {
+    const uint32_t* indices;
+    const fr_t* mont_scalars;
+    size_t n;
+};
+
 // A tail MSM by cuzk's MSM (own_type: own_msm::g1_msm or g2_msm) over a resident key's points
 // on `stream`, in the same two steps: the constructor sends the indices and the canonical
-// scalars, launch() queues the gathering and the MSM, result() waits for the sum.
+// scalars (or takes a device_tail), launch() queues the gathering and the MSM, result() waits
+// for the sum.
 template<class own_type, class point_t, class affine_t>
 class resident_tail_msm {
     stream_t& stream;
     const size_t n;
     resident_tail_points<affine_t> points;
     dev_ptr_t<fr_t> d_scalars;
+    const fr_t* scalars_on_device;
+    const bool mont;
     std::unique_ptr<own_type> msm;
 
 public:
     resident_tail_msm(stream_t& s, const cuzk_gpu_points& src, const uint32_t* indices,
                       const scalar_t* canonical_scalars, size_t n)
-        : stream(s), n(n), points(s, src, indices, n), d_scalars{n, s}
+        : stream(s), n(n), points(s, src, indices, n), d_scalars{n, s},
+          scalars_on_device(d_scalars.data()), mont(false)
     {
         if (n)
             stream.HtoD(d_scalars.data(), canonical_scalars, n);
     }
 
+    resident_tail_msm(stream_t& s, const cuzk_gpu_points& src, const device_tail& tail)
+        : stream(s), n(tail.n), points(s, src, tail.indices, tail.n, true), d_scalars{0, s},
+          scalars_on_device(tail.mont_scalars), mont(true)
+    {}
+
     void launch(const gpu_t& gpu, uint32_t implementation)
     {
         if (n)
-            msm.reset(new own_type{stream, points.gather(gpu), d_scalars.data(), n, false, 0,
+            msm.reset(new own_type{stream, points.gather(gpu), scalars_on_device, n, mont, 0,
                                    own_msm::with_affine_rounds(implementation)});
     }
 

@@ -333,7 +333,9 @@ typedef struct cuzk_timings {
   // Building the partition circuits and running them through the constraint system
   // (a, b, c and the witness).
   uint64_t synthesis_ns;
-  // Sorting scalars into zero / one / full-width and building the MSM inputs.
+  // Sorting scalars into zero / one / full-width and building the MSM inputs: on the host,
+  // or (a split witness with its key resident and H's MSM in chunks: a 32GiB PoRep or update
+  // partition) on the device, its time there counted here.
   uint64_t prep_msm_ns;
   // Host-to-device copies of a, b, c (GPU only; the pinning itself is `pin_ns`).
   uint64_t pin_h2d_ns;

@@ -4,7 +4,7 @@
 # 10-minute device command; the 2KiB params (106–141 s by bellperson's generator, ≈ 15–20 s
 # predicted by cuzk_tools::setup) are made once per machine start.
 #   scripts/gpu-run.sh tests [F]  2KiB params, the GPU test target (~7 min predicted; F: only
-#                                 tests named *F*)
+#                                 tests named *F*; CUZK_TESTS_SKIP="A B": without tests named *A*, *B*)
 #   scripts/gpu-run.sh bench      the 2KiB C2 benchmark in one run: cuzk GPU cold + warm with
 #                                 the key resident, with classic synthesis, with the key
 #                                 streamed, with the 0/1 split forced either way;
@@ -20,6 +20,9 @@
 #                                 and on the host in turn (~6 min); then the same for the 2KiB
 #                                 partition. CUZK_CHECK_SHAPE=1 also checks the
 #                                 32GiB shape against filecoin-proofs' blank circuit (+90 s)
+#   scripts/gpu-run.sh prep       one 32GiB PoRep partition (as `partition`), the witness's
+#                                 classes found on the device (runs 0, 2, 4) and on the host
+#                                 (runs 1, 3, 5) in one process (~6 min)
 #   scripts/gpu-run.sh sector     whole 32GiB sectors (10 made-up partitions each, synthetic key,
 #                                 performance only) through the engine's pipeline: 1, 2 and 4
 #                                 sectors per call (throughput against sequential; GPU busy
@@ -148,8 +151,11 @@ tests)
     # process that met it (docs/RELIABILITY.md), and its other tests would fail after it.
     fault_test=a_device_fault_fails_only_its_call_and_the_next_calls_prove
     status=0
+    # CUZK_TESTS_SKIP: names (substrings) of tests to leave out, space-separated.
+    skips=()
+    for name in ${CUZK_TESTS_SKIP:-}; do skips+=(--skip "$name"); done
     if [ -z "${2:-}" ] || [[ "$fault_test" != *"$2"* ]]; then
-        carry/gpu-tests --test-threads=1 --nocapture --skip "$fault_test" ${2:+"$2"} >"$out/gpu-tests.log" 2>&1 || status=$?
+        carry/gpu-tests --test-threads=1 --nocapture --skip "$fault_test" "${skips[@]}" ${2:+"$2"} >>"$out/gpu-tests.log" 2>&1 || status=$?
     fi
     if [ -z "${2:-}" ] || [[ "$fault_test" == *"$2"* ]]; then
         carry/gpu-tests --test-threads=1 --nocapture "$fault_test" >>"$out/gpu-tests.log" 2>&1 || status=$?
@@ -264,6 +270,11 @@ partition)
         >>"$out/bench.jsonl" 2>>"$out/bench.log" || status=1
     # The 2KiB partition the same way: its records carry the scalar counts of a 2^22 PoRep.
     timeout 100 carry/cuzk-bench porep-partition --system cuzk --sector-size 2KiB --compare-spmv --repeat 5 \
+        >>"$out/bench.jsonl" 2>>"$out/bench.log" || status=1
+    ;;
+prep)
+    # The log has each query's classes' device time (debug records of witness_classes).
+    RUST_LOG=cuzk=info,cuzk::backend::gpu::witness_classes=debug timeout 540 carry/cuzk-bench porep-partition --system cuzk --sector-size 32GiB --compare-prep --repeat 6 \
         >>"$out/bench.jsonl" 2>>"$out/bench.log" || status=1
     ;;
 sector)

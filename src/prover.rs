@@ -121,6 +121,13 @@ impl Prover {
         self.backend.evaluates_products()
     }
 
+    /// Where the next proofs find a split witness's scalar classes where both can: on the GPU
+    /// or on the host (`EngineConfig::prep_on_gpu` until changed; for comparing the two in
+    /// one process).
+    pub fn set_prep_on_gpu(&self, on_gpu: bool) {
+        self.backend.set_prep_on_device(on_gpu)
+    }
+
     /// Proves an already synthesized circuit.
     pub fn prove_synthesized(
         &self,
@@ -185,6 +192,7 @@ pub(crate) fn gpu_backend(config: &EngineConfig, device: Option<u32>) -> Result<
         split: config.gpu_split,
         msm: config.gpu_msm,
         products_on_device: config.products_on_gpu,
+        prep_on_device: config.prep_on_gpu,
     };
     Ok(Box::new(GpuBackend::new(&gpu)?))
 }

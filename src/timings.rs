@@ -65,7 +65,9 @@ pub struct Timings {
     /// Building the partition circuits and running them through the constraint system
     /// (a, b, c and the witness).
     pub synthesis_ns: u64,
-    /// Sorting scalars into zero / one / full-width and building the MSM inputs.
+    /// Sorting scalars into zero / one / full-width and building the MSM inputs: on the host,
+    /// or (a split witness with its key resident and H's MSM in chunks: a 32GiB PoRep or update
+    /// partition) on the device, its time there counted here.
     pub prep_msm_ns: u64,
     /// Host-to-device copies of a, b, c (GPU only; the pinning itself is `pin_ns`).
     pub pin_h2d_ns: u64,

@@ -48,13 +48,19 @@ fn require_gpu() {
 
 /// A prover on device 0 whose keys are resident (the default budget) or streamed from host
 /// memory on every call (a budget of one byte), with a, b, c of the R1CS path computed on the
-/// device or on the host.
+/// device or on the host, and a split witness's classes found on the device where it can
+/// (`prep_on_gpu`, the default) or on the host.
 fn gpu_prover(policy: SplitPolicy, residency: KeyResidency, products_on_gpu: bool, msm: MsmChoice) -> Prover {
+    gpu_prover_prep(policy, residency, products_on_gpu, msm, true)
+}
+
+fn gpu_prover_prep(policy: SplitPolicy, residency: KeyResidency, products_on_gpu: bool, msm: MsmChoice, prep_on_gpu: bool) -> Prover {
     let config = EngineConfig {
         gpu_key_memory_budget: if residency == KeyResidency::Streamed { 1 } else { 0 },
         gpu_split: policy,
         gpu_msm: msm,
         products_on_gpu,
+        prep_on_gpu,
         ..EngineConfig::default()
     };
     Prover::new(BackendChoice::Gpu { device: 0 }, &config).expect("CUZK_GPU_TESTS=1 but no usable CUDA device")
@@ -107,7 +113,9 @@ fn read_from_file(key: ProvingKey) -> ProvingKey {
 /// streamed configuration decoded them there) and streamed from host memory, with a, b, c
 /// from classic synthesis (host) and computed on the device from the circuit's resident
 /// matrices and compact witness, with cuzk's MSM (a full-width witness's MSMs at once) and
-/// sppark's; with a real key the proof verifies.
+/// sppark's, with a split witness's classes found on the device (past a domain of 2^22, the key
+/// resident, a, b, c on the device and cuzk's MSM: witness_classes.rs) and on the host; with a
+/// real key the proof verifies.
 fn check_circuit_equals_bellperson<C: bellperson::Circuit<Scalar> + Clone + Send + Sync>(
     circuit: C,
     inputs: &[Scalar],
@@ -131,17 +139,20 @@ fn check_circuit_equals_bellperson<C: bellperson::Circuit<Scalar> + Clone + Send
     let bellperson_s = start.elapsed().as_secs_f64();
     let params = read_from_file(params);
     let shape = Arc::new(CircuitShape::extract(circuit.clone()).unwrap());
-    for (policy, residency, products_on_device, msm) in [
-        (SplitPolicy::Always, KeyResidency::Resident, false, MsmChoice::Cuzk),
-        (SplitPolicy::Never, KeyResidency::Resident, false, MsmChoice::Cuzk),
-        (SplitPolicy::Always, KeyResidency::Streamed, false, MsmChoice::Cuzk),
-        (SplitPolicy::Never, KeyResidency::Streamed, false, MsmChoice::Cuzk),
-        (SplitPolicy::Always, KeyResidency::Resident, true, MsmChoice::Cuzk),
-        (SplitPolicy::Never, KeyResidency::Streamed, true, MsmChoice::Cuzk),
-        (SplitPolicy::Never, KeyResidency::Resident, true, MsmChoice::Sppark),
-        (SplitPolicy::Never, KeyResidency::Resident, true, MsmChoice::CuzkAffine),
+    for (policy, residency, products_on_device, msm, prep_on_gpu) in [
+        (SplitPolicy::Always, KeyResidency::Resident, false, MsmChoice::Cuzk, true),
+        (SplitPolicy::Never, KeyResidency::Resident, false, MsmChoice::Cuzk, true),
+        (SplitPolicy::Always, KeyResidency::Streamed, false, MsmChoice::Cuzk, true),
+        (SplitPolicy::Never, KeyResidency::Streamed, false, MsmChoice::Cuzk, true),
+        (SplitPolicy::Always, KeyResidency::Resident, true, MsmChoice::Cuzk, true),
+        (SplitPolicy::Always, KeyResidency::Resident, true, MsmChoice::Cuzk, false),
+        (SplitPolicy::Never, KeyResidency::Resident, true, MsmChoice::Cuzk, true),
+        (SplitPolicy::CostModel, KeyResidency::Resident, true, MsmChoice::Cuzk, true),
+        (SplitPolicy::Never, KeyResidency::Streamed, true, MsmChoice::Cuzk, true),
+        (SplitPolicy::Never, KeyResidency::Resident, true, MsmChoice::Sppark, true),
+        (SplitPolicy::Never, KeyResidency::Resident, true, MsmChoice::CuzkAffine, true),
     ] {
-        let gpu = gpu_prover(policy, residency, products_on_device, msm);
+        let gpu = gpu_prover_prep(policy, residency, products_on_device, msm, prep_on_gpu);
         let options = CircuitOptions {
             randomness: Some((r, s)),
             cancel: None,
@@ -168,7 +179,7 @@ fn check_circuit_equals_bellperson<C: bellperson::Circuit<Scalar> + Clone + Send
         assert_eq!(
             proof_bytes(&ours),
             expected,
-            "{what}, split {policy:?}, key {residency:?}, a, b, c on the device {products_on_device}, {msm:?} MSM: the GPU proof differs from bellperson's"
+            "{what}, split {policy:?}, key {residency:?}, a, b, c on the device {products_on_device}, {msm:?} MSM, classes on the device {prep_on_gpu}: the GPU proof differs from bellperson's"
         );
         if msm == MsmChoice::Sppark {
             assert_eq!(t.msm_at_once_ns, 0, "{what}: sppark's MSMs run one after another");
@@ -181,7 +192,7 @@ fn check_circuit_equals_bellperson<C: bellperson::Circuit<Scalar> + Clone + Send
         }
         let s = |ns: u64| ns as f64 / 1e9;
         eprintln!(
-            "{what} ({key_s:.1} s) split={policy:?} {residency:?} spmv_on_device={products_on_device} msm={msm:?}: bellperson {bellperson_s:.3} s | GPU synthesis {:.3}, upload {:.3}, prep {:.3}, h2d {:.3}, witness upload {:.3}, spmv {:.3}, ntt {:.3}, msm_h {:.3}, batch_add {:.3}, tails {:.3}, b_g2 {:.3}, at once {:.3} s",
+            "{what} ({key_s:.1} s) split={policy:?} {residency:?} spmv_on_device={products_on_device} msm={msm:?} prep_on_gpu={prep_on_gpu}: bellperson {bellperson_s:.3} s | GPU synthesis {:.3}, upload {:.3}, prep {:.3}, h2d {:.3}, witness upload {:.3}, spmv {:.3}, ntt {:.3}, msm_h {:.3}, batch_add {:.3}, tails {:.3}, b_g2 {:.3}, at once {:.3} s",
             s(t.synthesis_ns), s(t.srs_upload_ns + t.shape_upload_ns), s(t.prep_msm_ns), s(t.pin_h2d_ns), s(t.witness_upload_ns), s(t.spmv_ns), s(t.ntt_ns), s(t.msm_h_ns), s(t.batch_add_ns),
             s(t.msm_l_ns + t.msm_a_ns + t.msm_b_g1_ns), s(t.msm_b_g2_ns), s(t.msm_at_once_ns),
         );
@@ -215,6 +226,20 @@ fn gpu_matches_bellperson_2_pow_20_and_22() {
         check_gpu_equals_bellperson(1 << 20, bit_heavy, key);
         check_gpu_equals_bellperson((1 << 22) - 100, bit_heavy, key);
     }
+}
+
+/// Past a domain of 2^22 a split witness with its key resident is classed on the device
+/// (witness_classes.rs): bellperson's bytes with the classes found there, with the ones split
+/// off, folded into the tails and as the cost model picks, and with the classes found on the
+/// host; the proofs verify.
+#[test]
+#[cfg_attr(
+    not(cuzk_gpu_tests),
+    ignore = "GPU test: build with CUZK_GPU_TESTS=1 and run where a CUDA device is present"
+)]
+fn gpu_matches_bellperson_past_2_pow_22_with_classes_on_the_device() {
+    require_gpu();
+    check_gpu_equals_bellperson((1 << 22) + 1000, true, Key::Setup);
 }
 
 /// `n` points: random ones, then each a random one of them plus a multiple of the generator

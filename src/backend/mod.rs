@@ -210,6 +210,12 @@ pub trait Backend: Send + Sync {
         Vec::new()
     }
 
+    /// Where the next calls find a split witness's scalar classes where both can: on the
+    /// device (`on_device`) or on the host (`EngineConfig::prep_on_gpu` at the start; changed
+    /// by benchmarks that compare the two in one process). The CPU backend has one place.
+    #[cfg(feature = "internals")]
+    fn set_prep_on_device(&self, _on_device: bool) {}
+
     /// The memory `compute_msms` takes for a circuit of a key with `sizes` whose shape (R1CS
     /// matrices, when the engine synthesizes with one) holds `shape_bytes` on the host.
     fn call_memory(&self, sizes: &QuerySizes, shape_bytes: u64) -> CallMemory;

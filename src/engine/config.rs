@@ -53,6 +53,11 @@ pub struct EngineConfig {
     /// resident copy of the circuit's matrices (true), or on the host and send them (env
     /// CUZK_SPMV=device|host).
     pub products_on_gpu: bool,
+    /// With a GPU, find a witness's scalar classes (prep_msm: 0, 1, full-width) on the device,
+    /// from its copy of the witness, where it can: a witness of mostly 0s and 1s whose a, b, c
+    /// the device computes, a resident key, H's MSM in chunks (a 32GiB PoRep or update
+    /// partition); else, or when false, on the host (env CUZK_PREP=device|host).
+    pub prep_on_gpu: bool,
     /// Check every parameter file against its digest before first use, as filecoin-proofs
     /// does (env FIL_PROOFS_VERIFY_PRODUCTION_PARAMS=1|true sets it, the same variable): a
     /// file not in the table, or whose BLAKE2b differs, is PARAMETERS_INVALID. Hashing reads
@@ -109,6 +114,7 @@ impl Default for EngineConfig {
             gpu_split: SplitPolicy::CostModel,
             gpu_msm: MsmChoice::Cuzk,
             products_on_gpu: true,
+            prep_on_gpu: true,
             verify_param_digests: false,
             param_digests_file: None,
             shape_cache: ShapeCacheLocation::NextToParameters,
@@ -161,7 +167,7 @@ impl EngineConfig {
 
     /// This configuration with the environment's overrides applied: CUZK_NO_GPU=1|0,
     /// CUZK_SYNTHESIS=classic|r1cs, CUZK_GPU_SPLIT=auto|always|never, CUZK_MSM=cuzk|cuzk-affine|sppark,
-    /// CUZK_SPMV=device|host,
+    /// CUZK_SPMV=device|host, CUZK_PREP=device|host,
     /// FIL_PROOFS_VERIFY_PRODUCTION_PARAMS=1|0 (and true|false, yes|no, on|off),
     /// CUZK_PARAMETERS_JSON=FILE, each when set. A value it does not know is an error, not silently ignored.
     pub fn with_environment(mut self) -> Result<Self> {
@@ -193,6 +199,9 @@ impl EngineConfig {
         }
         if let Some(on_device) = env_knob("CUZK_SPMV", &[("device", true), ("host", false)])? {
             self.products_on_gpu = on_device;
+        }
+        if let Some(on_device) = env_knob("CUZK_PREP", &[("device", true), ("host", false)])? {
+            self.prep_on_gpu = on_device;
         }
         let truth = [
             ("1", true),

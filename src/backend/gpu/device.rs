@@ -187,7 +187,7 @@ const CALL_HEADROOM_BYTES: u64 = 4 << 30;
 /// a call with it (`call_bytes`: NTT and witness buffers, MSM scratch, as resident) and the
 /// headroom. A 32GiB WindowPoSt key (57 962 MiB) fits an H200's budget and memory, an 80 GB
 /// H100's budget but not its memory beside its call's ≈ 28 GB: streamed there.
-fn key_fits(key_bytes: u64, call_bytes: u64, budget: u64, device_bytes: u64) -> bool {
+pub(super) fn key_fits(key_bytes: u64, call_bytes: u64, budget: u64, device_bytes: u64) -> bool {
     key_bytes <= budget && key_bytes + call_bytes + CALL_HEADROOM_BYTES <= device_bytes
 }
 

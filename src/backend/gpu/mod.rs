@@ -30,9 +30,10 @@ mod spmv;
 mod staging;
 mod sys;
 mod tail_msm;
+mod witness_classes;
 mod witness_msm;
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use blstrs::G1Projective;
@@ -57,8 +58,9 @@ use device_key::PointSource;
 #[cfg(feature = "fault-injection")]
 pub use fault::injection;
 use quotient::HInput;
-use split::QueryMsms;
+use split::{QueryMsms, TailPlan};
 use spmv::DeviceWitness;
+use witness_classes::ClassifiedMsms;
 use witness_msm::{WitnessMsms, AT_ONCE_MAX_POINTS};
 
 /// The GPU backend's settings.
@@ -77,6 +79,9 @@ pub struct GpuConfig {
     /// Compute a = A·z, b = B·z, c = C·z on the device from resident matrices (R1CS
     /// synthesis), sending only the compact witness; false: on the host, a, b, c sent.
     pub products_on_device: bool,
+    /// Find a split witness's scalar classes (prep_msm) on the device where it can
+    /// (`GpuBackend::classifies_on_device`); false: always on the host.
+    pub prep_on_device: bool,
 }
 
 impl Default for GpuConfig {
@@ -88,6 +93,7 @@ impl Default for GpuConfig {
             split: SplitPolicy::CostModel,
             msm: MsmChoice::Cuzk,
             products_on_device: true,
+            prep_on_device: true,
         }
     }
 }
@@ -97,6 +103,7 @@ pub struct GpuBackend {
     split: SplitPolicy,
     msm: MsmChoice,
     products_on_device: bool,
+    prep_on_device: AtomicBool,
     /// Where the search for the least busy device starts, so that ties rotate.
     next: AtomicUsize,
     /// Made when every device is quarantined after faults (`fault`): calls are proved on the
@@ -221,6 +228,7 @@ impl GpuBackend {
             split: config.split,
             msm: config.msm,
             products_on_device: config.products_on_device,
+            prep_on_device: AtomicBool::new(config.prep_on_device),
             next: AtomicUsize::new(0),
             cpu_fallback: Mutex::new(None),
         })
@@ -309,9 +317,11 @@ impl GpuBackend {
         };
 
         // A mostly full-width witness (a PoSt's) crosses whole and its MSMs read their scalars
-        // on the device (witness_msm.rs); any other is classified here, sent compactly, and
-        // its MSMs split into batch additions and tails (split.rs).
+        // on the device (witness_msm.rs); any other is sent compactly, and its MSMs split into
+        // batch additions and tails (split.rs), by classes found on the device from its copy of
+        // the witness (witness_classes.rs) or here.
         let full_width = timed(&mut t.prep_msm_ns, || pool.install(|| mostly_full_width(&aux_assignment)));
+        let sizes = key.query_sizes();
         let mut classes = None;
         let (queries, h_input) = if full_width {
             let msms = timed(&mut t.prep_msm_ns, || {
@@ -329,6 +339,22 @@ impl GpuBackend {
                 },
             };
             (QueryMsms::OnDevice(msms), h_input)
+        } else if let (true, Products::Deferred(shape)) = (self.classifies_on_device(&sizes, resident), &products) {
+            let selections = timed(&mut t.prep_msm_ns, || {
+                pool.install(|| WitnessMsms::new(&layout, &a_aux_density, &b_input_density, &b_aux_density, self.msm))
+            });
+            let z = Assignment {
+                inputs: &input_assignment,
+                aux: &aux_assignment,
+            };
+            let witness = timed(&mut t.witness_upload_ns, || pool.install(|| CompactWitness::from_values(z)))?;
+            let queries = QueryMsms::Classified(ClassifiedMsms::new(selections, &sizes, self.split, &witness));
+            let h_input = HInput::Witness {
+                witness: DeviceWitness::Compact(witness),
+                shape: Arc::clone(shape),
+            };
+            drop((input_assignment, aux_assignment));
+            (queries, h_input)
         } else {
             let p: &PreparedMsms = classes.insert(timed(&mut t.prep_msm_ns, || {
                 pool.install(|| {
@@ -343,7 +369,7 @@ impl GpuBackend {
                 })
             }));
             let queries = timed(&mut t.prep_msm_ns, || {
-                pool.install(|| QueryMsms::split(p, &key.query_sizes(), self.split, resident, self.msm))
+                pool.install(|| QueryMsms::split(p, &sizes, self.split, resident, self.msm))
             });
             let h_input = match products {
                 Products::Deferred(shape) => {
@@ -371,7 +397,16 @@ impl GpuBackend {
         };
         cancel.check()?;
 
-        let call_bytes = self.call_memory(&key.query_sizes(), 0).device_call_bytes;
+        // A split witness's tails are known now: its call's memory with them, not with a tail
+        // of a whole query, decides whether its key may be resident.
+        let matrices = match &h_input {
+            HInput::Witness { shape, .. } => shape.size_bytes() as u64,
+            HInput::Products { .. } => 0,
+        };
+        let call_bytes = match queries.tail_plans(&key.query_sizes()) {
+            Some(tails) => self.device_call_bytes_with(device, key, &tails, matrices),
+            None => self.call_memory(&key.query_sizes(), 0).device_call_bytes,
+        };
         let mut device_turn = timed(&mut t.proving_wait_ns, || device.turn.take(priority));
         cancel.check()?;
         // The device's part, whose key copy and staging buffers are released when it returns, so
@@ -388,9 +423,20 @@ impl GpuBackend {
         let on_device = || -> Result<MsmResults> {
             device.check_usable()?;
             device.make_room_for_call(key, priority, call_bytes)?;
+            let mut host_classes = None;
             let copy = device.with_staging(t, |staging, t| {
                 let wanted = KeyWanted { key, class: priority, ahead: false, call_bytes };
                 let copy = device.resident_key(&wanted, pool, staging, t, &mut |t| device.make_way_in_upload(&mut device_turn, t))?;
+                if let (None, QueryMsms::Classified(_), HInput::Witness { witness: DeviceWitness::Compact(compact), .. }) = (&copy, &queries, &h_input) {
+                    // Expected resident, and streamed after all (below): the device finds a
+                    // witness's classes for a resident key only, so the host finds them, from
+                    // the compact witness (z decoded for it: 4.2 GB at 32GiB, in this rare case).
+                    let z = compact.decode();
+                    let (inputs, aux) = z.split_at(layout.num_inputs);
+                    host_classes = Some(timed(&mut t.prep_msm_ns, || {
+                        pool.install(|| PreparedMsms::classified(&layout, inputs, aux, &a_aux_density, &b_input_density, &b_aux_density))
+                    }));
+                }
                 let mut input = h_input;
                 if let HInput::Witness { shape, witness } = input {
                     input = match device.make_shape_resident(&shape, domain.log_size, staging, t)? {
@@ -403,7 +449,7 @@ impl GpuBackend {
                             );
                             let abc = timed(&mut t.spmv_ns, || pool.install(|| witness.evaluate(&shape)))?;
                             // The MSMs may still read the witness on the device.
-                            let witness = matches!(witness, DeviceWitness::Whole { .. }).then_some(witness);
+                            let witness = queries.read_device_witness().then_some(witness);
                             HInput::Products { abc, witness }
                         }
                     };
@@ -418,6 +464,8 @@ impl GpuBackend {
                 _ => host.clone(),
             };
             let src = PointSource::new(copy.as_deref(), host.as_deref(), key.query_sizes())?;
+            let host_split = host_classes.as_ref().map(|p| QueryMsms::split(p, &sizes, self.split, false, self.msm));
+            let queries = host_split.as_ref().unwrap_or(&queries);
             // Between the MSMs: every class above this call's, but while they read the witness
             // in this call's buffer set only the class whose calls use the other set.
             let let_in = match priority.above() {
@@ -455,14 +503,7 @@ impl GpuBackend {
             let mut g1 = [G1Projective::identity(); 3];
             for (q, sum) in g1.iter_mut().enumerate() {
                 make_way(t)?;
-                *sum = device.with_staging(t, |staging, t| {
-                    let msm_ns = match q {
-                        0 => &mut t.msm_l_ns,
-                        1 => &mut t.msm_a_ns,
-                        _ => &mut t.msm_b_g1_ns,
-                    };
-                    queries.g1(q, device, buffers, &src, staging, pool, &mut t.batch_add_ns, msm_ns)
-                })?;
+                *sum = device.with_staging(t, |staging, t| queries.g1(q, device, buffers, &src, staging, pool, t))?;
             }
             make_way(t)?;
             let b_g2 = device.with_staging(t, |staging, t| queries.b_g2(device, buffers, &src, &key.query_sizes(), staging, pool, t))?;
@@ -575,6 +616,11 @@ impl Backend for GpuBackend {
         self.devices.iter().map(Device::status).collect()
     }
 
+    #[cfg(feature = "internals")]
+    fn set_prep_on_device(&self, on_device: bool) {
+        self.prep_on_device.store(on_device, Ordering::Relaxed);
+    }
+
     /// A key that may not be resident on every device (`Device::fits_key`: over its key budget,
     /// or over its memory beside this call's, as resident) is streamed: not resident, its
     /// points crossing for each MSM (and its tails gathered on the host).
@@ -590,69 +636,286 @@ impl Backend for GpuBackend {
 }
 
 impl GpuBackend {
-    /// The call's memory with its key resident or `streamed`.
+    /// Whether a split witness's classes are found on the device (witness_classes.rs) for a
+    /// call whose key is to be `resident` ([`classified_on_device`] with this backend's
+    /// settings).
+    fn classifies_on_device(&self, sizes: &QuerySizes, resident: bool) -> bool {
+        classified_on_device(
+            self.prep_on_device.load(Ordering::Relaxed),
+            self.products_on_device,
+            self.msm,
+            sizes,
+            resident,
+        )
+    }
+
+    /// The call's memory with its key resident or `streamed`, for any witness.
     fn call_memory_as(&self, sizes: &QuerySizes, shape_bytes: u64, streamed: bool) -> CallMemory {
-        const SCALAR: u64 = 32;
-        const G1_BUCKET: u64 = 4 * 48;
-        const G2_BUCKET: u64 = 4 * 96;
-        let key_bytes = sizes.points_bytes();
-        let (g1, g2) = (QuerySizes::G1_BYTES, QuerySizes::G2_BYTES);
-        let largest_g1 = [sizes.h, sizes.l, sizes.a, sizes.b_g1].into_iter().max().unwrap_or(0);
-        // The largest MSM one after another: sppark's, or cuzk's up to its sizes (tails, H's
-        // chunks), its points copied for a streamed key.
-        let own = |n: u64, point: u64, bucket: u64| match msm::implementation(self.msm, n as usize) {
-            implementation @ (sys::MSM_CUZK | sys::MSM_CUZK_AFFINE) => {
-                let affine = implementation == sys::MSM_CUZK_AFFINE && point == g1;
-                msm::scratch_bytes(n, bucket, affine) + if streamed { n * point } else { 0 }
-            }
-            _ => 0,
-        };
-        let largest_h_chunk = sizes.h.min(quotient::H_MSM_CHUNK as u64);
-        let mut msm = tail_msm::scratch_bytes(largest_g1, g1, G1_BUCKET, streamed)
+        call_memory_of(
+            sizes,
+            shape_bytes,
+            streamed,
+            self.msm,
+            self.products_on_device,
+            self.classifies_on_device(sizes, !streamed),
+            None,
+        )
+    }
+
+    /// The device memory of a call whose tails are `tails` (a split witness's, known once its
+    /// scalars are classified): with its key resident when that fits the device beside it and
+    /// the circuit's matrices (`matrices`), else with the key streamed. The plan for any
+    /// witness (`call_memory`) holds a tail of a whole query (26 GB for a 32GiB PoRep's 2^27
+    /// points) and so streams a 32GiB PoRep key on an 80 GB card, 4.5 s of device time a
+    /// partition (docs/PERFORMANCE.md, run 113); its real tails are ≈ 3 % of its queries.
+    fn device_call_bytes_with(&self, device: &Device, key: &ProvingKey, tails: &[TailPlan; 4], matrices: u64) -> u64 {
+        let sizes = key.query_sizes();
+        let resident = call_memory_of(
+            &sizes,
+            0,
+            false,
+            self.msm,
+            self.products_on_device,
+            self.classifies_on_device(&sizes, true),
+            Some(tails),
+        )
+        .device_call_bytes;
+        match device.fits_key(key.points_bytes(), resident + matrices) {
+            true => resident,
+            false => self.call_memory_as(&sizes, 0, true).device_call_bytes,
+        }
+    }
+}
+
+/// Whether a split witness's classes are found on the device (witness_classes.rs) for a call
+/// whose key is to be `resident`: the switch (`prep_on_device`) on, a, b, c computed there (so
+/// z is there), cuzk's MSM, B_G1 and B_G2 as many points (B's scalars), and H's query beyond
+/// the small proofs' whose split MSMs run at once with H's (cuda/split.cuh, from the host's
+/// classes).
+fn classified_on_device(prep_on_device: bool, products_on_device: bool, choice: MsmChoice, sizes: &QuerySizes, resident: bool) -> bool {
+    prep_on_device && resident && products_on_device && choice.is_cuzk() && sizes.b_g1 == sizes.b_g2 && sizes.h > split::SPLIT_AT_ONCE_MAX_H
+}
+
+/// The memory of a call with a key of `sizes` resident or `streamed`, its MSMs by `choice`, a,
+/// b, c evaluated on the device from matrices of `shape_bytes` when `products_on_device`, a
+/// split witness's classes found on the device when `classified`; its tail MSMs `tails` when
+/// they are known or bounded (a split witness's, with the key resident), else those of any
+/// witness: a tail of every point of the largest query.
+fn call_memory_of(
+    sizes: &QuerySizes,
+    shape_bytes: u64,
+    streamed: bool,
+    choice: MsmChoice,
+    products_on_device: bool,
+    classified: bool,
+    tails: Option<&[TailPlan; 4]>,
+) -> CallMemory {
+    const SCALAR: u64 = 32;
+    const G1_BUCKET: u64 = 4 * 48;
+    const G2_BUCKET: u64 = 4 * 96;
+    let key_bytes = sizes.points_bytes();
+    let (g1, g2) = (QuerySizes::G1_BYTES, QuerySizes::G2_BYTES);
+    let largest_g1 = [sizes.h, sizes.l, sizes.a, sizes.b_g1].into_iter().max().unwrap_or(0);
+    // The largest MSM one after another: sppark's, or cuzk's up to its sizes (tails, H's
+    // chunks), its points copied for a streamed key.
+    let own = |n: u64, point: u64, bucket: u64| match msm::implementation(choice, n as usize) {
+        implementation @ (sys::MSM_CUZK | sys::MSM_CUZK_AFFINE) => {
+            let affine = implementation == sys::MSM_CUZK_AFFINE && point == g1;
+            msm::scratch_bytes(n, bucket, affine) + if streamed { n * point } else { 0 }
+        }
+        _ => 0,
+    };
+    // H's MSM a chunk at a time; by cuzk's, its sort's keys and entries in the two NTT
+    // buffers its coefficients leave free when they fit there (cuda/quotient.cuh).
+    let largest_h_chunk = sizes.h.min(quotient::H_MSM_CHUNK as u64);
+    let h_chunk = match msm::implementation(choice, largest_h_chunk as usize) {
+        implementation @ (sys::MSM_CUZK | sys::MSM_CUZK_AFFINE) => {
+            let sort = msm::sort_bytes(largest_h_chunk, implementation == sys::MSM_CUZK_AFFINE);
+            let free_ntt_buffers = 2 * SCALAR * sizes.domain();
+            own(largest_h_chunk, g1, G1_BUCKET) - if sort <= free_ntt_buffers { sort } else { 0 }
+        }
+        _ => 0,
+    };
+    let mut scratch = match tails {
+        // Each tail's MSM (cuda/tail_msm.cuh) over a resident key: its scratch, its scalars,
+        // and its points gathered with their indices unless it is dense (read in place).
+        Some(tails) => {
+            let tail = |plan: &TailPlan, point: u64, bucket: u64| match own(plan.points, point, bucket) {
+                0 => tail_msm::scratch_bytes(plan.points, point, bucket, false),
+                own => own + plan.points * SCALAR + if plan.gathered { plan.points * (point + 4) } else { 0 },
+            };
+            let [l, a, b_g1, b_g2] = tails;
+            let g1_tails = [l, a, b_g1].into_iter().map(|plan| tail(plan, g1, G1_BUCKET)).max().unwrap_or(0);
+            // Beside each MSM, its query's batch addition reads a bitmap of its 1-scalars.
+            let bitmap = largest_g1.div_ceil(32) * 4;
+            g1_tails.max(tail(b_g2, g2, G2_BUCKET)).max(h_chunk) + bitmap
+        }
+        None => tail_msm::scratch_bytes(largest_g1, g1, G1_BUCKET, streamed)
             .max(tail_msm::scratch_bytes(sizes.b_g2, g2, G2_BUCKET, streamed))
             .max(own(largest_g1.min(msm::OWN_MSM_MAX_POINTS as u64), g1, G1_BUCKET))
-            .max(own(largest_h_chunk, g1, G1_BUCKET))
-            .max(own(sizes.b_g2, g2, G2_BUCKET));
-        let at_once = [sizes.h, sizes.l, sizes.a, sizes.b_g1];
-        if self.msm.is_cuzk() && at_once.iter().all(|&n| (1..=AT_ONCE_MAX_POINTS as u64).contains(&n)) {
-            // A mostly full-width witness's MSMs and H's at once by cuzk's (witness_msm.rs), A's
-            // and B's scalars selected into memory of their own, a streamed key's points copied
-            // for each.
-            let selected = (sizes.a + sizes.b_g1) * SCALAR;
-            let copies = if streamed {
-                at_once.iter().sum::<u64>() * g1 + sizes.b_g2 * g2
-            } else {
-                0
-            };
-            let g1_scratch: u64 = at_once.iter().map(|&n| msm::scratch_bytes(n, G1_BUCKET, false)).sum();
-            msm = msm.max(g1_scratch + msm::scratch_bytes(sizes.b_g2, G2_BUCKET, false) + selected + copies);
-        }
-        if self.msm.is_cuzk() && !streamed && (1..=split::SPLIT_AT_ONCE_MAX_H).contains(&sizes.h) {
-            // A split witness's MSMs and H's at once (split.rs): every MSM's scratch together,
-            // each tail's gathered points, scalars and indices and each query's bitmap, at worst
-            // a tail of the whole query.
-            let affine = self.msm == MsmChoice::CuzkAffine;
-            let per_point = |point: u64| point + SCALAR + 4 + 1;
-            let g1_tails: u64 = [sizes.l, sizes.a, sizes.b_g1]
-                .into_iter()
-                .map(|n| msm::scratch_bytes(n, G1_BUCKET, affine) + n * per_point(g1))
-                .sum();
-            let b_g2_tail = msm::scratch_bytes(sizes.b_g2, G2_BUCKET, false) + sizes.b_g2 * per_point(g2);
-            msm = msm.max(msm::scratch_bytes(sizes.h, G1_BUCKET, affine) + g1_tails + b_g2_tail);
-        }
-        let variables = sizes.variables();
-        let matrices = if self.products_on_device { shape_bytes } else { 0 };
-        // The device copy of z: for the R1CS stage, and read by the MSMs of a mostly
-        // full-width witness (whose selected scalars, 32 bytes a point, fit in the MSM
-        // scratch counted for a gathered tail: its points and scalars).
-        let witness = SCALAR * variables;
-        let gathered_on_host = if streamed { largest_g1 * g1 + sizes.b_g2 * g2 } else { 0 };
-        CallMemory {
-            host_key_bytes: if streamed { key_bytes } else { 0 },
-            host_key_upload_bytes: if streamed { 0 } else { device_key::upload_host_bytes(sizes) },
-            host_lane_bytes: PreparedMsms::max_bytes(variables) + CompactWitness::max_bytes(variables) + variables.div_ceil(8) + gathered_on_host,
-            device_resident_bytes: matrices + if streamed { 0 } else { key_bytes },
-            device_call_bytes: 3 * SCALAR * sizes.domain() + witness + msm,
-        }
+            .max(h_chunk)
+            .max(own(sizes.b_g2, g2, G2_BUCKET)),
+    };
+    let at_once = [sizes.h, sizes.l, sizes.a, sizes.b_g1];
+    if choice.is_cuzk() && at_once.iter().all(|&n| (1..=AT_ONCE_MAX_POINTS as u64).contains(&n)) {
+        // A mostly full-width witness's MSMs and H's at once by cuzk's (witness_msm.rs), A's
+        // and B's scalars selected into memory of their own, a streamed key's points copied
+        // for each.
+        let selected = (sizes.a + sizes.b_g1) * SCALAR;
+        let copies = if streamed {
+            at_once.iter().sum::<u64>() * g1 + sizes.b_g2 * g2
+        } else {
+            0
+        };
+        let g1_scratch: u64 = at_once.iter().map(|&n| msm::scratch_bytes(n, G1_BUCKET, false)).sum();
+        scratch = scratch.max(g1_scratch + msm::scratch_bytes(sizes.b_g2, G2_BUCKET, false) + selected + copies);
+    }
+    if choice.is_cuzk() && !streamed && (1..=split::SPLIT_AT_ONCE_MAX_H).contains(&sizes.h) {
+        // A split witness's MSMs and H's at once (split.rs): every MSM's scratch together,
+        // each tail's gathered points, scalars and indices and each query's bitmap, at worst
+        // a tail of the whole query.
+        let affine = choice == MsmChoice::CuzkAffine;
+        let per_point = |point: u64| point + SCALAR + 4 + 1;
+        let g1_tails: u64 = [sizes.l, sizes.a, sizes.b_g1]
+            .into_iter()
+            .map(|n| msm::scratch_bytes(n, G1_BUCKET, affine) + n * per_point(g1))
+            .sum();
+        let b_g2_tail = msm::scratch_bytes(sizes.b_g2, G2_BUCKET, false) + sizes.b_g2 * per_point(g2);
+        scratch = scratch.max(msm::scratch_bytes(sizes.h, G1_BUCKET, affine) + g1_tails + b_g2_tail);
+    }
+    let variables = sizes.variables();
+    if classified {
+        // The classes found on the device (witness_classes.rs), a query at a time: each word of
+        // z's counts and selection beside the query's tail MSM (its bitmap of ones and tail
+        // counted above when the tails are known), or at worst a tail of the whole query: its
+        // indices, Montgomery scalars, gathered points and cuzk's MSM scratch.
+        let per_word = variables.div_ceil(32) * (4 * 4 + 2 * 4);
+        let affine = choice == MsmChoice::CuzkAffine;
+        let whole_query =
+            |n: u64, point: u64, bucket: u64| n.div_ceil(8) + n * (4 + SCALAR + point) + msm::scratch_bytes(n, bucket, affine && point == g1);
+        let largest_witness_g1 = [sizes.l, sizes.a, sizes.b_g1].into_iter().max().unwrap_or(0);
+        scratch = match tails {
+            Some(_) => scratch + per_word,
+            None => scratch.max(per_word + whole_query(largest_witness_g1, g1, G1_BUCKET).max(whole_query(sizes.b_g2, g2, G2_BUCKET))),
+        };
+    }
+    let matrices = if products_on_device { shape_bytes } else { 0 };
+    // The device copy of z: for the R1CS stage, and read by the MSMs of a mostly
+    // full-width witness (whose selected scalars, 32 bytes a point, fit in the MSM
+    // scratch counted for a gathered tail: its points and scalars).
+    let witness = SCALAR * variables;
+    let gathered_on_host = if streamed { largest_g1 * g1 + sizes.b_g2 * g2 } else { 0 };
+    CallMemory {
+        host_key_bytes: if streamed { key_bytes } else { 0 },
+        host_key_upload_bytes: if streamed { 0 } else { device_key::upload_host_bytes(sizes) },
+        host_lane_bytes: PreparedMsms::max_bytes(variables) + CompactWitness::max_bytes(variables) + variables.div_ceil(8) + gathered_on_host,
+        device_resident_bytes: matrices + if streamed { 0 } else { key_bytes },
+        device_call_bytes: 3 * SCALAR * sizes.domain() + witness + scratch,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A 32GiB PoRep partition's queries: a key of 45 155 MiB, as the 45 179 MiB of runs
+    /// 103–113, and matrices of 7 002 MiB on the device.
+    fn porep_32g() -> (QuerySizes, u64) {
+        let sizes = QuerySizes {
+            ic: 300,
+            h: (1 << 27) - 1,
+            l: 130_000_000,
+            a: 130_000_300,
+            b_g1: 33_000_000,
+            b_g2: 33_000_000,
+        };
+        (sizes, 7_002 << 20)
+    }
+
+    /// Whether a call of `call` bytes may hold a key of `sizes` resident beside `matrices` on an
+    /// 80 GB H100 as the engine sees it (81 079 MiB; the default key budget of three quarters).
+    fn fits_an_h100(sizes: &QuerySizes, call: &CallMemory, matrices: u64) -> bool {
+        let h100 = 81_079u64 << 20;
+        device::key_fits(sizes.points_bytes(), call.device_call_bytes + matrices, h100 / 4 * 3, h100)
+    }
+
+    #[test]
+    fn a_32gib_porep_key_is_resident_on_an_80gb_card_with_its_real_tails() {
+        let (sizes, matrices) = porep_32g();
+        let plan = |tails: Option<&[TailPlan; 4]>| call_memory_of(&sizes, 0, false, MsmChoice::Cuzk, true, false, tails);
+        let fits = |call: &CallMemory| fits_an_h100(&sizes, call, matrices);
+        // For any witness, a tail of every point of the largest query: the key streamed (run 113).
+        assert!(!fits(&plan(None)));
+        // Its real tails, ≈ 3 % of each query, gathered: the key fits beside them and the
+        // matrices. H's 2^26-point chunks are the largest MSM then, their sort in the NTT
+        // buffers the coefficients leave free.
+        let gathered = |points| TailPlan { points, gathered: true };
+        let real = [gathered(3_900_000), gathered(3_900_000), gathered(1_000_000), gathered(1_000_000)];
+        let call = plan(Some(&real));
+        assert!(fits(&call), "{} bytes", call.device_call_bytes);
+        let ntt_and_witness = 3 * 32 * sizes.domain() + 32 * sizes.variables();
+        let sort = msm::sort_bytes(1 << 26, false);
+        assert!(sort >= 4 << 30 && sort <= 2 * 32 * sizes.domain(), "{sort}");
+        let h_chunk = msm::scratch_bytes(1 << 26, 4 * 48, false) - sort;
+        assert!(call.device_call_bytes >= ntt_and_witness + h_chunk);
+        assert!(call.device_call_bytes < ntt_and_witness + h_chunk + (1 << 30));
+        // A tail of half of L gathered, or all of L dense (read in place), needs more: streamed.
+        let half = [gathered(65_000_000), gathered(0), gathered(0), gathered(0)];
+        assert!(!fits(&plan(Some(&half))));
+        let dense = [
+            TailPlan {
+                points: 130_000_000,
+                gathered: false,
+            },
+            gathered(0),
+            gathered(0),
+            gathered(0),
+        ];
+        assert!(!fits(&plan(Some(&dense))));
+        // The gathered copy counts: a dense tail takes less than as many points gathered.
+        let as_gathered = [gathered(130_000_000), gathered(0), gathered(0), gathered(0)];
+        assert!(plan(Some(&dense)).device_call_bytes < plan(Some(&as_gathered)).device_call_bytes);
+        // By sppark's MSM, its own model of each tail.
+        let sppark = call_memory_of(&sizes, 0, false, MsmChoice::Sppark, true, false, Some(&half));
+        assert!(sppark.device_call_bytes >= ntt_and_witness + tail_msm::scratch_bytes(65_000_000, 96, 4 * 48, false));
+    }
+
+    /// With its classes found on the device, a 32GiB PoRep partition's tails are bounded before
+    /// its turn by the witness's full-width values and the ones a query may fold into its tail
+    /// (`ClassifiedMsms::tail_plans`, ≈ 3 % + 5.7 % of a query): the key still fits an 80 GB
+    /// card beside them, the counts and the matrices; for any witness it does not.
+    #[test]
+    fn a_32gib_porep_key_is_resident_on_an_80gb_card_with_its_classes_found_on_the_device() {
+        let (sizes, matrices) = porep_32g();
+        let plan = |tails: Option<&[TailPlan; 4]>| call_memory_of(&sizes, 0, false, MsmChoice::Cuzk, true, true, tails);
+        let fits = |call: &CallMemory| fits_an_h100(&sizes, call, matrices);
+        assert!(classified_on_device(true, true, MsmChoice::Cuzk, &sizes, true));
+        assert!(
+            !classified_on_device(true, true, MsmChoice::Cuzk, &sizes, false),
+            "a streamed key: the host's classes"
+        );
+        assert!(!fits(&plan(None)));
+        let full = 3_900_000u64;
+        let ones = 61_000_000u64;
+        let bound = |n: u64, min_ones: u64| TailPlan {
+            points: (full + ones.min(min_ones.saturating_sub(1))).min(n),
+            gathered: true,
+        };
+        let min_ones = |n: u64| SplitPolicy::CostModel.min_ones_to_split(n as usize, true);
+        let bounds = [
+            bound(sizes.l, min_ones(sizes.l)),
+            bound(sizes.a, min_ones(sizes.a)),
+            bound(sizes.b_g1, min_ones(sizes.b_g1)),
+            bound(sizes.b_g2, 0),
+        ];
+        assert!(bounds[0].points > 11_000_000 && bounds[3].points == full, "{bounds:?}");
+        let call = plan(Some(&bounds));
+        assert!(fits(&call), "{} bytes", call.device_call_bytes);
+        // The counts and selections per word of z are planned beside the tails.
+        let host_classes = call_memory_of(&sizes, 0, false, MsmChoice::Cuzk, true, false, Some(&bounds));
+        assert_eq!(
+            call.device_call_bytes - host_classes.device_call_bytes,
+            sizes.variables().div_ceil(32) * 24
+        );
     }
 }

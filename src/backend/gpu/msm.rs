@@ -101,9 +101,7 @@ pub(super) fn scratch_bytes(n: u64, bucket_bytes: u64, affine: bool) -> u64 {
     let c = digit_bits(n);
     let (windows, half) = (windows_of(c), 1u64 << (c - 1));
     let rounds = if affine { affine_rounds_for(n, c) } else { 0 };
-    let items = if rounds > 0 { AFFINE_GROUP_ITEMS } else { GROUP_ITEMS };
-    let group = (items / n.max(1)).clamp(1, windows);
-    let m = group * n;
+    let (group, m) = group_entries(n, affine);
     let (mut listed, mut lists) = (m, 0);
     for round in 0..rounds {
         listed = round_capacity(listed, group * half);
@@ -128,6 +126,28 @@ pub(super) fn scratch_bytes(n: u64, bucket_bytes: u64, affine: bool) -> u64 {
         + (segments + (segments / SEGMENT).max(windows)) * bucket_bytes
         + levels(half) * windows * bucket_bytes;
     5 * 4 * m + rounds_bytes + (first + second) * partial + (windows * half + 1) * bucket_bytes + step4
+}
+
+/// Windows a group sorts (steps 1–3) and its entries, for an MSM of `n` points.
+fn group_entries(n: u64, affine: bool) -> (u64, u64) {
+    let c = digit_bits(n);
+    let windows = windows_of(c);
+    let items = if affine && affine_rounds_for(n, c) > 0 {
+        AFFINE_GROUP_ITEMS
+    } else {
+        GROUP_ITEMS
+    };
+    let group = (items / n.max(1)).clamp(1, windows);
+    (group, group * n)
+}
+
+/// Bytes of the sort's keys and entries in an MSM of `n` points (4 arrays of a group's
+/// entries, each rounded up to 64), which `msm_on_stream` puts in a scratch given to it when
+/// they fit (H's MSM: the NTT buffers its coefficients leave free, cuda/quotient.cuh); part of
+/// `scratch_bytes`.
+pub(super) fn sort_bytes(n: u64, affine: bool) -> u64 {
+    let (_, m) = group_entries(n, affine);
+    4 * 4 * m.next_multiple_of(64)
 }
 
 /// Step 4's levels for `half` buckets a window: segments of SEGMENT down to one a window.

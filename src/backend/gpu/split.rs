@@ -18,6 +18,7 @@ use super::msm::implementation;
 use super::sys;
 use super::sys::call;
 use super::tail_msm::{gather_tail, tail_indices};
+use super::witness_classes::ClassifiedMsms;
 use super::witness_msm::{AtOnce, WitnessMsms};
 use super::GpuBackend;
 use crate::backend::prep::{ClassifiedScalars, PreparedMsms};
@@ -51,12 +52,18 @@ const RESIDENT_COSTS: SplitCosts = SplitCosts {
 impl SplitPolicy {
     /// Whether batch addition of the 1-scalars pays for a query of `npoints`, against adding
     /// them to the tail MSM.
-    fn split_pays(self, npoints: usize, ones: usize, resident: bool) -> bool {
+    pub(super) fn split_pays(self, npoints: usize, ones: usize, resident: bool) -> bool {
+        ones as u64 >= self.min_ones_to_split(npoints, resident)
+    }
+
+    /// The fewest 1-scalars of a query of `npoints` whose batch addition pays: by the cost
+    /// model, more than npoints × (batch addition per point) / (a 1-scalar in the tail).
+    pub(super) fn min_ones_to_split(self, npoints: usize, resident: bool) -> u64 {
         let costs = if resident { RESIDENT_COSTS } else { STREAMED_COSTS };
         match self {
-            SplitPolicy::Always => true,
-            SplitPolicy::Never => false,
-            SplitPolicy::CostModel => ones as f64 * costs.one_in_tail > npoints as f64 * costs.batch_add_per_query_point,
+            SplitPolicy::Always => 0,
+            SplitPolicy::Never => u64::MAX,
+            SplitPolicy::CostModel => (npoints as f64 * costs.batch_add_per_query_point / costs.one_in_tail).floor() as u64 + 1,
         }
     }
 
@@ -179,8 +186,9 @@ fn b_g2_split<'p>(g1: &'p [G1Msm; 3], b: &'p ClassifiedScalars, b_g2_bitmap: &'p
 pub(super) const SPLIT_AT_ONCE_MAX_H: u64 = (1 << 22) - 1;
 
 /// The witness MSMs of one circuit (L, A, B_G1, B_G2) as the device computes them: split into
-/// batch addition and tails from the host's classes (a witness of mostly 0s and 1s), or with
-/// their scalars read from the witness on the device (a mostly full-width one: witness_msm.rs).
+/// batch addition and tails from the host's classes or from the classes the device finds in
+/// its copy of the witness (a witness of mostly 0s and 1s: witness_classes.rs), or with their
+/// scalars read from the witness on the device (a mostly full-width one: witness_msm.rs).
 pub(super) enum QueryMsms<'a> {
     Split {
         g1: Box<[G1Msm<'a>; 3]>,
@@ -190,7 +198,25 @@ pub(super) enum QueryMsms<'a> {
         b_g2_bitmap: Vec<u32>,
         msm: MsmChoice,
     },
+    Classified(ClassifiedMsms),
     OnDevice(WitnessMsms),
+}
+
+/// A tail MSM as the device runs it over a resident key (cuda/tail_msm.cuh): its scalars'
+/// count, and whether their points are gathered by index (else read in place: a dense tail).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct TailPlan {
+    pub(super) points: u64,
+    pub(super) gathered: bool,
+}
+
+impl TailPlan {
+    fn of(classes: &ClassifiedScalars) -> Self {
+        TailPlan {
+            points: classes.tail_scalars.len() as u64,
+            gathered: !classes.dense,
+        }
+    }
 }
 
 /// The G1 queries of [`QueryMsms`], in order.
@@ -219,10 +245,29 @@ impl<'a> QueryMsms<'a> {
         }
     }
 
+    /// The tail MSMs of L, A, B_G1 and B_G2 as planned for a split witness (at most as large,
+    /// when its classes are found on the device in the turn); None when the MSMs read their
+    /// scalars from the witness on the device.
+    pub(super) fn tail_plans(&self, sizes: &QuerySizes) -> Option<[TailPlan; 4]> {
+        match self {
+            QueryMsms::Split { g1, b, b_g2_bitmap, .. } => {
+                let (b_g2, _) = b_g2_split(g1, b, b_g2_bitmap, sizes);
+                Some([
+                    TailPlan::of(&g1[0].classes),
+                    TailPlan::of(&g1[1].classes),
+                    TailPlan::of(&g1[2].classes),
+                    TailPlan::of(b_g2),
+                ])
+            }
+            QueryMsms::Classified(msms) => Some(msms.tail_plans()),
+            QueryMsms::OnDevice(_) => None,
+        }
+    }
+
     /// Whether the MSMs read the witness in the device's buffer set, which must then hold it
     /// until the last of them.
     pub(super) fn read_device_witness(&self) -> bool {
-        matches!(self, QueryMsms::OnDevice(_))
+        matches!(self, QueryMsms::OnDevice(_) | QueryMsms::Classified(_))
     }
 
     /// The witness MSMs when they run at once (`WitnessMsms::run_at_once`), else None: one
@@ -235,8 +280,8 @@ impl<'a> QueryMsms<'a> {
         }
     }
 
-    /// G1 query `q` (an index into [`G1_QUERIES`]): batch addition timed into `batch_ns`, the
-    /// rest into `msm_ns`.
+    /// G1 query `q` (an index into [`G1_QUERIES`]): batch addition timed into batch_add, the
+    /// classes found on the device into prep_msm, the rest into the query's MSM phase.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn g1(
         &self,
@@ -246,11 +291,21 @@ impl<'a> QueryMsms<'a> {
         src: &PointSource,
         staging: &sys::Staging,
         pool: &ThreadPool,
-        batch_ns: &mut u64,
-        msm_ns: &mut u64,
+        t: &mut Timings,
     ) -> Result<G1Projective> {
+        let msm_ns = match q {
+            0 => &mut t.msm_l_ns,
+            1 => &mut t.msm_a_ns,
+            _ => &mut t.msm_b_g1_ns,
+        };
         match self {
-            QueryMsms::Split { g1, .. } => g1[q].run(device, src, staging, pool, batch_ns, msm_ns),
+            QueryMsms::Split { g1, .. } => g1[q].run(device, src, staging, pool, &mut t.batch_add_ns, msm_ns),
+            QueryMsms::Classified(msms) => {
+                let points = src.points(G1_QUERIES[q].1);
+                let entry = sys::cuzk_gpu_classified_witness_msm;
+                let sum = msms.msm(q, entry, device, set, &points, staging, msm_ns, &mut t.prep_msm_ns, &mut t.batch_add_ns)?;
+                Ok(sys::to_projective(&sum))
+            }
             QueryMsms::OnDevice(msms) => {
                 let query = [&msms.l, &msms.a, &msms.b][q];
                 let points = src.points(G1_QUERIES[q].1);
@@ -279,6 +334,22 @@ impl<'a> QueryMsms<'a> {
                 // size (docs/PERFORMANCE.md).
                 let (classes, bitmap) = b_g2_split(g1, b, b_g2_bitmap, sizes);
                 GpuBackend::b_g2_msm(device, src, classes, bitmap, *msm, staging, pool, t)
+            }
+            QueryMsms::Classified(msms) => {
+                let points = src.points(sys::QUERY_B_G2);
+                let entry = sys::cuzk_gpu_classified_witness_msm_g2;
+                let sum = msms.msm(
+                    3,
+                    entry,
+                    device,
+                    set,
+                    &points,
+                    staging,
+                    &mut t.msm_b_g2_ns,
+                    &mut t.prep_msm_ns,
+                    &mut t.batch_add_ns,
+                )?;
+                Ok(sys::to_projective_g2(&sum))
             }
             QueryMsms::OnDevice(msms) => {
                 let points = src.points(sys::QUERY_B_G2);

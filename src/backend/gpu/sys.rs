@@ -264,6 +264,30 @@ extern "C" {
         out: *mut G2,
         msg: *mut Message,
     ) -> c_int;
+    pub(super) fn cuzk_gpu_classified_witness_msm(
+        ctx: *mut Context,
+        set: u32,
+        points: *const Points,
+        scalars: *const WitnessScalars,
+        split_min_ones: u64,
+        implementation: u32,
+        staging: *const Staging,
+        out: *mut G1,
+        times: *mut [u64; 3],
+        msg: *mut Message,
+    ) -> c_int;
+    pub(super) fn cuzk_gpu_classified_witness_msm_g2(
+        ctx: *mut Context,
+        set: u32,
+        points: *const Points,
+        scalars: *const WitnessScalars,
+        split_min_ones: u64,
+        implementation: u32,
+        staging: *const Staging,
+        out: *mut G2,
+        times: *mut [u64; 3],
+        msg: *mut Message,
+    ) -> c_int;
     pub(super) fn cuzk_gpu_witness_msms_at_once(
         ctx: *mut Context,
         set: u32,
@@ -310,6 +334,18 @@ extern "C" {
         digit_bits: u32,
         out: *mut G2,
         msm_ns: *mut u64,
+        msg: *mut Message,
+    ) -> c_int;
+    #[cfg(test)]
+    pub(super) fn cuzk_gpu_witness_classes_check(
+        z: *const c_void,
+        scalars: *const WitnessScalars,
+        npoints: usize,
+        split_min_ones: u64,
+        counts: *mut [u64; 3],
+        bitmap: *mut u32,
+        tail_indices: *mut u32,
+        tail_values: *mut c_void,
         msg: *mut Message,
     ) -> c_int;
     #[cfg(test)]

@@ -123,6 +123,15 @@ impl WitnessMsms {
     fn raw_scalars(&self) -> [sys::WitnessScalars; 3] {
         [self.l.raw(self.z_len), self.a.raw(self.z_len), self.b.raw(self.z_len)]
     }
+
+    /// `query`'s scalars as the device takes them (`query` one of `l`, `a`, `b`).
+    pub(super) fn scalars(&self, query: &WitnessQuery) -> sys::WitnessScalars {
+        query.raw(self.z_len)
+    }
+
+    pub(super) fn msm(&self) -> MsmChoice {
+        self.msm
+    }
 }
 
 /// `cuzk_gpu_witness_msm` (G1) or `cuzk_gpu_witness_msm_g2` (G2), the sum written to `Out`.
@@ -201,7 +210,7 @@ impl GpuBackend {
         staging: &sys::Staging,
     ) -> Result<Out> {
         let ctx = device.ctx.ptr()?;
-        let scalars = query.raw(msms.z_len);
+        let scalars = msms.scalars(query);
         let implementation = implementation(msms.msm, points.n);
         let mut out = Out::default();
         // SAFETY: the selection's vectors cover z_len values and outlive the synchronous call;

@@ -9,6 +9,7 @@ use rayon::prelude::*;
 
 use super::matrix::Assignment;
 use crate::error::{Error, Result};
+use crate::parallel::extend_parallel;
 
 /// Values per kinds word.
 const PER_WORD: usize = 32;
@@ -90,6 +91,38 @@ impl CompactWitness {
         Ok(Self::with_kinds(kinds, full, len))
     }
 
+    /// Encodes z from its values alone, in one pass on all cores: for a backend that finds the
+    /// scalars' classes on the device (the host finds each value's kind, nothing more). Fails as
+    /// [`Self::encode`].
+    pub fn from_values(z: Assignment<'_>) -> Result<Self> {
+        let len = checked_len(&z)?;
+        let inputs = z.inputs.len();
+        let value = |v: usize| if v < inputs { &z.inputs[v] } else { &z.aux[v - inputs] };
+        let mut kinds = vec![0u64; len.div_ceil(PER_WORD)];
+        // Each task owns its words, and finds the full-width values among theirs, in order.
+        let parts: Vec<Vec<Scalar>> = kinds
+            .par_chunks_mut(WORDS_PER_TASK)
+            .enumerate()
+            .map(|(task, words)| {
+                let mut full = Vec::new();
+                for (w, word) in words.iter_mut().enumerate() {
+                    let first = (task * WORDS_PER_TASK + w) * PER_WORD;
+                    for v in first..len.min(first + PER_WORD) {
+                        let k = kind(value(v));
+                        *word |= (k as u64) << (2 * (v % PER_WORD));
+                        if k == Kind::Full {
+                            full.push(*value(v));
+                        }
+                    }
+                }
+                full
+            })
+            .collect();
+        let mut full = Vec::new();
+        extend_parallel(&mut full, &parts.iter().map(Vec::as_slice).collect::<Vec<_>>());
+        Ok(Self::with_kinds(kinds, full, len))
+    }
+
     fn with_kinds(kinds: Vec<u64>, full: Vec<Scalar>, len: usize) -> Self {
         let full_offsets = kinds
             .iter()
@@ -105,6 +138,12 @@ impl CompactWitness {
             full,
             len,
         }
+    }
+
+    /// How many values are 1.
+    pub fn count_ones(&self) -> u64 {
+        // Kind 1 is the only one whose low bit is set.
+        self.kinds.iter().map(|word| u64::from((word & !FULL_BITS).count_ones())).sum()
     }
 
     /// The most host bytes the encoding of `len` values takes (every value full-width).
@@ -166,6 +205,13 @@ mod tests {
             )
             .unwrap();
             assert_eq!(compact.decode(), z, "{inputs} inputs, {aux} aux");
+            let from_values = CompactWitness::from_values(Assignment {
+                inputs: input_part,
+                aux: aux_part,
+            })
+            .unwrap();
+            assert_eq!(from_values, compact, "{inputs} inputs, {aux} aux: from the values alone");
+            assert_eq!(compact.count_ones(), z.iter().filter(|v| kind(v) == Kind::One).count() as u64);
             let full = z.iter().filter(|v| kind(v) == Kind::Full).count();
             assert_eq!(compact.full.len(), full);
             assert_eq!(compact.size_bytes(), 12 * z.len().div_ceil(32) + 32 * full);

@@ -13,13 +13,16 @@
 //!       from bellperson's random setup instead, and every proof verified ("verified" field).
 //!
 //!   cuzk-bench porep-partition --system cuzk|cuzk-streamed|cuzk-cpu --sector-size 2KiB|8MiB|512MiB|32GiB|64GiB
-//!                              [--check-shape] [--repeat N]
+//!                              [--check-shape] [--compare-spmv] [--compare-prep] [--repeat N]
 //!       one partition of the real PoRep circuit of that sector size (32GiB: 130M constraints,
 //!       domain 2^27), made from made-up vanilla proofs of the right geometry, with a synthetic
 //!       key: PERFORMANCE ONLY. The R1CS path as the engine runs it (shape extracted in parallel
 //!       once, then per proof the witness with the challenges in parallel, A·z, B·z, C·z, GPU).
 //!       --check-shape also records filecoin-proofs' blank circuit sequentially and fails unless
 //!       its shape is the made-up partition's (the engine's preload relies on it).
+//!       --compare-spmv: odd runs compute a, b, c on the host (records `…[spmv=host]`);
+//!       --compare-prep: odd runs find the witness's classes on the host (`…[prep=host]`),
+//!       the even ones on the device: both in one process, on one key.
 //!
 //!   cuzk-bench porep-sector --system cuzk|cuzk-cpu --sector-size 32GiB [--sectors 1,2,4] [--partitions P] [--lanes L] [--repeat N]
 //!       whole sectors of made-up partitions (PERFORMANCE ONLY, synthetic key) through the
@@ -107,7 +110,8 @@ impl Bench {
 
     /// `--system`, with what the environment makes the engine do differently as part of the
     /// name: a forced 0/1 split (CUZK_GPU_SPLIT=always|never, for measuring the GPU's cost
-    /// model), a, b, c on the host (CUZK_SPMV=host), an MSM other than the default
+    /// model), a, b, c on the host (CUZK_SPMV=host), a witness's classes on the host
+    /// (CUZK_PREP=host), an MSM other than the default
     /// (CUZK_MSM=cuzk-affine|sppark), classic synthesis (CUZK_SYNTHESIS=classic), capped malloc
     /// arenas (--malloc-arena-max).
     fn system_name(&self) -> String {
@@ -119,6 +123,9 @@ impl Bench {
             }
             if !self.config.products_on_gpu {
                 name += "[spmv=host]";
+            }
+            if !self.config.prep_on_gpu {
+                name += "[prep=host]";
             }
             match self.config.gpu_msm {
                 MsmChoice::Cuzk => {}

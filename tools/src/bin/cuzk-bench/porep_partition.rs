@@ -91,8 +91,11 @@ fn bench_partition<Tree: 'static + MerkleTreeTrait>(bench: &Bench, proof: Regist
         t.shape_extract_ns = if run == 0 { shape_extract_ns } else { 0 };
         let mut memory = RunMemory::start();
         let start = Instant::now();
-        // --compare-spmv: odd runs compute a, b, c on the host, beside the device's even runs.
+        // --compare-spmv: odd runs compute a, b, c on the host, beside the device's even runs;
+        // --compare-prep: odd runs find the scalars' classes on the host.
         let host_products = args.compare_spmv && run % 2 == 1;
+        let host_prep = args.compare_prep && run % 2 == 1 && bench.config.prep_on_gpu;
+        engine.prover().set_prep_on_gpu(bench.config.prep_on_gpu && !host_prep);
         let defer = engine.prover().evaluates_products() && !host_products;
         let synthesized = engine.prover().install(|| synthesize_with_shape(defer, &shape, &circuit, None, &mut t))?;
         let synthesis_done = start.elapsed();
@@ -107,7 +110,7 @@ fn bench_partition<Tree: 'static + MerkleTreeTrait>(bench: &Bench, proof: Regist
         engine.prover().prove_synthesized(key, synthesized, &fixed_randomness(), &mut t)?;
         let wall = (synthesis_done + start.elapsed()).as_secs_f64();
         t.total_ns = (wall * 1e9) as u64;
-        let system = bench.system_name() + if host_products { "[spmv=host]" } else { "" };
+        let system = bench.system_name() + if host_products { "[spmv=host]" } else { "" } + if host_prep { "[prep=host]" } else { "" };
         let measured = PartitionRun {
             timings: TimingFields(&t),
             scalars,
