@@ -203,7 +203,8 @@ typedef struct cuzk_bytes {
 typedef struct cuzk_config {
   // sizeof(cuzk_config) as the caller compiled it.
   uint32_t struct_size;
-  // Worker threads for synthesis and CPU proving; 0 = one per core.
+  // Worker threads for synthesis and CPU proving; 0 = one per core; at most 4096
+  // (CUZK_STATUS_INVALID_ARGUMENT above).
   uint32_t num_threads;
   // Never use a GPU, even when one is present.
   bool cpu_only;
@@ -228,7 +229,8 @@ typedef struct cuzk_config {
   const int32_t *devices;
   uint32_t devices_len;
   // Partitions one call proves at once (the proving lanes); 0: the backend's choice (GPU:
-  // two per device the call may use; CPU: one).
+  // two per device the call may use; CPU: one); at most 256 (CUZK_STATUS_INVALID_ARGUMENT
+  // above).
   uint32_t proving_lanes;
   // After this many milliseconds with no call in flight the engine gives memory back, as
   // `cuzk_engine_release_memory(engine, idle_keep_post_keys, ...)` does; 0: never.

@@ -283,6 +283,31 @@ fn unusable_device_lists_are_refused() {
     }
 }
 
+/// Thread and lane counts no machine could use are refused before anything starts: each
+/// worker thread is started with the engine, and each proving lane with every call.
+#[test]
+fn thread_and_lane_counts_past_their_limits_are_refused() {
+    let f = fixture();
+    let dir = std::ffi::CString::new(f.params_dir.to_str().unwrap()).unwrap();
+    for (lanes, threads, needle) in [
+        (u32::MAX, 0, "proving_lanes is 4294967295, at most 256"),
+        (257, 0, "proving_lanes is 257, at most 256"),
+        (0, u32::MAX, "num_threads is 4294967295, at most 4096"),
+        (0, 4097, "num_threads is 4097, at most 4096"),
+    ] {
+        let mut config = c_config(&dir);
+        config.proving_lanes = lanes;
+        config.num_threads = threads;
+        let mut engine = null_mut();
+        let mut err = null_mut();
+        let status = cuzk_engine_new(&config, &mut engine, &mut err);
+        assert!(engine.is_null(), "no engine for {lanes} lanes, {threads} threads");
+        let (s, message) = take_error(err);
+        assert_eq!((status, s), (Status::InvalidArgument, Status::InvalidArgument), "{message}");
+        assert!(message.contains(needle), "{message:?} does not say {needle:?}");
+    }
+}
+
 #[test]
 fn second_engine_with_another_config_is_a_clean_error() {
     let f = fixture();
