@@ -86,6 +86,16 @@ fn c1_of_another_sector_size_than_its_registered_proof() {
         Status::InvalidArgument,
         "byte sector",
     );
+    // The same sector size under another porep id: the C1's replica id was sealed with its own.
+    for other in ["StackedDrg2KiBV1", "StackedDrg2KiBV1_1_Feat_SyntheticPoRep"] {
+        c1["registered_proof"] = serde_json::json!(other);
+        let relabelled = serde_json::to_vec(&c1).unwrap();
+        expect_err(
+            prove(&engine(), &relabelled, f.sector.sector_id, &f.sector.prover_id, None),
+            Status::InvalidArgument,
+            "registered proof",
+        );
+    }
     c1["registered_proof"] = serde_json::json!("StackedDrg2KiBV1_2_Feat_NonInteractivePoRep");
     let ni = serde_json::to_vec(&c1).unwrap();
     expect_err(
