@@ -318,6 +318,98 @@ fn thread_and_lane_counts_past_their_limits_are_refused() {
     }
 }
 
+/// `cuzk_verify_seal` with arguments it cannot check a proof against: each a clean error
+/// naming what is wrong (PARAMETERS_NOT_FOUND for a sector size whose key is not here), never
+/// a PANIC, never an answer.
+#[test]
+fn verify_seal_refuses_unusable_arguments() {
+    use filecoin_proofs_api::RegisteredSealProof as P;
+    let f = fixture();
+    let e = engine();
+    let mut high = f.sector.comm_r;
+    high[31] = 0xff;
+    type Change = Box<dyn Fn(&mut cuzk_tools::fixtures::SealedSector)>;
+    let cases: Vec<(&str, Change, Vec<u8>, Status, &str)> = vec![
+        (
+            "a proof a byte short",
+            Box::new(|_| {}),
+            vec![0; 191],
+            Status::InvalidArgument,
+            "proof is 191 bytes",
+        ),
+        (
+            "an empty proof",
+            Box::new(|_| {}),
+            Vec::new(),
+            Status::InvalidArgument,
+            "proof is 0 bytes",
+        ),
+        (
+            "bytes that are no curve points",
+            Box::new(|_| {}),
+            vec![0xff; 192],
+            Status::InvalidArgument,
+            "proof bytes",
+        ),
+        (
+            "comm_r not canonical",
+            Box::new(move |s| s.comm_r = high),
+            vec![0xff; 192],
+            Status::InvalidArgument,
+            "comm_r",
+        ),
+        (
+            "comm_d not canonical",
+            Box::new(move |s| s.comm_d = high),
+            vec![0xff; 192],
+            Status::InvalidArgument,
+            "comm_d",
+        ),
+        (
+            "an all-zero comm_r",
+            Box::new(|s| s.comm_r = [0; 32]),
+            vec![0xff; 192],
+            Status::InvalidArgument,
+            "all-zero",
+        ),
+        (
+            "an all-zero seed",
+            Box::new(|s| s.seed = [0; 32]),
+            vec![0xff; 192],
+            Status::InvalidArgument,
+            "seed",
+        ),
+        (
+            "a non-interactive PoRep",
+            Box::new(|s| s.registered_proof = P::StackedDrg2KiBV1_2_Feat_NonInteractivePoRep),
+            vec![0xff; 192],
+            Status::InvalidArgument,
+            "non-interactive",
+        ),
+        (
+            "32GiB: ten partitions",
+            Box::new(|s| s.registered_proof = P::StackedDrg32GiBV1_1),
+            vec![0xff; 192],
+            Status::InvalidArgument,
+            "StackedDrg32GiBV1_1 proofs are 1920",
+        ),
+        (
+            "8MiB: no verifying key here",
+            Box::new(|s| s.registered_proof = P::StackedDrg8MiBV1_1),
+            vec![0xff; 192],
+            Status::ParametersNotFound,
+            ".vk",
+        ),
+    ];
+    for (what, change, proof, status, needle) in cases {
+        let mut sector = f.sector.clone();
+        change(&mut sector);
+        let (s, message) = verify(&e, &sector, &proof).expect_err(what);
+        assert_eq!(s, status, "{what}: {message}");
+        assert!(message.contains(needle), "{what}: {message:?} does not say {needle:?}");
+    }
+}
+
 #[test]
 fn second_engine_with_another_config_is_a_clean_error() {
     let f = fixture();

@@ -214,6 +214,55 @@ fn fixed_randomness_update_proofs_equal_bellperson_bit_for_bit() {
     assert_eq!(ours, theirs, "cuzk and bellperson update proofs differ for the same r, s");
 }
 
+/// A vanilla proof past CUZK_MAX_VANILLA_PROOF_BYTES is refused before it is decoded, naming
+/// the partition and the limit.
+#[test]
+fn oversized_vanilla_proofs_are_refused() {
+    let engine = c_engine();
+    let huge = vec![vec![0u8; CUZK_MAX_VANILLA_PROOF_BYTES + 1]];
+    // A 2KiB update (one partition), go-state-types numbering.
+    let (status, message) = generate(&engine, 0, [[1; 32], [2; 32], [3; 32]], &huge).unwrap_err();
+    assert_eq!(status, Status::InvalidArgument, "{message}");
+    assert!(message.contains("vanilla_proofs[0]") && message.contains("byte limit"), "{message}");
+}
+
+/// `cuzk_verify_update_proof` with arguments no proof can be checked against: each an
+/// INVALID_ARGUMENT naming what is wrong, never a PANIC, never an answer.
+#[test]
+fn verify_refuses_unusable_arguments() {
+    let f = fixture();
+    let engine = c_engine();
+    let length = 192 * f.vanilla_proofs.len();
+    let [old, new, d] = comms();
+    let mut high = d;
+    high[31] = 0xff;
+    for (what, comms, proof, needle) in [
+        (
+            "comm_d_new not canonical",
+            [old, new, high],
+            vec![0x11; length],
+            "comm_d_new is not a canonical",
+        ),
+        (
+            "comm_r_new not canonical",
+            [old, high, d],
+            vec![0x11; length],
+            "comm_r_new is not a canonical",
+        ),
+        (
+            "a partition too many",
+            [old, new, d],
+            vec![0x11; length + 192],
+            "partition(s) of 192 bytes",
+        ),
+        ("bytes that are no curve points", [old, new, d], vec![0xff; length], "proof bytes"),
+    ] {
+        let (status, message) = c_verify(&engine, comms, &proof).expect_err(what);
+        assert_eq!(status, Status::InvalidArgument, "{what}: {message}");
+        assert!(message.contains(needle), "{what}: {message:?} does not say {needle:?}");
+    }
+}
+
 /// `vanilla` with byte `at` XORed with `mask`.
 fn flipped(vanilla: &[u8], at: usize, mask: u8) -> Vec<u8> {
     let mut out = vanilla.to_vec();
