@@ -79,13 +79,20 @@ fn a_rejected_input_is_not_echoed_whole_in_the_message() {
 fn c1_of_another_sector_size_than_its_registered_proof() {
     let f = fixture();
     let mut c1: serde_json::Value = serde_json::from_slice(&f.c1_json).unwrap();
-    c1["registered_proof"] = serde_json::json!("StackedDrg8MiBV1_1");
-    let mismatched = serde_json::to_vec(&c1).unwrap();
-    expect_err(
-        prove(&engine(), &mismatched, f.sector.sector_id, &f.sector.prover_id, None),
-        Status::InvalidArgument,
-        "byte sector",
-    );
+    for other in [
+        "StackedDrg8MiBV1_1",
+        "StackedDrg512MiBV1",
+        "StackedDrg32GiBV1_1",
+        "StackedDrg64GiBV1_1_Feat_SyntheticPoRep",
+    ] {
+        c1["registered_proof"] = serde_json::json!(other);
+        let mismatched = serde_json::to_vec(&c1).unwrap();
+        expect_err(
+            prove(&engine(), &mismatched, f.sector.sector_id, &f.sector.prover_id, None),
+            Status::InvalidArgument,
+            "byte sector",
+        );
+    }
     // The same sector size under another porep id: the C1's replica id was sealed with its own.
     for other in ["StackedDrg2KiBV1", "StackedDrg2KiBV1_1_Feat_SyntheticPoRep"] {
         c1["registered_proof"] = serde_json::json!(other);

@@ -284,6 +284,26 @@ fn fixed_randomness_proofs_equal_bellperson_bit_for_bit() {
     assert!(filecoin_verify_winning(&f.randomness, &ours));
 }
 
+/// The fixture's 2KiB vanilla proofs under every other sector size's registered proof (V1 and
+/// V1_2): a clean INVALID_ARGUMENT or PARSE_ERROR naming the vanilla proof, never a PANIC.
+#[test]
+fn vanilla_proofs_of_another_sector_size_are_refused() {
+    let f = fixture();
+    let engine = c_engine();
+    let window = bytes(&f.window.partitions[0].vanilla_proofs);
+    let winning = bytes(&f.winning.vanilla_proofs);
+    // go-state-types numbering: WinningPoSt 1..=4, WindowPoSt 6..=9 and 11..=14 (8MiB to 64GiB).
+    for abi in (1..=4).chain(6..=9).chain(11..=14) {
+        let (vanilla, partition) = if abi < 5 { (&winning, None) } else { (&window, Some(0)) };
+        let (status, message, _) = generate(&engine, abi, &f.prover_id, &f.randomness, vanilla, partition).expect_err("another size");
+        assert!(
+            matches!(status, Status::InvalidArgument | Status::ParseError),
+            "{abi}: {status:?} {message}"
+        );
+        assert!(message.contains("vanilla proof 0"), "{abi}: {message}");
+    }
+}
+
 /// A vanilla proof past CUZK_MAX_VANILLA_PROOF_BYTES is refused before it is decoded, naming
 /// the proof and the limit.
 #[test]

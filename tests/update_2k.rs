@@ -214,6 +214,24 @@ fn fixed_randomness_update_proofs_equal_bellperson_bit_for_bit() {
     assert_eq!(ours, theirs, "cuzk and bellperson update proofs differ for the same r, s");
 }
 
+/// The fixture's 2KiB vanilla proof, repeated to each other sector size's partition count,
+/// under that size's registered update proof: a clean error naming the partition, never a PANIC.
+#[test]
+fn vanilla_proofs_of_another_sector_size_are_refused() {
+    let engine = c_engine();
+    let good = vanilla();
+    // go-state-types numbering: 8MiB, 512MiB, 32GiB, 64GiB.
+    for (abi, partitions) in [(1, 4), (2, 16), (3, 16), (4, 16)] {
+        let repeated: Vec<Vec<u8>> = std::iter::repeat_n(good[0].clone(), partitions).collect();
+        let (status, message) = generate(&engine, abi, comms(), &repeated).expect_err("another size");
+        assert!(
+            matches!(status, Status::InvalidArgument | Status::ParseError),
+            "{abi}: {status:?} {message}"
+        );
+        assert!(message.contains("vanilla_proofs[0]"), "{abi}: {message}");
+    }
+}
+
 /// A vanilla proof past CUZK_MAX_VANILLA_PROOF_BYTES is refused before it is decoded, naming
 /// the partition and the limit.
 #[test]
