@@ -284,6 +284,23 @@ fn fixed_randomness_proofs_equal_bellperson_bit_for_bit() {
     assert!(filecoin_verify_winning(&f.randomness, &ours));
 }
 
+/// A WindowPoSt partition's vanilla proofs out of sector-number order: the verifiers
+/// (filecoin-proofs-api's `verify_window_post`, `cuzk_verify_window_post`) take a partition's
+/// sectors sorted by number, so its proof could never verify. Refused, naming the sector.
+#[test]
+fn window_post_vanilla_proofs_out_of_sector_order_are_refused() {
+    let f = fixture();
+    let engine = c_engine();
+    let p = &f.window.partitions[0];
+    assert!(p.sectors[0].sector_id < p.sectors[1].sector_id, "the fixture's partitions are sorted");
+    let mut vanilla = bytes(&p.vanilla_proofs);
+    vanilla.swap(0, 1);
+    let (status, message, _) = generate(&engine, f.window.abi_proof, &f.prover_id, &f.randomness, &vanilla, Some(p.index)).expect_err("out of order");
+    assert_eq!(status, Status::InvalidArgument, "{message}");
+    let named = format!("vanilla proof 1 (sector {}): sector numbers must increase", p.sectors[0].sector_id);
+    assert!(message.contains(&named), "{message:?} does not say {named:?}");
+}
+
 /// The fixture's 2KiB vanilla proofs under every other sector size's registered proof (V1 and
 /// V1_2): a clean INVALID_ARGUMENT or PARSE_ERROR naming the vanilla proof, never a PANIC.
 #[test]
