@@ -15,7 +15,7 @@ type Config struct {
 	// CPUOnly never uses a GPU, even when one is present.
 	CPUOnly bool
 	// NumThreads is the number of worker threads for synthesis and CPU proving; 0 means one
-	// per core.
+	// per core; at most 4096 (ErrInvalidArgument above).
 	NumThreads int
 	// SelfVerify verifies every proof before returning it, as filecoin-proofs does.
 	SelfVerify bool
@@ -34,7 +34,7 @@ type Config struct {
 	// Init (ErrInvalidArgument), as does a list with CPUOnly.
 	Devices []int
 	// ProvingLanes is how many partitions one call proves at once; 0: the library's choice
-	// (two per GPU the call may use, one on the CPU).
+	// (two per GPU the call may use, one on the CPU); at most 256 (ErrInvalidArgument above).
 	ProvingLanes int
 	// ShapeCacheDir is where circuit shapes (R1CS matrices) are kept between processes, so
 	// that a new process reads them instead of extracting them (15.9 s for a 32GiB PoRep

@@ -101,8 +101,8 @@ func (v *vanillaProofs) free() {
 
 // GenerateSinglePartitionWindowPoStWithVanilla proves one partition of a WindowPoSt deadline
 // from its sectors' vanilla proofs (as filecoin-ffi's GenerateSingleVanillaProof returns them,
-// in the partition's sector order), with the signature of filecoin-ffi's function of the same
-// name. When vanilla proofs do not verify, the error is a *FaultySectorsError
+// in the partition's sector order: increasing sector numbers, else ErrInvalidArgument), with
+// the signature of filecoin-ffi's function of the same name. When vanilla proofs do not verify, the error is a *FaultySectorsError
 // (errors.Is(err, ErrFaultySectors)) naming their sectors. It blocks until the proof is made
 // and cannot be cancelled: see GenerateSinglePartitionWindowPoStWithVanillaWithOptions.
 func GenerateSinglePartitionWindowPoStWithVanilla(proofType abi.RegisteredPoStProof, minerID abi.ActorID,

@@ -203,7 +203,8 @@ typedef struct cuzk_bytes {
 typedef struct cuzk_config {
   // sizeof(cuzk_config) as the caller compiled it.
   uint32_t struct_size;
-  // Worker threads for synthesis and CPU proving; 0 = one per core.
+  // Worker threads for synthesis and CPU proving; 0 = one per core; at most 4096
+  // (CUZK_STATUS_INVALID_ARGUMENT above).
   uint32_t num_threads;
   // Never use a GPU, even when one is present.
   bool cpu_only;
@@ -228,7 +229,8 @@ typedef struct cuzk_config {
   const int32_t *devices;
   uint32_t devices_len;
   // Partitions one call proves at once (the proving lanes); 0: the backend's choice (GPU:
-  // two per device the call may use; CPU: one).
+  // two per device the call may use; CPU: one); at most 256 (CUZK_STATUS_INVALID_ARGUMENT
+  // above).
   uint32_t proving_lanes;
   // After this many milliseconds with no call in flight the engine gives memory back, as
   // `cuzk_engine_release_memory(engine, idle_keep_post_keys, ...)` does; 0: never.
@@ -729,11 +731,12 @@ enum cuzk_status cuzk_c1_info_parse(const uint8_t *c1_json, size_t c1_json_len, 
 // `GenerateSinglePartitionWindowPoStWithVanilla`: the registered PoSt proof (go-state-types
 // numbering, a WindowPoSt one), the 32-byte prover id and randomness, the partition's vanilla
 // proofs (one per sector, as `GenerateSingleVanillaProof` returns them, in the partition's
-// sector order; fewer than a partition holds are padded as filecoin-proofs pads them) and the
-// partition's index in the deadline. On success `*proof_out` holds the partition's proof (192
-// bytes: filecoin-proofs-api's `PartitionSnarkProof`, to merge with the other partitions'); on
-// CUZK_STATUS_FAULTY_SECTORS `cuzk_error_faulty_sectors` lists the sectors whose vanilla proofs
-// do not verify.
+// sector order: increasing sector numbers, as verifiers take them, else
+// CUZK_STATUS_INVALID_ARGUMENT; fewer than a partition holds are padded as filecoin-proofs
+// pads them) and the partition's index in the deadline. On success `*proof_out` holds the
+// partition's proof (192 bytes: filecoin-proofs-api's `PartitionSnarkProof`, to merge with the
+// other partitions'); on CUZK_STATUS_FAULTY_SECTORS `cuzk_error_faulty_sectors` lists the
+// sectors whose vanilla proofs do not verify.
 //
 // `engine`: not NULL, a handle from `cuzk_engine_new` not yet freed. `prover_id`,
 // `randomness`: not NULL, 32 readable bytes each (canonical field elements). `vanilla_proofs`:

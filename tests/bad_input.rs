@@ -79,13 +79,30 @@ fn a_rejected_input_is_not_echoed_whole_in_the_message() {
 fn c1_of_another_sector_size_than_its_registered_proof() {
     let f = fixture();
     let mut c1: serde_json::Value = serde_json::from_slice(&f.c1_json).unwrap();
-    c1["registered_proof"] = serde_json::json!("StackedDrg8MiBV1_1");
-    let mismatched = serde_json::to_vec(&c1).unwrap();
-    expect_err(
-        prove(&engine(), &mismatched, f.sector.sector_id, &f.sector.prover_id, None),
-        Status::InvalidArgument,
-        "byte sector",
-    );
+    for other in [
+        "StackedDrg8MiBV1_1",
+        "StackedDrg512MiBV1",
+        "StackedDrg32GiBV1_1",
+        "StackedDrg64GiBV1_1_Feat_SyntheticPoRep",
+    ] {
+        c1["registered_proof"] = serde_json::json!(other);
+        let mismatched = serde_json::to_vec(&c1).unwrap();
+        expect_err(
+            prove(&engine(), &mismatched, f.sector.sector_id, &f.sector.prover_id, None),
+            Status::InvalidArgument,
+            "byte sector",
+        );
+    }
+    // The same sector size under another porep id: the C1's replica id was sealed with its own.
+    for other in ["StackedDrg2KiBV1", "StackedDrg2KiBV1_1_Feat_SyntheticPoRep"] {
+        c1["registered_proof"] = serde_json::json!(other);
+        let relabelled = serde_json::to_vec(&c1).unwrap();
+        expect_err(
+            prove(&engine(), &relabelled, f.sector.sector_id, &f.sector.prover_id, None),
+            Status::InvalidArgument,
+            "registered proof",
+        );
+    }
     c1["registered_proof"] = serde_json::json!("StackedDrg2KiBV1_2_Feat_NonInteractivePoRep");
     let ni = serde_json::to_vec(&c1).unwrap();
     expect_err(
@@ -280,6 +297,123 @@ fn unusable_device_lists_are_refused() {
         };
         assert_eq!(status, expected, "{devices:?}: {message}");
         assert!(message.contains(needle), "{devices:?}: {message}");
+    }
+}
+
+/// Thread and lane counts no machine could use are refused before anything starts: each
+/// worker thread is started with the engine, and each proving lane with every call.
+#[test]
+fn thread_and_lane_counts_past_their_limits_are_refused() {
+    let f = fixture();
+    let dir = std::ffi::CString::new(f.params_dir.to_str().unwrap()).unwrap();
+    for (lanes, threads, needle) in [
+        (u32::MAX, 0, "proving_lanes is 4294967295, at most 256"),
+        (257, 0, "proving_lanes is 257, at most 256"),
+        (0, u32::MAX, "num_threads is 4294967295, at most 4096"),
+        (0, 4097, "num_threads is 4097, at most 4096"),
+    ] {
+        let mut config = c_config(&dir);
+        config.proving_lanes = lanes;
+        config.num_threads = threads;
+        let mut engine = null_mut();
+        let mut err = null_mut();
+        let status = cuzk_engine_new(&config, &mut engine, &mut err);
+        assert!(engine.is_null(), "no engine for {lanes} lanes, {threads} threads");
+        let (s, message) = take_error(err);
+        assert_eq!((status, s), (Status::InvalidArgument, Status::InvalidArgument), "{message}");
+        assert!(message.contains(needle), "{message:?} does not say {needle:?}");
+    }
+}
+
+/// `cuzk_verify_seal` with arguments it cannot check a proof against: each a clean error
+/// naming what is wrong (PARAMETERS_NOT_FOUND for a sector size whose key is not here), never
+/// a PANIC, never an answer.
+#[test]
+fn verify_seal_refuses_unusable_arguments() {
+    use filecoin_proofs_api::RegisteredSealProof as P;
+    let f = fixture();
+    let e = engine();
+    let mut high = f.sector.comm_r;
+    high[31] = 0xff;
+    type Change = Box<dyn Fn(&mut cuzk_tools::fixtures::SealedSector)>;
+    let cases: Vec<(&str, Change, Vec<u8>, Status, &str)> = vec![
+        (
+            "a proof a byte short",
+            Box::new(|_| {}),
+            vec![0; 191],
+            Status::InvalidArgument,
+            "proof is 191 bytes",
+        ),
+        (
+            "an empty proof",
+            Box::new(|_| {}),
+            Vec::new(),
+            Status::InvalidArgument,
+            "proof is 0 bytes",
+        ),
+        (
+            "bytes that are no curve points",
+            Box::new(|_| {}),
+            vec![0xff; 192],
+            Status::InvalidArgument,
+            "proof bytes",
+        ),
+        (
+            "comm_r not canonical",
+            Box::new(move |s| s.comm_r = high),
+            vec![0xff; 192],
+            Status::InvalidArgument,
+            "comm_r",
+        ),
+        (
+            "comm_d not canonical",
+            Box::new(move |s| s.comm_d = high),
+            vec![0xff; 192],
+            Status::InvalidArgument,
+            "comm_d",
+        ),
+        (
+            "an all-zero comm_r",
+            Box::new(|s| s.comm_r = [0; 32]),
+            vec![0xff; 192],
+            Status::InvalidArgument,
+            "all-zero",
+        ),
+        (
+            "an all-zero seed",
+            Box::new(|s| s.seed = [0; 32]),
+            vec![0xff; 192],
+            Status::InvalidArgument,
+            "seed",
+        ),
+        (
+            "a non-interactive PoRep",
+            Box::new(|s| s.registered_proof = P::StackedDrg2KiBV1_2_Feat_NonInteractivePoRep),
+            vec![0xff; 192],
+            Status::InvalidArgument,
+            "non-interactive",
+        ),
+        (
+            "32GiB: ten partitions",
+            Box::new(|s| s.registered_proof = P::StackedDrg32GiBV1_1),
+            vec![0xff; 192],
+            Status::InvalidArgument,
+            "StackedDrg32GiBV1_1 proofs are 1920",
+        ),
+        (
+            "8MiB: no verifying key here",
+            Box::new(|s| s.registered_proof = P::StackedDrg8MiBV1_1),
+            vec![0xff; 192],
+            Status::ParametersNotFound,
+            ".vk",
+        ),
+    ];
+    for (what, change, proof, status, needle) in cases {
+        let mut sector = f.sector.clone();
+        change(&mut sector);
+        let (s, message) = verify(&e, &sector, &proof).expect_err(what);
+        assert_eq!(s, status, "{what}: {message}");
+        assert!(message.contains(needle), "{what}: {message:?} does not say {needle:?}");
     }
 }
 

@@ -284,6 +284,135 @@ fn fixed_randomness_proofs_equal_bellperson_bit_for_bit() {
     assert!(filecoin_verify_winning(&f.randomness, &ours));
 }
 
+/// A WindowPoSt partition's vanilla proofs out of sector-number order: the verifiers
+/// (filecoin-proofs-api's `verify_window_post`, `cuzk_verify_window_post`) take a partition's
+/// sectors sorted by number, so its proof could never verify. Refused, naming the sector.
+#[test]
+fn window_post_vanilla_proofs_out_of_sector_order_are_refused() {
+    let f = fixture();
+    let engine = c_engine();
+    let p = &f.window.partitions[0];
+    assert!(p.sectors[0].sector_id < p.sectors[1].sector_id, "the fixture's partitions are sorted");
+    let mut vanilla = bytes(&p.vanilla_proofs);
+    vanilla.swap(0, 1);
+    let (status, message, _) = generate(&engine, f.window.abi_proof, &f.prover_id, &f.randomness, &vanilla, Some(p.index)).expect_err("out of order");
+    assert_eq!(status, Status::InvalidArgument, "{message}");
+    let named = format!("vanilla proof 1 (sector {}): sector numbers must increase", p.sectors[0].sector_id);
+    assert!(message.contains(&named), "{message:?} does not say {named:?}");
+}
+
+/// The fixture's 2KiB vanilla proofs under every other sector size's registered proof (V1 and
+/// V1_2): a clean INVALID_ARGUMENT or PARSE_ERROR naming the vanilla proof, never a PANIC.
+#[test]
+fn vanilla_proofs_of_another_sector_size_are_refused() {
+    let f = fixture();
+    let engine = c_engine();
+    let window = bytes(&f.window.partitions[0].vanilla_proofs);
+    let winning = bytes(&f.winning.vanilla_proofs);
+    // go-state-types numbering: WinningPoSt 1..=4, WindowPoSt 6..=9 and 11..=14 (8MiB to 64GiB).
+    for abi in (1..=4).chain(6..=9).chain(11..=14) {
+        let (vanilla, partition) = if abi < 5 { (&winning, None) } else { (&window, Some(0)) };
+        let (status, message, _) = generate(&engine, abi, &f.prover_id, &f.randomness, vanilla, partition).expect_err("another size");
+        assert!(
+            matches!(status, Status::InvalidArgument | Status::ParseError),
+            "{abi}: {status:?} {message}"
+        );
+        assert!(message.contains("vanilla proof 0"), "{abi}: {message}");
+    }
+}
+
+/// A vanilla proof past CUZK_MAX_VANILLA_PROOF_BYTES is refused before it is decoded, naming
+/// the proof and the limit.
+#[test]
+fn oversized_vanilla_proofs_are_refused() {
+    let engine = c_engine();
+    let huge = vec![vec![0u8; CUZK_MAX_VANILLA_PROOF_BYTES + 1]];
+    // WindowPoSt and WinningPoSt 2KiB, go-state-types numbering.
+    for (abi, partition) in [(10, Some(0)), (0, None)] {
+        let (status, message, _) = generate(&engine, abi, &[1; 32], &[2; 32], &huge, partition).unwrap_err();
+        assert_eq!(status, Status::InvalidArgument, "{message}");
+        assert!(message.contains("vanilla proof 0") && message.contains("byte limit"), "{message}");
+    }
+}
+
+/// Verify calls with arguments no proof can be checked against: each an INVALID_ARGUMENT
+/// naming what is wrong, never a PANIC, never an answer.
+#[test]
+fn verify_calls_refuse_unusable_arguments() {
+    let f = fixture();
+    let engine = c_engine();
+    let (window_abi, winning_abi, rnd) = (f.window.abi_proof, f.winning.abi_proof, &f.randomness);
+    let sectors = all_window_sectors();
+    // 3 sectors, 2 per partition: 2 partitions.
+    let (proof, garbage) = (vec![0x11; 384], vec![0xff; 384]);
+    let mut high = *rnd;
+    high[31] = 0xff;
+    let mut non_canonical = sectors.clone();
+    non_canonical[1].1 = high;
+    let winner = (f.winning.sectors[0].sector_id, f.winning.sectors[0].comm_r);
+    let other = sectors.iter().copied().find(|s| s.0 != winner.0).unwrap();
+    for (what, kind, abi, randomness, sectors, proof, needle) in [
+        (
+            "randomness not canonical",
+            PostKind::Window,
+            window_abi,
+            &high,
+            &sectors[..],
+            &proof[..],
+            "randomness",
+        ),
+        (
+            "a comm_r not canonical",
+            PostKind::Window,
+            window_abi,
+            rnd,
+            &non_canonical[..],
+            &proof[..],
+            "comm_r of sector",
+        ),
+        (
+            "one partition's proof for two",
+            PostKind::Window,
+            window_abi,
+            rnd,
+            &sectors[..],
+            &proof[..192],
+            "2 partition(s)",
+        ),
+        (
+            "bytes that are no curve points",
+            PostKind::Window,
+            window_abi,
+            rnd,
+            &sectors[..],
+            &garbage[..],
+            "proof bytes",
+        ),
+        (
+            "two WinningPoSt sectors",
+            PostKind::Winning,
+            winning_abi,
+            rnd,
+            &[winner, other][..],
+            &proof[..192],
+            "1 sector",
+        ),
+        (
+            "a WinningPoSt of no curve points",
+            PostKind::Winning,
+            winning_abi,
+            rnd,
+            &[winner][..],
+            &garbage[..192],
+            "proof bytes",
+        ),
+    ] {
+        let (status, message) = c_verify(&engine, kind, abi, randomness, sectors, proof).expect_err(what);
+        assert_eq!(status, Status::InvalidArgument, "{what}: {message}");
+        assert!(message.contains(needle), "{what}: {message:?} does not say {needle:?}");
+    }
+}
+
 /// Flips the lowest bit of a vanilla proof's comm_c (its bincode ends with comm_c and
 /// comm_r_last, 32 little-endian bytes each): still a canonical field element, the structure
 /// intact, but H(comm_c ‖ comm_r_last) is no longer the sector's comm_r.

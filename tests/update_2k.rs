@@ -214,6 +214,73 @@ fn fixed_randomness_update_proofs_equal_bellperson_bit_for_bit() {
     assert_eq!(ours, theirs, "cuzk and bellperson update proofs differ for the same r, s");
 }
 
+/// The fixture's 2KiB vanilla proof, repeated to each other sector size's partition count,
+/// under that size's registered update proof: a clean error naming the partition, never a PANIC.
+#[test]
+fn vanilla_proofs_of_another_sector_size_are_refused() {
+    let engine = c_engine();
+    let good = vanilla();
+    // go-state-types numbering: 8MiB, 512MiB, 32GiB, 64GiB.
+    for (abi, partitions) in [(1, 4), (2, 16), (3, 16), (4, 16)] {
+        let repeated: Vec<Vec<u8>> = std::iter::repeat_n(good[0].clone(), partitions).collect();
+        let (status, message) = generate(&engine, abi, comms(), &repeated).expect_err("another size");
+        assert!(
+            matches!(status, Status::InvalidArgument | Status::ParseError),
+            "{abi}: {status:?} {message}"
+        );
+        assert!(message.contains("vanilla_proofs[0]"), "{abi}: {message}");
+    }
+}
+
+/// A vanilla proof past CUZK_MAX_VANILLA_PROOF_BYTES is refused before it is decoded, naming
+/// the partition and the limit.
+#[test]
+fn oversized_vanilla_proofs_are_refused() {
+    let engine = c_engine();
+    let huge = vec![vec![0u8; CUZK_MAX_VANILLA_PROOF_BYTES + 1]];
+    // A 2KiB update (one partition), go-state-types numbering.
+    let (status, message) = generate(&engine, 0, [[1; 32], [2; 32], [3; 32]], &huge).unwrap_err();
+    assert_eq!(status, Status::InvalidArgument, "{message}");
+    assert!(message.contains("vanilla_proofs[0]") && message.contains("byte limit"), "{message}");
+}
+
+/// `cuzk_verify_update_proof` with arguments no proof can be checked against: each an
+/// INVALID_ARGUMENT naming what is wrong, never a PANIC, never an answer.
+#[test]
+fn verify_refuses_unusable_arguments() {
+    let f = fixture();
+    let engine = c_engine();
+    let length = 192 * f.vanilla_proofs.len();
+    let [old, new, d] = comms();
+    let mut high = d;
+    high[31] = 0xff;
+    for (what, comms, proof, needle) in [
+        (
+            "comm_d_new not canonical",
+            [old, new, high],
+            vec![0x11; length],
+            "comm_d_new is not a canonical",
+        ),
+        (
+            "comm_r_new not canonical",
+            [old, high, d],
+            vec![0x11; length],
+            "comm_r_new is not a canonical",
+        ),
+        (
+            "a partition too many",
+            [old, new, d],
+            vec![0x11; length + 192],
+            "partition(s) of 192 bytes",
+        ),
+        ("bytes that are no curve points", [old, new, d], vec![0xff; length], "proof bytes"),
+    ] {
+        let (status, message) = c_verify(&engine, comms, &proof).expect_err(what);
+        assert_eq!(status, Status::InvalidArgument, "{what}: {message}");
+        assert!(message.contains(needle), "{what}: {message:?} does not say {needle:?}");
+    }
+}
+
 /// `vanilla` with byte `at` XORed with `mask`.
 fn flipped(vanilla: &[u8], at: usize, mask: u8) -> Vec<u8> {
     let mut out = vanilla.to_vec();

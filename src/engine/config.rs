@@ -16,7 +16,7 @@ pub struct EngineConfig {
     pub param_cache_dir: Option<PathBuf>,
     /// Never use a GPU even when one is present (env CUZK_NO_GPU=1 sets it too).
     pub cpu_only: bool,
-    /// Worker threads for synthesis and CPU proving; 0 = one per core.
+    /// Worker threads for synthesis and CPU proving; 0 = one per core; at most [`MAX_THREADS`].
     pub num_threads: usize,
     /// Verify every proof before returning it (filecoin-proofs always does).
     pub self_verify: bool,
@@ -37,7 +37,8 @@ pub struct EngineConfig {
     pub host_memory_budget: u64,
     /// Partitions one call proves at once (the pipeline's proving lanes); 0: the backend's
     /// choice (GPU: two per device the call may use, so that a sector's partitions spread over
-    /// the GPUs and one partition's host work overlaps another's GPU phases; CPU: one).
+    /// the GPUs and one partition's host work overlaps another's GPU phases; CPU: one); at
+    /// most [`MAX_PROVING_LANES`].
     pub proving_lanes: usize,
     /// CUDA ordinals the GPU backend uses (after CUDA_VISIBLE_DEVICES), each once; empty:
     /// every device.
@@ -147,11 +148,20 @@ impl Default for IdlePolicy {
 /// The most devices a configuration may list.
 pub const MAX_DEVICES: usize = 64;
 
+/// The most worker threads a configuration may ask for (more than any machine's cores): each of
+/// the engine's thread pools starts this many.
+pub const MAX_THREADS: usize = 4096;
+
+/// The most proving lanes a configuration may ask for: four per device of the most devices a
+/// configuration may list. Every call starts a thread per lane.
+pub const MAX_PROVING_LANES: usize = 4 * MAX_DEVICES;
+
 impl EngineConfig {
     /// The configuration the engine runs with: defaults filled in (FIL_PROOFS_PARAMETER_CACHE
     /// when no directory is given) and [`Self::with_environment`] applied.
     pub(crate) fn resolved(mut self) -> Result<Self> {
         self.check_devices()?;
+        self.check_threads()?;
         if self.param_cache_dir.is_none() {
             let from_env = std::env::var_os("FIL_PROOFS_PARAMETER_CACHE").filter(|v| !v.is_empty());
             self.param_cache_dir = Some(from_env.map(PathBuf::from).unwrap_or_else(|| DEFAULT_PARAMETER_CACHE.into()));
@@ -240,6 +250,21 @@ impl EngineConfig {
             if self.devices[..i].contains(&d) {
                 return Err(Error::invalid(format!("devices[{i}]: device {d} is listed twice")));
             }
+        }
+        Ok(())
+    }
+
+    /// INVALID_ARGUMENT for thread counts past their limits: they would start threads by the
+    /// thousands (or fail to), with the engine or with every call.
+    fn check_threads(&self) -> Result<()> {
+        if self.num_threads > MAX_THREADS {
+            return Err(Error::invalid(format!("num_threads is {}, at most {MAX_THREADS}", self.num_threads)));
+        }
+        if self.proving_lanes > MAX_PROVING_LANES {
+            return Err(Error::invalid(format!(
+                "proving_lanes is {}, at most {MAX_PROVING_LANES}",
+                self.proving_lanes
+            )));
         }
         Ok(())
     }

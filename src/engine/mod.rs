@@ -42,7 +42,10 @@ mod shapes;
 mod status;
 mod verifier;
 
-pub use config::{EngineConfig, IdlePolicy, MsmChoice, ShapeCacheLocation, SplitPolicy, DEFAULT_PARAMETER_CACHE, MAX_DEVICES, SHAPE_CACHE_DIR_NAME};
+pub use config::{
+    EngineConfig, IdlePolicy, MsmChoice, ShapeCacheLocation, SplitPolicy, DEFAULT_PARAMETER_CACHE, MAX_DEVICES, MAX_PROVING_LANES, MAX_THREADS,
+    SHAPE_CACHE_DIR_NAME,
+};
 pub use estimate::MemoryEstimate;
 use keys::KeyStore;
 use pipeline::{MemoryBudget, Occupancy};

@@ -64,7 +64,8 @@ impl std::ops::Deref for VerifierRef<'_> {
 pub struct cuzk_config {
     /// sizeof(cuzk_config) as the caller compiled it.
     pub struct_size: u32,
-    /// Worker threads for synthesis and CPU proving; 0 = one per core.
+    /// Worker threads for synthesis and CPU proving; 0 = one per core; at most 4096
+    /// (CUZK_STATUS_INVALID_ARGUMENT above).
     pub num_threads: u32,
     /// Never use a GPU, even when one is present.
     pub cpu_only: bool,
@@ -92,7 +93,8 @@ pub struct cuzk_config {
     pub devices: *const i32,
     pub devices_len: u32,
     /// Partitions one call proves at once (the proving lanes); 0: the backend's choice (GPU:
-    /// two per device the call may use; CPU: one).
+    /// two per device the call may use; CPU: one); at most 256 (CUZK_STATUS_INVALID_ARGUMENT
+    /// above).
     pub proving_lanes: u32,
     /// After this many milliseconds with no call in flight the engine gives memory back, as
     /// `cuzk_engine_release_memory(engine, idle_keep_post_keys, ...)` does; 0: never.
@@ -120,6 +122,8 @@ pub struct cuzk_config {
 /// The smallest `cuzk_config.struct_size` accepted: the size of revision 1 (64-bit targets).
 pub const CUZK_CONFIG_SIZE_V1: u32 = 24;
 const _: () = assert!(CUZK_CONFIG_SIZE_V1 as usize == offset_of!(cuzk_config, gpu_key_memory_budget));
+// The limits the documentation of `num_threads` and `proving_lanes` states.
+const _: () = assert!(crate::engine::MAX_THREADS == 4096 && crate::engine::MAX_PROVING_LANES == 256);
 
 // SAFETY: repr(C), plain data (integers, pointers, bools), starting with its u32 struct_size.
 unsafe impl SizedStruct for cuzk_config {

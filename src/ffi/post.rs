@@ -86,11 +86,12 @@ fn generate(
 /// `GenerateSinglePartitionWindowPoStWithVanilla`: the registered PoSt proof (go-state-types
 /// numbering, a WindowPoSt one), the 32-byte prover id and randomness, the partition's vanilla
 /// proofs (one per sector, as `GenerateSingleVanillaProof` returns them, in the partition's
-/// sector order; fewer than a partition holds are padded as filecoin-proofs pads them) and the
-/// partition's index in the deadline. On success `*proof_out` holds the partition's proof (192
-/// bytes: filecoin-proofs-api's `PartitionSnarkProof`, to merge with the other partitions'); on
-/// CUZK_STATUS_FAULTY_SECTORS `cuzk_error_faulty_sectors` lists the sectors whose vanilla proofs
-/// do not verify.
+/// sector order: increasing sector numbers, as verifiers take them, else
+/// CUZK_STATUS_INVALID_ARGUMENT; fewer than a partition holds are padded as filecoin-proofs
+/// pads them) and the partition's index in the deadline. On success `*proof_out` holds the
+/// partition's proof (192 bytes: filecoin-proofs-api's `PartitionSnarkProof`, to merge with the
+/// other partitions'); on CUZK_STATUS_FAULTY_SECTORS `cuzk_error_faulty_sectors` lists the
+/// sectors whose vanilla proofs do not verify.
 ///
 /// `engine`: not NULL, a handle from `cuzk_engine_new` not yet freed. `prover_id`,
 /// `randomness`: not NULL, 32 readable bytes each (canonical field elements). `vanilla_proofs`:

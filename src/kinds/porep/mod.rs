@@ -185,7 +185,10 @@ pub fn check_c1<Tree: 'static + MerkleTreeTrait>(c1: SealCommitPhase1Output, pro
     let replica_id = generate_replica_id::<Tree::Hasher, _>(&prover_id, sector_id, &c1.ticket, c1.comm_d, &config.porep_id);
     let c1_replica_id: <Tree::Hasher as Hasher>::Domain = blstrs::Scalar::from(c1.replica_id).into();
     if replica_id != c1_replica_id {
-        return Err(Error::invalid("C1 was sealed for a different prover id, sector id, ticket or comm_d"));
+        return Err(Error::invalid(format!(
+            "C1 was sealed for a different prover id, sector id, ticket, comm_d or registered proof (its registered proof says {:?})",
+            c1.registered_proof
+        )));
     }
     let public_inputs = public_inputs::<Tree>(replica_id, c1.comm_r, c1.comm_d, c1.seed)?;
     let valid = StackedDrg::<Tree, DefaultPieceHasher>::verify_all_partitions(&params, &public_inputs, &vanilla_proofs)

@@ -78,7 +78,8 @@ pub struct PostRequest<'a> {
     pub prover_id: [u8; 32],
     pub randomness: [u8; 32],
     /// One per sector, as filecoin-proofs-api's `generate_single_vanilla_proof` returns them
-    /// (bincode of `FallbackPoStSectorProof`), in the partition's sector order.
+    /// (bincode of `FallbackPoStSectorProof`), in the partition's sector order (increasing
+    /// sector numbers).
     pub vanilla_proofs: &'a [&'a [u8]],
     pub partition_index: usize,
 }
@@ -221,7 +222,9 @@ fn winning_slots<Tree: 'static + MerkleTreeTrait>(
 
 /// Decodes the vanilla proofs and checks their structure: count, sizes, one sector proof each
 /// with the configured number of inclusion paths of the sector size's tree shape, canonical
-/// field elements, distinct sectors. Errors name the proof (index and sector).
+/// field elements, distinct sectors in increasing order (the verifiers take a partition's
+/// sectors sorted by number: a proof of other orders never verifies). Errors name the proof
+/// (index and sector).
 fn decode_vanilla_proofs<Tree: 'static + MerkleTreeTrait>(request: &PostRequest, config: &PoStConfig) -> Result<Vec<FallbackPoStSectorProof<Tree>>> {
     let count = request.vanilla_proofs.len();
     // WindowPoSt: sectors per partition and challenges per sector; WinningPoSt: 1 sector, 66
@@ -247,15 +250,21 @@ fn decode_vanilla_proofs<Tree: 'static + MerkleTreeTrait>(request: &PostRequest,
         return Err(Error::invalid("WinningPoSt has one partition: its partition index is 0"));
     }
     let leaves = u64::from(config.sector_size) as usize / NODE_SIZE;
-    let mut seen = std::collections::HashSet::new();
+    let mut previous = None;
     let mut proofs = Vec::with_capacity(count);
     for (i, bytes) in request.vanilla_proofs.iter().enumerate() {
         let proof = decode_bincode::<FallbackPoStSectorProof<Tree>>(bytes, "a FallbackPoStSectorProof of this sector size")
             .map_err(|e| e.context(&format!("vanilla proof {i}")))?;
         let sector = u64::from(proof.sector_id);
         let named = |message: String| Error::invalid(format!("vanilla proof {i} (sector {sector}): {message}"));
-        if !seen.insert(sector) {
-            return Err(named("the sector appears twice".into()));
+        match previous.replace(sector) {
+            Some(p) if p == sector => return Err(named("the sector appears twice".into())),
+            Some(p) if p > sector => {
+                return Err(named(format!(
+                    "sector numbers must increase (the previous is {p}): verifiers take a partition's sectors in that order"
+                )))
+            }
+            _ => {}
         }
         if !is_canonical(&proof.comm_r) {
             return Err(named("comm_r is not a canonical field element".into()));
