@@ -139,6 +139,26 @@ struct KeyFile {
 /// Points decoded per task: one read from the file and one pass over them (6 MiB of G1).
 const DECODE_CHUNK_POINTS: usize = 1 << 16;
 
+/// Bytes of one read of [`read_into_page_cache`].
+const READ_AHEAD_BLOCK: usize = 16 << 20;
+
+/// Reads `len` bytes of `file` from `start` in sequential blocks, dropping them: the page cache
+/// keeps them. `POSIX_FADV_WILLNEED` would not do: Linux reads only the device's read-ahead
+/// window (`read_ahead_kb`, 128 KiB by default) of the range it is given, so the rest of a
+/// part was still read by the decode's own reads (docs/PERFORMANCE.md).
+fn read_into_page_cache(file: &File, start: u64, len: u64) -> io::Result<()> {
+    let mut block = vec![0u8; READ_AHEAD_BLOCK.min(len as usize)];
+    let mut at = start;
+    while at < start + len {
+        let want = (start + len - at).min(block.len() as u64) as usize;
+        match file.read_at(&mut block[..want], at)? {
+            0 => return Err(io::Error::new(ErrorKind::UnexpectedEof, format!("the file ends at {at}"))),
+            n => at += n as u64,
+        }
+    }
+    Ok(())
+}
+
 fn next_id() -> u64 {
     static NEXT_ID: AtomicU64 = AtomicU64::new(1);
     NEXT_ID.fetch_add(1, Ordering::Relaxed)
@@ -341,28 +361,18 @@ impl ProvingKey {
         }
     }
 
-    /// Asks the OS to read points `first..first + count` of query `query` into the page cache
-    /// in the background (`POSIX_FADV_WILLNEED`), so that reading them later does not wait for
-    /// the disk: the key's upload asks for the part after the one it decodes. A hint: a key
-    /// made in memory, or an OS that declines, reads them when asked.
+    /// Reads points `first..first + count` of query `query` from the file into the page cache,
+    /// so that decoding them later does not wait for the disk: the key's upload reads the part
+    /// after the one it decodes. A key made in memory reads nothing; a failed read is left to
+    /// the decode, which reads the same bytes and reports it.
     pub fn prefetch_points(&self, query: usize, first: usize, count: usize) {
         let Some(PointSource::File(key_file)) = &self.source else {
             return;
         };
         let point_bytes = QuerySizes::point_bytes(query);
         let start = key_file.starts[query] + first as u64 * point_bytes;
-        let len = count as u64 * point_bytes;
-        // SAFETY: a hint on an open descriptor; no memory is passed.
-        let advised = unsafe {
-            libc::posix_fadvise(
-                std::os::fd::AsRawFd::as_raw_fd(&key_file.file),
-                start as libc::off_t,
-                len as libc::off_t,
-                libc::POSIX_FADV_WILLNEED,
-            )
-        };
-        if advised != 0 {
-            log::debug!("{}: read-ahead of {len} bytes declined ({advised})", self.label);
+        if let Err(e) = read_into_page_cache(&key_file.file, start, count as u64 * point_bytes) {
+            log::debug!("{}: read-ahead stopped ({e})", self.label);
         }
     }
 
@@ -572,6 +582,48 @@ mod tests {
     use ff::Field;
     use group::{Curve, Group};
     use rand::SeedableRng;
+
+    /// How many of the pages of `file` in `[start, start + len)` are in the page cache, of how
+    /// many (mincore over a mapping of the file).
+    fn cached_pages(file: &File, start: u64, len: u64) -> (usize, usize) {
+        use std::os::fd::AsRawFd;
+        let page = 4096u64;
+        let (first, end) = (start / page * page, (start + len).div_ceil(page) * page);
+        let pages = ((end - first) / page) as usize;
+        let mut resident = vec![0u8; pages];
+        // SAFETY: a read-only shared mapping of an open file's existing bytes, only inspected by
+        // mincore (never read through) and unmapped before returning.
+        unsafe {
+            let map = libc::mmap(std::ptr::null_mut(), (end - first) as usize, libc::PROT_READ, libc::MAP_SHARED, file.as_raw_fd(), first as libc::off_t);
+            assert_ne!(map, libc::MAP_FAILED, "mmap: {}", io::Error::last_os_error());
+            assert_eq!(libc::mincore(map, (end - first) as usize, resident.as_mut_ptr()), 0, "mincore: {}", io::Error::last_os_error());
+            libc::munmap(map, (end - first) as usize);
+        }
+        (resident.iter().filter(|&&r| r & 1 == 1).count(), pages)
+    }
+
+    #[test]
+    fn read_ahead_leaves_the_whole_range_in_the_page_cache() {
+        use std::io::Write;
+        use std::os::fd::AsRawFd;
+        let path = std::env::temp_dir().join(format!("cuzk-read-ahead-{}", std::process::id()));
+        let mut out = File::create(&path).unwrap();
+        out.write_all(&vec![7u8; 48 << 20]).unwrap();
+        out.sync_all().unwrap();
+        drop(out);
+        let file = File::open(&path).unwrap();
+        // Its pages, clean once synced, out of the page cache first.
+        // SAFETY: a hint on an open descriptor; no memory is passed.
+        unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+        let (start, len) = (4u64 << 20, 40u64 << 20);
+        let (before, pages) = cached_pages(&file, start, len);
+        assert!(before < pages / 2, "{before} of {pages} pages stayed cached after POSIX_FADV_DONTNEED: this file system cannot show a read-ahead");
+        read_into_page_cache(&file, start, len).unwrap();
+        assert_eq!(cached_pages(&file, start, len).0, pages, "pages of the range not read ahead");
+        // A range past the file's end is an error, not a loop.
+        assert!(read_into_page_cache(&file, 40 << 20, 16 << 20).is_err());
+        std::fs::remove_file(&path).unwrap();
+    }
 
     fn g1s(n: usize, rng: &mut impl rand::RngCore) -> Vec<G1Affine> {
         (0..n)
