@@ -594,9 +594,21 @@ mod tests {
         // SAFETY: a read-only shared mapping of an open file's existing bytes, only inspected by
         // mincore (never read through) and unmapped before returning.
         unsafe {
-            let map = libc::mmap(std::ptr::null_mut(), (end - first) as usize, libc::PROT_READ, libc::MAP_SHARED, file.as_raw_fd(), first as libc::off_t);
+            let map = libc::mmap(
+                std::ptr::null_mut(),
+                (end - first) as usize,
+                libc::PROT_READ,
+                libc::MAP_SHARED,
+                file.as_raw_fd(),
+                first as libc::off_t,
+            );
             assert_ne!(map, libc::MAP_FAILED, "mmap: {}", io::Error::last_os_error());
-            assert_eq!(libc::mincore(map, (end - first) as usize, resident.as_mut_ptr()), 0, "mincore: {}", io::Error::last_os_error());
+            assert_eq!(
+                libc::mincore(map, (end - first) as usize, resident.as_mut_ptr()),
+                0,
+                "mincore: {}",
+                io::Error::last_os_error()
+            );
             libc::munmap(map, (end - first) as usize);
         }
         (resident.iter().filter(|&&r| r & 1 == 1).count(), pages)
@@ -617,7 +629,10 @@ mod tests {
         unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
         let (start, len) = (4u64 << 20, 40u64 << 20);
         let (before, pages) = cached_pages(&file, start, len);
-        assert!(before < pages / 2, "{before} of {pages} pages stayed cached after POSIX_FADV_DONTNEED: this file system cannot show a read-ahead");
+        assert!(
+            before < pages / 2,
+            "{before} of {pages} pages stayed cached after POSIX_FADV_DONTNEED: this file system cannot show a read-ahead"
+        );
         read_into_page_cache(&file, start, len).unwrap();
         assert_eq!(cached_pages(&file, start, len).0, pages, "pages of the range not read ahead");
         // A range past the file's end is an error, not a loop.
