@@ -587,7 +587,8 @@ mod tests {
     /// many (mincore over a mapping of the file).
     fn cached_pages(file: &File, start: u64, len: u64) -> (usize, usize) {
         use std::os::fd::AsRawFd;
-        let page = 4096u64;
+        // SAFETY: sysconf reads a constant of the system.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as u64;
         let (first, end) = (start / page * page, (start + len).div_ceil(page) * page);
         let pages = ((end - first) / page) as usize;
         let mut resident = vec![0u8; pages];
