@@ -102,6 +102,7 @@ static const gpu_t& selected_device(int index)
 #include "context.cuh"
 #include "staging.cuh"
 #include "device_key.cuh"
+#include "key_decode.cuh"
 #include "spmv.cuh"
 #include "msm.cuh"
 #include "quotient.cuh"
@@ -272,6 +273,18 @@ extern "C" int cuzk_gpu_key_upload(cuzk_gpu_context* ctx, cuzk_gpu_key* key, uin
 {
     return guarded(msg, [&] {
         upload_key_points(*ctx, *key, query, first, count, host, staging);
+    });
+}
+
+extern "C" int cuzk_gpu_key_upload_file_points(cuzk_gpu_context* ctx, cuzk_gpu_key* key,
+                                              uint32_t query, size_t first, size_t count,
+                                              const void* file_bytes,
+                                              const cuzk_gpu_staging* staging, size_t* first_bad,
+                                              cuzk_gpu_message* msg)
+{
+    return guarded(msg, [&] {
+        *first_bad = SIZE_MAX;
+        *first_bad = upload_file_points(*ctx, *key, query, first, count, file_bytes, staging);
     });
 }
 

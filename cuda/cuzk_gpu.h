@@ -195,13 +195,22 @@ int cuzk_gpu_inject_fault(cuzk_gpu_context *ctx, cuzk_gpu_message *msg);
 #endif
 
 /* Device memory for a key of n[q] points in each query q; *out owns it until
- * cuzk_gpu_key_free. The points are copied in by cuzk_gpu_key_upload, in parts. */
+ * cuzk_gpu_key_free. The points are copied in by cuzk_gpu_key_upload (decoded) or
+ * cuzk_gpu_key_upload_file_points (as the file holds them), in parts. */
 int cuzk_gpu_key_alloc(cuzk_gpu_context *ctx, const size_t n[CUZK_GPU_QUERIES],
                        cuzk_gpu_key **out, cuzk_gpu_message *msg);
 /* Copies `count` points of query `query` from `host` to the key's points first..first+count. */
 int cuzk_gpu_key_upload(cuzk_gpu_context *ctx, cuzk_gpu_key *key, uint32_t query, size_t first,
                         size_t count, const void *host, const cuzk_gpu_staging *staging,
                         cuzk_gpu_message *msg);
+/* Copies `count` points of query `query` as a params file holds them (`file_bytes`:
+ * uncompressed, big-endian, bellperson's format) to the key's points first..first+count and
+ * decodes them there (cuda/key_decode.cuh); *first_bad is the index in the part of the first
+ * point the host's reader would refuse, or SIZE_MAX when there is none. */
+int cuzk_gpu_key_upload_file_points(cuzk_gpu_context *ctx, cuzk_gpu_key *key, uint32_t query,
+                                    size_t first, size_t count, const void *file_bytes,
+                                    const cuzk_gpu_staging *staging, size_t *first_bad,
+                                    cuzk_gpu_message *msg);
 void cuzk_gpu_key_free(cuzk_gpu_key *key);
 
 /* The coefficients h of (A·B − C)/Z over the domain of 2^lg_domain into the NTT buffers of

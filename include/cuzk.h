@@ -292,7 +292,7 @@ typedef struct cuzk_memory_estimate {
   // Host memory one call adds while it runs: its synthesized partitions (one more than its
   // proving lanes, as many as the engine's host memory budget lets wait, at least one),
   // each proving lane's working memory, and a GPU-resident key's upload when the key is not
-  // on the GPUs yet (two parts of at most 2 GiB decoded from its file).
+  // on the GPUs yet (two parts of at most 2 GiB read from its file).
   uint64_t host_call_bytes;
   // Device memory the engine keeps for the kind between calls, on each GPU: the key's copy
   // when it fits the key budget, and the circuit's matrices. 0 on the CPU.

@@ -842,6 +842,68 @@ fn cuda_errors_become_statuses_and_the_next_call_works() {
     let _ = engine;
 }
 
+/// A key file whose point the device's decode refuses (cuda/key_decode.cuh: every encoding
+/// the host's reader refuses, in H, L and B_G2) fails the call that uploads it, with the
+/// host reader's status and words, leaves no copy behind, and the next call proves: the same
+/// circuit with the key's good file gives bellperson's bytes.
+#[test]
+#[cfg_attr(
+    not(cuzk_gpu_tests),
+    ignore = "GPU test: build with CUZK_GPU_TESTS=1 and run where a CUDA device is present"
+)]
+fn a_refused_key_point_fails_its_upload_and_the_next_call_proves() {
+    use cuzk_tools::params_file::{point_offset, refused_g1_encodings, refused_g2_encodings};
+    require_gpu();
+    let seed: u64 = rand::random();
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed);
+    let circuit = RandomCircuit::new(&mut rng, 1 << 10, true);
+    let params = random_parameters(circuit.clone(), &mut rng).unwrap();
+    let mut bytes = Vec::new();
+    params.write(&mut bytes).unwrap();
+    let gpu = gpu_prover(SplitPolicy::CostModel, KeyResidency::Resident, false, MsmChoice::Cuzk);
+    let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
+    let options = CircuitOptions {
+        randomness: Some((r, s)),
+        cancel: None,
+    };
+    let open = |bytes: &[u8], name: &str| {
+        let path = std::env::temp_dir().join(format!("cuzk-gpu-test-refused-{}-{name}", std::process::id()));
+        std::fs::write(&path, bytes).unwrap();
+        let key = ProvingKey::open(std::fs::File::open(&path).unwrap(), name.to_string()).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        key
+    };
+    let h_last = params.h.len() - 1;
+    let cases = [
+        (0, h_last, "h", refused_g1_encodings(&params.h[h_last])),
+        (1, 1, "l", refused_g1_encodings(&params.l[1])),
+        (4, 0, "b_g2", refused_g2_encodings(&params.b_g2[0])),
+    ];
+    for (query, index, name, refused) in cases {
+        let at = point_offset(&params, query, index);
+        for (what, encoding) in refused {
+            let mut corrupt = bytes.clone();
+            corrupt[at..at + encoding.len()].copy_from_slice(&encoding);
+            let key = open(&corrupt, "refused");
+            let mut t = Timings::new();
+            let e = gpu.prove(&key, circuit.clone(), &options, &mut t).err().unwrap_or_else(|| panic!("{name}: {what}: proved"));
+            assert_eq!(e.status, Status::ParametersInvalid, "{name}: {what}: {e}");
+            assert_eq!(
+                e.message,
+                format!("corrupt parameter file refused: point {index} of query {name} is not an uncompressed point on its curve (a flag bit set, a coordinate not below p, or off the curve)"),
+                "{what}"
+            );
+            assert_eq!(key.host_bytes(), 0, "{name}: {what}: nothing decoded on the host");
+        }
+    }
+    let expected = proof_bytes(&create_proof_batch(vec![circuit.clone()], &params, vec![r], vec![s]).unwrap().remove(0));
+    let key = open(&bytes, "good");
+    let mut t = Timings::new();
+    let ours = gpu.prove(&key, circuit, &options, &mut t).expect("the good file proves");
+    assert_eq!(t.key_residency, KeyResidency::Resident as u32);
+    assert_eq!(proof_bytes(&ours), expected, "seed {seed}: the GPU proof differs from bellperson's");
+}
+
 #[test]
 #[cfg_attr(
     not(cuzk_gpu_tests),

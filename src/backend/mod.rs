@@ -230,7 +230,7 @@ pub struct CallMemory {
     /// the CPU and for a streamed key.
     pub host_key_bytes: u64,
     /// Host memory a call adds while it uploads a resident key that is not on the devices yet
-    /// (its parts decoded from the parameter file, two at a time).
+    /// (its parts read from the parameter file, two at a time).
     pub host_key_upload_bytes: u64,
     /// Host working memory of one proving lane: the scalar classes of the MSMs and the
     /// compact witness; on the CPU, the quotient's scalars too.

@@ -28,7 +28,7 @@ pub struct MemoryEstimate {
     /// Host memory a call adds while it runs: its partitions synthesized and waiting or in
     /// proving (one more than its proving lanes, as many as the engine's host memory budget
     /// lets wait, at least one), the working memory of each proving lane the call can use, a
-    /// resident key's upload when it is not on the devices yet (two parts decoded from its
+    /// resident key's upload when it is not on the devices yet (two parts read from its
     /// file), and an allowance for the rest (its inputs decoded, the proof).
     pub host_call_bytes: u64,
     /// Device memory the engine keeps for the kind between calls, on each device: the key's

@@ -125,6 +125,9 @@ enum PointSource {
 pub struct RepeatedPoints {
     g1: Vec<G1Affine>,
     g2: Vec<G2Affine>,
+    /// The pools as a params file holds them, for [`ProvingKey::read_file_points`].
+    g1_file: Vec<u8>,
+    g2_file: Vec<u8>,
 }
 
 /// An open params file: where each query's points start, and the file's length and
@@ -138,6 +141,9 @@ struct KeyFile {
 
 /// Points decoded per task: one read from the file and one pass over them (6 MiB of G1).
 const DECODE_CHUNK_POINTS: usize = 1 << 16;
+
+/// Bytes of one read of [`KeyFile::read_bytes`].
+const READ_CHUNK_BYTES: usize = 4 << 20;
 
 /// Bytes of one read of [`read_into_page_cache`].
 const READ_AHEAD_BLOCK: usize = 16 << 20;
@@ -227,7 +233,9 @@ impl ProvingKey {
                 "a repeating key needs points in each pool its queries use, and ic of the inputs' count",
             ));
         }
-        let pools = PointSource::Repeated(RepeatedPoints { g1, g2 });
+        let g1_file = g1.iter().flat_map(|p| p.to_uncompressed()).collect();
+        let g2_file = g2.iter().flat_map(|p| p.to_uncompressed()).collect();
+        let pools = PointSource::Repeated(RepeatedPoints { g1, g2, g1_file, g2_file });
         Ok(Self::with_points(vk, sizes, Some(pools), None, label.into()))
     }
 
@@ -361,6 +369,55 @@ impl ProvingKey {
         }
     }
 
+    /// Points `first..first + n` of query `query` as the params file holds them (uncompressed,
+    /// big-endian: `n` is `out`'s length over the query's point bytes) read into `out` on the
+    /// current rayon pool, not decoded: the device decodes them (cuda/key_decode.cuh) and
+    /// names a bad one with [`Self::bad_point`]. A repeating key's are its pools' encoded.
+    /// Not for a key made in memory.
+    pub fn read_file_points(&self, query: usize, first: usize, out: &mut [u8]) -> Result<()> {
+        let point_bytes = QuerySizes::point_bytes(query) as usize;
+        if out.len() % point_bytes != 0 || first + out.len() / point_bytes > self.sizes.counts()[query] as usize {
+            return Err(Error::internal(format!(
+                "{}: {} bytes from point {first} are not whole points of query {}",
+                self.label,
+                out.len(),
+                QUERY_NAMES[query]
+            )));
+        }
+        match &self.source {
+            None => Err(Error::internal(format!(
+                "{} was made in memory: it has no file to read points from",
+                self.label
+            ))),
+            Some(PointSource::File(key_file)) => key_file
+                .read_bytes(key_file.starts[query] + (first * point_bytes) as u64, out)
+                .map_err(|e| Error::new(Status::ParametersInvalid, format!("reading parameter file {}: {e}", self.label))),
+            #[cfg(feature = "internals")]
+            Some(PointSource::Repeated(pools)) => {
+                let pool = match query == QUERY_NAMES.len() - 1 {
+                    true => &pools.g2_file,
+                    false => &pools.g1_file,
+                };
+                let points = pool.len() / point_bytes;
+                out.par_chunks_mut(DECODE_CHUNK_POINTS * point_bytes).enumerate().for_each(|(c, chunk)| {
+                    let start = first + c * DECODE_CHUNK_POINTS;
+                    for (i, point) in chunk.chunks_exact_mut(point_bytes).enumerate() {
+                        let at = (start + i) % points * point_bytes;
+                        point.copy_from_slice(&pool[at..at + point_bytes]);
+                    }
+                });
+                Ok(())
+            }
+        }
+    }
+
+    /// The error of point `index` of query `query` refused where it was decoded, as the host's
+    /// reader words it.
+    pub fn bad_point(&self, query: usize, index: usize) -> Error {
+        let e = bad_point(index, QUERY_NAMES[query]);
+        Error::new(Status::ParametersInvalid, format!("corrupt parameter file {}: {e}", self.label))
+    }
+
     /// Reads points `first..first + count` of query `query` from the file into the page cache,
     /// so that decoding them later does not wait for the disk: the key's upload reads the part
     /// after the one it decodes. A key made in memory reads nothing; a failed read is left to
@@ -405,6 +462,14 @@ impl KeyFile {
             usize::MAX => Ok(()),
             i => Err(bad_point(i, QUERY_NAMES[query])),
         }
+    }
+
+    /// `out.len()` bytes from `start`, read in chunks on the current rayon pool.
+    fn read_bytes(&self, start: u64, out: &mut [u8]) -> io::Result<()> {
+        self.check_unchanged()?;
+        out.par_chunks_mut(READ_CHUNK_BYTES)
+            .enumerate()
+            .try_for_each(|(c, chunk)| self.file.read_exact_at(chunk, start + (c * READ_CHUNK_BYTES) as u64))
     }
 
     fn check_unchanged(&self) -> io::Result<()> {
@@ -525,8 +590,10 @@ fn read_layout(file: &mut (impl Read + Seek)) -> io::Result<(VerifyingKey<Bls12>
     Ok((vk, sizes, starts))
 }
 
-/// Decodes the uncompressed points `raw` into `out` (as many); Err(i): point i is not on its
-/// curve or is the point at infinity (the first such).
+/// Decodes the uncompressed points `raw` into `out` (as many); Err(i): point i is refused (the
+/// first such): a flag bit set in its first byte (blst would take a compressed point's first
+/// half, or the point at infinity), a coordinate not below p, off its curve, or (0, ±2) on G1.
+/// The device's decode (cuda/key_decode.cuh) refuses the same points.
 fn decode_points<P: KeyPoint>(raw: &[u8], out: &mut [P]) -> std::result::Result<(), usize> {
     let point_bytes = P::Uncompressed::default().as_ref().len();
     let mut first_bad = None;
@@ -534,7 +601,7 @@ fn decode_points<P: KeyPoint>(raw: &[u8], out: &mut [P]) -> std::result::Result<
         let mut repr = P::Uncompressed::default();
         repr.as_mut().copy_from_slice(chunk);
         match Option::<P>::from(P::from_uncompressed_unchecked(&repr)) {
-            Some(decoded) if !bool::from(decoded.is_identity()) => *point = decoded,
+            Some(decoded) if chunk[0] & 0xe0 == 0 => *point = decoded,
             _ => {
                 first_bad.get_or_insert(i);
             }
@@ -546,7 +613,7 @@ fn decode_points<P: KeyPoint>(raw: &[u8], out: &mut [P]) -> std::result::Result<
 fn bad_point(i: usize, name: &str) -> io::Error {
     io::Error::new(
         ErrorKind::InvalidData,
-        format!("point {i} of query {name} is not on its curve or is the point at infinity"),
+        format!("point {i} of query {name} is not an uncompressed point on its curve (a flag bit set, a coordinate not below p, or off the curve)"),
     )
 }
 
@@ -805,7 +872,7 @@ mod tests {
         let e = ProvingKey::open(file, "k").unwrap().host_points(&pool(), &mut 0).err().unwrap();
         assert_eq!(
             e.message,
-            "corrupt parameter file k: point 1 of query l is not on its curve or is the point at infinity"
+            "corrupt parameter file k: point 1 of query l is not an uncompressed point on its curve (a flag bit set, a coordinate not below p, or off the curve)"
         );
         std::fs::remove_file(path).unwrap();
         // Point 4 of l off its curve: its y changed.
@@ -819,7 +886,7 @@ mod tests {
         assert_eq!(e.status, Status::ParametersInvalid);
         assert_eq!(
             e.message,
-            "corrupt parameter file k: point 4 of query l is not on its curve or is the point at infinity"
+            "corrupt parameter file k: point 4 of query l is not an uncompressed point on its curve (a flag bit set, a coordinate not below p, or off the curve)"
         );
         assert!(key.host_points(&pool(), &mut 0).is_err());
         assert_eq!(key.host_bytes(), 0, "a failed decode holds nothing");

@@ -12,7 +12,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 use bellperson::groth16::Parameters;
-use blstrs::Bls12;
+use blstrs::{Bls12, G1Affine, G2Affine};
 use group::UncompressedEncoding;
 use rayon::prelude::*;
 
@@ -86,4 +86,61 @@ mod tests {
         params.write(&mut theirs).unwrap();
         assert!(ours == theirs, "{} bytes against bellperson's {}, seed {seed}", ours.len(), theirs.len());
     }
+}
+
+/// The base field's modulus p, big-endian (as a coordinate of an uncompressed point).
+const P_BIG_ENDIAN: [u8; 48] = [
+    0x1a, 0x01, 0x11, 0xea, 0x39, 0x7f, 0xe6, 0x9a, 0x4b, 0x1b, 0xa7, 0xb6, 0x43, 0x4b, 0xac, 0xd7, 0x64, 0x77, 0x4b, 0x84,
+    0xf3, 0x85, 0x12, 0xbf, 0x67, 0x30, 0xd2, 0xa0, 0xf6, 0xb0, 0xf6, 0x24, 0x1e, 0xab, 0xff, 0xfe, 0xb1, 0x53, 0xff, 0xff,
+    0xb9, 0xfe, 0xff, 0xff, 0xff, 0xff, 0xaa, 0xab,
+];
+
+/// Encodings a params file's reader must refuse in place of a valid uncompressed point
+/// (`valid`; `compressed`: the same point compressed), each named: the compressed encoding in
+/// the first half (blst's deserialize would take it), the point at infinity (refused in a
+/// proving key), the sort flag set, a coordinate equal to p, a y off the curve.
+fn refused_encodings(valid: &[u8], compressed: &[u8]) -> Vec<(&'static str, Vec<u8>)> {
+    let with = |change: &dyn Fn(&mut Vec<u8>)| {
+        let mut bytes = valid.to_vec();
+        change(&mut bytes);
+        bytes
+    };
+    let mut compressed_first = vec![0; valid.len()];
+    compressed_first[..compressed.len()].copy_from_slice(compressed);
+    let mut infinity = vec![0; valid.len()];
+    infinity[0] = 0x40;
+    let last = valid.len() - 48;
+    vec![
+        ("compressed", compressed_first),
+        ("infinity", infinity),
+        ("sort flag", with(&|b| b[0] |= 0x20)),
+        ("a coordinate equal to p", with(&|b| b[last..].copy_from_slice(&P_BIG_ENDIAN))),
+        ("off the curve", with(&|b| *b.last_mut().unwrap() ^= 1)),
+    ]
+}
+
+/// [`refused_encodings`] of G1 point `p`, and (0, 2): on the curve, but blst refuses it as
+/// outside the group.
+pub fn refused_g1_encodings(p: &G1Affine) -> Vec<(&'static str, Vec<u8>)> {
+    let mut refused = refused_encodings(&p.to_uncompressed(), &p.to_compressed());
+    let mut zero_two = vec![0; 96];
+    zero_two[95] = 2;
+    refused.push(("(0, 2)", zero_two));
+    refused
+}
+
+/// [`refused_encodings`] of G2 point `p`.
+pub fn refused_g2_encodings(p: &G2Affine) -> Vec<(&'static str, Vec<u8>)> {
+    refused_encodings(&p.to_uncompressed(), &p.to_compressed())
+}
+
+/// Where point `index` of query `query` (0 … 4: h, l, a, b_g1, b_g2) of `params` starts in the
+/// params file [`write_parameters`] writes.
+pub fn point_offset(params: &Parameters<Bls12>, query: usize, index: usize) -> usize {
+    let mut vk = Vec::new();
+    params.vk.write(&mut vk).expect("writing to memory");
+    let g1 = [params.h.len(), params.l.len(), params.a.len(), params.b_g1.len()];
+    let before: usize = g1[..query.min(4)].iter().map(|n| 4 + 96 * n).sum();
+    let point_bytes = if query == 4 { 192 } else { 96 };
+    vk.len() + before + 4 + index * point_bytes
 }

@@ -11,7 +11,7 @@ use rayon::ThreadPool;
 use super::context::Context;
 use super::sys::{self, call};
 use crate::error::{Error, Result};
-use crate::groth16::{KeyPoint, ProvingKey, QuerySizes};
+use crate::groth16::{ProvingKey, QuerySizes};
 
 /// A proving key's points in device memory (cuda/device_key.cuh).
 pub(super) struct DeviceKey(NonNull<sys::Key>);
@@ -25,7 +25,7 @@ unsafe impl Sync for DeviceKey {}
 /// 32GiB PoRep key is 45 GB, 2–3 s of copying.
 const UPLOAD_PART_BYTES: usize = 2 << 30;
 
-/// Host memory an upload from the parameter file takes: two parts decoded at a time (a query
+/// Host memory an upload from the parameter file takes: two parts read at a time (a query
 /// smaller than a part is one part).
 pub(super) fn upload_host_bytes(sizes: &QuerySizes) -> u64 {
     let largest_query = [sizes.h, sizes.l, sizes.a, sizes.b_g1].into_iter().max().unwrap_or(0) * QuerySizes::G1_BYTES;
@@ -41,50 +41,29 @@ struct Part {
     count: usize,
 }
 
-/// B_G2, the G2 query, as `Part::query` numbers it (cuda/cuzk_gpu.h's order).
-const QUERY_B_G2: usize = sys::QUERY_B_G2 as usize;
-
-/// A part's points decoded from the parameter file, in host memory the next part reuses.
-enum Decoded {
-    G1(Vec<G1Affine>),
-    G2(Vec<G2Affine>),
-}
-
-impl Decoded {
-    fn ptr(&self) -> *const u8 {
-        match self {
-            Decoded::G1(points) => points.as_ptr().cast(),
-            Decoded::G2(points) => points.as_ptr().cast(),
-        }
+impl Part {
+    fn bytes(&self) -> usize {
+        self.count * QuerySizes::point_bytes(self.query) as usize
     }
 
-    /// `part` of `key` read into this buffer, or into a new one when the part's curve is not
-    /// the buffer's (on the current rayon pool).
-    fn read(self, key: &ProvingKey, part: Part) -> Result<Self> {
-        fn fill<P: KeyPoint>(points: &mut Vec<P>, key: &ProvingKey, part: Part) -> Result<()> {
-            points.resize(part.count, P::identity());
-            key.read_points(part.query, part.first, points)
+    /// The part's points as the parameter file holds them, read into `buffer` (reused when it
+    /// is large enough; a new one is zeroed lazily by the system) on the current rayon pool.
+    fn read(&self, key: &ProvingKey, mut buffer: Vec<u8>) -> Result<Vec<u8>> {
+        if buffer.len() < self.bytes() {
+            buffer = vec![0; self.bytes()];
         }
-        let mut buffer = match (self, part.query == QUERY_B_G2) {
-            (Decoded::G2(points), true) => Decoded::G2(points),
-            (Decoded::G1(points), false) => Decoded::G1(points),
-            (_, true) => Decoded::G2(Vec::new()),
-            (_, false) => Decoded::G1(Vec::new()),
-        };
-        match &mut buffer {
-            Decoded::G1(points) => fill(points, key, part)?,
-            Decoded::G2(points) => fill(points, key, part)?,
-        }
+        key.read_file_points(self.query, self.first, &mut buffer[..self.bytes()])?;
         Ok(buffer)
     }
 }
 
 impl DeviceKey {
     /// The key's points copied to the device, in parts; `between` runs between two parts (the
-    /// caller making way). From host memory when the host holds them; else each part is decoded
-    /// from the parameter file on `pool` while the part before it is copied, so that the host
-    /// never holds more than two parts, and the part after it is read ahead into the page
-    /// cache meanwhile, so that the disk never waits for the decode (nor the decode for the disk).
+    /// caller making way). From host memory when the host holds them; else each part is read
+    /// from the parameter file as it holds them on `pool` while the part before it is copied
+    /// and decoded on the device (cuda/key_decode.cuh: the host's decode of a 32GiB PoRep key
+    /// took 15.9 s on 16 cores), so that the host never holds more than two parts, and the part
+    /// after it is read ahead into the page cache meanwhile, so that the disk never waits.
     pub(super) fn upload(
         ctx: &Context,
         key: &ProvingKey,
@@ -128,22 +107,45 @@ impl DeviceKey {
             }
             return Ok(copy);
         }
+        let send_file_points = |part: Part, file_bytes: &[u8]| {
+            let mut first_bad = usize::MAX;
+            // SAFETY: `file_bytes` holds the part's `count` points as the file encodes them and
+            // outlives the synchronous call; the copy has room for the query's points; the
+            // staging halves belong to this call.
+            call("uploading the proving key", |msg| unsafe {
+                sys::cuzk_gpu_key_upload_file_points(
+                    ctx,
+                    copy.0.as_ptr(),
+                    part.query as u32,
+                    part.first,
+                    part.count,
+                    file_bytes.as_ptr().cast(),
+                    staging,
+                    &mut first_bad,
+                    msg,
+                )
+            })?;
+            match first_bad {
+                usize::MAX => Ok(()),
+                i => Err(key.bad_point(part.query, part.first + i)),
+            }
+        };
         std::thread::scope(|scope| -> Result<()> {
-            let read = |buffer: Decoded, part: Part| scope.spawn(move || pool.install(|| buffer.read(key, part)));
+            let read = |buffer: Vec<u8>, part: Part| scope.spawn(move || pool.install(|| part.read(key, buffer)));
             let read_ahead = |part: Option<&Part>| {
                 if let Some(&Part { query, first, count }) = part {
                     scope.spawn(move || key.prefetch_points(query, first, count));
                 }
             };
             read_ahead(parts.get(1));
-            let mut spare = Some(Decoded::G1(Vec::new()));
-            let mut reading = parts.first().map(|&part| read(Decoded::G1(Vec::new()), part));
+            let mut spare = Some(Vec::new());
+            let mut reading = parts.first().map(|&part| read(Vec::new(), part));
             for (i, &part) in parts.iter().enumerate() {
-                let decoded = reading
+                let file_bytes = reading
                     .take()
                     .expect("each part is read before it is sent")
                     .join()
-                    .unwrap_or_else(|_| Err(Error::internal("decoding a part of the proving key panicked")))?;
+                    .unwrap_or_else(|_| Err(Error::internal("reading a part of the proving key panicked")))?;
                 if let Some(&next) = parts.get(i + 1) {
                     reading = Some(read(spare.take().expect("two buffers take turns"), next));
                     read_ahead(parts.get(i + 2));
@@ -151,8 +153,8 @@ impl DeviceKey {
                 if i > 0 {
                     between()?;
                 }
-                send(part, decoded.ptr())?;
-                spare = Some(decoded);
+                send_file_points(part, &file_bytes[..part.bytes()])?;
+                spare = Some(file_bytes);
             }
             Ok(())
         })?;

@@ -157,6 +157,17 @@ extern "C" {
         staging: *const Staging,
         msg: *mut Message,
     ) -> c_int;
+    pub(super) fn cuzk_gpu_key_upload_file_points(
+        ctx: *mut Context,
+        key: *mut Key,
+        query: u32,
+        first: usize,
+        count: usize,
+        file_bytes: *const c_void,
+        staging: *const Staging,
+        first_bad: *mut usize,
+        msg: *mut Message,
+    ) -> c_int;
     pub(super) fn cuzk_gpu_key_free(key: *mut Key);
     pub(super) fn cuzk_gpu_quotient(
         ctx: *mut Context,
