@@ -13,6 +13,8 @@
 
 namespace key_decode {
 
+#ifdef __CUDA_ARCH__ // the host's fp_t is blst's, whose limbs are not ours to set
+
 // The words of one 48-byte big-endian coordinate, loaded as little-endian 32-bit words, as
 // the field element's limbs (least significant first) before the conversion.
 __device__ inline fp_t from_big_endian(const uint32_t raw[12], bool& below_p)
@@ -87,17 +89,21 @@ __device__ inline bool decode_g2(uint32_t* point)
     return (raw[0] & 0xe0) == 0 && ok[0] && ok[1] && ok[2] && ok[3] && on_curve;
 }
 
+#endif
+
 // Points [0, count) at `points` decoded in place; *first_bad lowered to the index of every
 // point refused.
 template<bool G2>
 __global__ void decode_points(uint32_t* points, size_t count, unsigned long long* first_bad)
 {
+#ifdef __CUDA_ARCH__
     const size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
     if (i >= count)
         return;
     const bool ok = G2 ? decode_g2(points + i * 48) : decode_g1(points + i * 24);
     if (!ok)
         atomicMin(first_bad, (unsigned long long)i);
+#endif
 }
 
 } // namespace key_decode
