@@ -7,4 +7,4 @@ mod params;
 pub use assembly::{assemble, check_key_fits, MsmResults, QueryLayout};
 #[cfg(all(test, feature = "internals"))]
 pub(crate) use params::repeating_test_key;
-pub use params::{HostCopyHandle, KeyPoint, ProvingKey, QuerySizes};
+pub use params::{HostCopyHandle, ProvingKey, QuerySizes};

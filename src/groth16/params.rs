@@ -25,7 +25,7 @@ use crate::error::{Error, Result, Status};
 const QUERY_NAMES: [&str; 5] = ["h", "l", "a", "b_g1", "b_g2"];
 
 /// A point of a proving key's query as the file stores it (uncompressed) and memory holds it.
-pub trait KeyPoint: UncompressedEncoding + PrimeCurveAffine + Send + Sync {
+pub(crate) trait KeyPoint: UncompressedEncoding + PrimeCurveAffine + Send + Sync {
     /// The pool of a repeating key that queries of this group repeat.
     #[cfg(feature = "internals")]
     fn pool(pools: &RepeatedPoints) -> &[Self];
@@ -346,7 +346,7 @@ impl ProvingKey {
 
     /// Points `first..first + out.len()` of query `query` decoded from the file (or taken from
     /// the pool) into `out`, on the current rayon pool. Not for a key made in memory.
-    pub fn read_points<P: KeyPoint>(&self, query: usize, first: usize, out: &mut [P]) -> Result<()> {
+    pub(crate) fn read_points<P: KeyPoint>(&self, query: usize, first: usize, out: &mut [P]) -> Result<()> {
         match &self.source {
             None => Err(Error::internal(format!(
                 "{} was made in memory: it has no file to read points from",
