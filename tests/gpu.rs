@@ -886,7 +886,10 @@ fn a_refused_key_point_fails_its_upload_and_the_next_call_proves() {
             corrupt[at..at + encoding.len()].copy_from_slice(&encoding);
             let key = open(&corrupt, "refused");
             let mut t = Timings::new();
-            let e = gpu.prove(&key, circuit.clone(), &options, &mut t).err().unwrap_or_else(|| panic!("{name}: {what}: proved"));
+            let e = gpu
+                .prove(&key, circuit.clone(), &options, &mut t)
+                .err()
+                .unwrap_or_else(|| panic!("{name}: {what}: proved"));
             assert_eq!(e.status, Status::ParametersInvalid, "{name}: {what}: {e}");
             assert_eq!(
                 e.message,

@@ -42,7 +42,11 @@ fn parallel_decoding_equals_bellperson_and_rejects_corrupt_files() {
     *corrupt.last_mut().unwrap() ^= 1;
     let e = open(&corrupt, "corrupt").unwrap().host_points(&pool, &mut 0).err().unwrap();
     assert_eq!(e.status, Status::ParametersInvalid);
-    assert!(e.message.contains("of query b_g2 is not an uncompressed point on its curve"), "{}", e.message);
+    assert!(
+        e.message.contains("of query b_g2 is not an uncompressed point on its curve"),
+        "{}",
+        e.message
+    );
 }
 
 /// Every encoding the device's decode refuses (cuda/key_decode.cuh) is refused by the host's
@@ -59,7 +63,13 @@ fn the_host_reader_refuses_flagged_noncanonical_and_off_curve_points() {
     let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
     let cases = [
         (1, 1, "l", params.l[1].to_uncompressed().to_vec(), refused_g1_encodings(&params.l[1])),
-        (4, 0, "b_g2", params.b_g2[0].to_uncompressed().to_vec(), refused_g2_encodings(&params.b_g2[0])),
+        (
+            4,
+            0,
+            "b_g2",
+            params.b_g2[0].to_uncompressed().to_vec(),
+            refused_g2_encodings(&params.b_g2[0]),
+        ),
     ];
     for (query, index, name, valid, refused) in cases {
         let at = point_offset(&params, query, index);
