@@ -65,29 +65,6 @@ fn encode_query<P: UncompressedEncoding + Sync>(points: &[P], out: &mut impl Wri
     Ok(())
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use rand::SeedableRng;
-
-    /// The same bytes as bellperson's writer, for queries of several batches and of none.
-    #[test]
-    fn bellpersons_bytes() {
-        let seed: u64 = rand::random();
-        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed);
-        let circuit = crate::circuits::RandomCircuit::new(&mut rng, 300, true);
-        let mut params = bellperson::groth16::generate_random_parameters::<Bls12, _, _>(circuit, &mut rng).unwrap();
-        let mut ours = Vec::new();
-        let mut theirs = Vec::new();
-        let h: Vec<_> = params.h.iter().copied().cycle().take(BATCH + 3).collect();
-        params.h = std::sync::Arc::new(h);
-        params.b_g2 = std::sync::Arc::new(Vec::new());
-        encode_parameters(&params, &mut ours).unwrap();
-        params.write(&mut theirs).unwrap();
-        assert!(ours == theirs, "{} bytes against bellperson's {}, seed {seed}", ours.len(), theirs.len());
-    }
-}
-
 /// The base field's modulus p, big-endian (as a coordinate of an uncompressed point).
 const P_BIG_ENDIAN: [u8; 48] = [
     0x1a, 0x01, 0x11, 0xea, 0x39, 0x7f, 0xe6, 0x9a, 0x4b, 0x1b, 0xa7, 0xb6, 0x43, 0x4b, 0xac, 0xd7, 0x64, 0x77, 0x4b, 0x84, 0xf3, 0x85, 0x12, 0xbf,
@@ -142,4 +119,27 @@ pub fn point_offset(params: &Parameters<Bls12>, query: usize, index: usize) -> u
     let before: usize = g1[..query.min(4)].iter().map(|n| 4 + 96 * n).sum();
     let point_bytes = if query == 4 { 192 } else { 96 };
     vk.len() + before + 4 + index * point_bytes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+
+    /// The same bytes as bellperson's writer, for queries of several batches and of none.
+    #[test]
+    fn bellpersons_bytes() {
+        let seed: u64 = rand::random();
+        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed);
+        let circuit = crate::circuits::RandomCircuit::new(&mut rng, 300, true);
+        let mut params = bellperson::groth16::generate_random_parameters::<Bls12, _, _>(circuit, &mut rng).unwrap();
+        let mut ours = Vec::new();
+        let mut theirs = Vec::new();
+        let h: Vec<_> = params.h.iter().copied().cycle().take(BATCH + 3).collect();
+        params.h = std::sync::Arc::new(h);
+        params.b_g2 = std::sync::Arc::new(Vec::new());
+        encode_parameters(&params, &mut ours).unwrap();
+        params.write(&mut theirs).unwrap();
+        assert!(ours == theirs, "{} bytes against bellperson's {}, seed {seed}", ours.len(), theirs.len());
+    }
 }
