@@ -109,22 +109,17 @@ __global__ void decode_points(uint32_t* points, size_t count, unsigned long long
 } // namespace key_decode
 
 // `count` points of query `query` as the params file holds them (`file_bytes`) copied into the
-// key's points first..first+count and decoded there; the index in the part of the first point
-// refused, or SIZE_MAX.
+// key's points first..first+count (as upload_key_points copies decoded ones) and decoded there;
+// the index in the part of the first point refused, or SIZE_MAX.
 static size_t upload_file_points(cuzk_gpu_context& ctx, cuzk_gpu_key& key, uint32_t query,
                                  size_t first, size_t count, const void* file_bytes,
                                  const cuzk_gpu_staging* staging)
 {
-    if (query >= CUZK_GPU_QUERIES || first > key.npoints[query] ||
-        count > key.npoints[query] - first)
-        throw std::invalid_argument("the key part lies outside the key's points");
+    upload_key_points(ctx, key, query, first, count, file_bytes, staging);
     if (count == 0)
         return SIZE_MAX;
-    ctx.gpu.select();
     stream_t& stream = ctx.gpu[0];
-    const size_t bytes = point_bytes(query);
-    uint32_t* at = (uint32_t*)((char*)key.d_points[query] + first * bytes);
-    staged_htod(ctx, stream, at, file_bytes, count * bytes, staging);
+    uint32_t* at = (uint32_t*)((char*)key.d_points[query] + first * point_bytes(query));
     dev_ptr_t<unsigned long long> d_first_bad{1, stream};
     CUDA_OK(cudaMemsetAsync(&d_first_bad[0], 0xff, sizeof(unsigned long long), stream));
     constexpr uint32_t THREADS = 128;
