@@ -844,15 +844,15 @@ fn cuda_errors_become_statuses_and_the_next_call_works() {
 
 /// A key file whose point the device's decode refuses (cuda/key_decode.cuh: every encoding
 /// the host's reader refuses, in H, L and B_G2) fails the call that uploads it, with the
-/// host reader's status and words, leaves no copy behind, and the next call proves: the same
-/// circuit with the key's good file gives bellperson's bytes.
+/// host reader's status and words and nothing decoded on the host, and the next call proves:
+/// the same circuit with the key's good file gives bellperson's bytes.
 #[test]
 #[cfg_attr(
     not(cuzk_gpu_tests),
     ignore = "GPU test: build with CUZK_GPU_TESTS=1 and run where a CUDA device is present"
 )]
 fn a_refused_key_point_fails_its_upload_and_the_next_call_proves() {
-    use cuzk_tools::params_file::{point_offset, refused_g1_encodings, refused_g2_encodings};
+    use cuzk_tools::params_file::{open_key_bytes, point_offset, refused_g1_encodings, refused_g2_encodings};
     require_gpu();
     let seed: u64 = rand::random();
     let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed);
@@ -866,13 +866,6 @@ fn a_refused_key_point_fails_its_upload_and_the_next_call_proves() {
         randomness: Some((r, s)),
         cancel: None,
     };
-    let open = |bytes: &[u8], name: &str| {
-        let path = std::env::temp_dir().join(format!("cuzk-gpu-test-refused-{}-{name}", std::process::id()));
-        std::fs::write(&path, bytes).unwrap();
-        let key = ProvingKey::open(std::fs::File::open(&path).unwrap(), name.to_string()).unwrap();
-        std::fs::remove_file(&path).unwrap();
-        key
-    };
     let h_last = params.h.len() - 1;
     let cases = [
         (0, h_last, "h", refused_g1_encodings(&params.h[h_last])),
@@ -884,7 +877,7 @@ fn a_refused_key_point_fails_its_upload_and_the_next_call_proves() {
         for (what, encoding) in refused {
             let mut corrupt = bytes.clone();
             corrupt[at..at + encoding.len()].copy_from_slice(&encoding);
-            let key = open(&corrupt, "refused");
+            let key = open_key_bytes(&corrupt, "refused").unwrap();
             let mut t = Timings::new();
             let e = gpu
                 .prove(&key, circuit.clone(), &options, &mut t)
@@ -900,7 +893,7 @@ fn a_refused_key_point_fails_its_upload_and_the_next_call_proves() {
         }
     }
     let expected = proof_bytes(&create_proof_batch(vec![circuit.clone()], &params, vec![r], vec![s]).unwrap().remove(0));
-    let key = open(&bytes, "good");
+    let key = open_key_bytes(&bytes, "good").unwrap();
     let mut t = Timings::new();
     let ours = gpu.prove(&key, circuit, &options, &mut t).expect("the good file proves");
     assert_eq!(t.key_residency, KeyResidency::Resident as u32);

@@ -6,16 +6,7 @@ use std::io::ErrorKind;
 use bellperson::groth16::Parameters;
 use blstrs::Bls12;
 use cuzk::error::Status;
-use cuzk::ProvingKey;
-
-fn open(bytes: &[u8], name: &str) -> std::io::Result<ProvingKey> {
-    let path = std::env::temp_dir().join(format!("cuzk-keys-test-{name}-{}", std::process::id()));
-    std::fs::write(&path, bytes).unwrap();
-    let key = ProvingKey::open(std::fs::File::open(&path).unwrap(), path.display().to_string());
-    // The key keeps the file open: its points are read after the name is gone.
-    std::fs::remove_file(&path).unwrap();
-    key
-}
+use cuzk_tools::params_file::open_key_bytes;
 
 #[test]
 fn parallel_decoding_equals_bellperson_and_rejects_corrupt_files() {
@@ -26,21 +17,21 @@ fn parallel_decoding_equals_bellperson_and_rejects_corrupt_files() {
     let mut bytes = Vec::new();
     params.write(&mut bytes).unwrap();
     let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
-    let key = open(&bytes, "good").unwrap();
+    let key = open_key_bytes(&bytes, "good").unwrap();
     assert!(key.vk == params.vk);
     let ours = key.host_points(&pool, &mut 0).unwrap();
     assert!(*ours == Parameters::<Bls12>::read(&bytes[..], false).unwrap());
     assert!(*ours == params);
 
     assert_eq!(
-        open(&bytes[..bytes.len() - 1], "truncated").err().unwrap().kind(),
+        open_key_bytes(&bytes[..bytes.len() - 1], "truncated").err().unwrap().kind(),
         ErrorKind::UnexpectedEof
     );
     // The last byte of the last G2 point's y: no longer on the curve. Found when the points
     // are read.
     let mut corrupt = bytes.clone();
     *corrupt.last_mut().unwrap() ^= 1;
-    let e = open(&corrupt, "corrupt").unwrap().host_points(&pool, &mut 0).err().unwrap();
+    let e = open_key_bytes(&corrupt, "corrupt").unwrap().host_points(&pool, &mut 0).err().unwrap();
     assert_eq!(e.status, Status::ParametersInvalid);
     assert!(
         e.message.contains("of query b_g2 is not an uncompressed point on its curve"),
@@ -77,7 +68,7 @@ fn the_host_reader_refuses_flagged_noncanonical_and_off_curve_points() {
         for (what, encoding) in refused {
             let mut corrupt = bytes.clone();
             corrupt[at..at + encoding.len()].copy_from_slice(&encoding);
-            let e = open(&corrupt, "refused").unwrap().host_points(&pool, &mut 0).err().unwrap();
+            let e = open_key_bytes(&corrupt, "refused").unwrap().host_points(&pool, &mut 0).err().unwrap();
             assert_eq!(e.status, Status::ParametersInvalid, "{what}");
             assert!(
                 e.message.contains(&format!("point {index} of query {name} is not an uncompressed point")),

@@ -348,10 +348,7 @@ impl ProvingKey {
     /// the pool) into `out`, on the current rayon pool. Not for a key made in memory.
     pub(crate) fn read_points<P: KeyPoint>(&self, query: usize, first: usize, out: &mut [P]) -> Result<()> {
         match &self.source {
-            None => Err(Error::internal(format!(
-                "{} was made in memory: it has no file to read points from",
-                self.label
-            ))),
+            None => Err(self.made_in_memory()),
             Some(PointSource::File(key_file)) => key_file
                 .read_points(query, first, out)
                 .map_err(|e| Error::new(Status::ParametersInvalid, format!("corrupt parameter file {}: {e}", self.label))),
@@ -385,10 +382,7 @@ impl ProvingKey {
             )));
         }
         match &self.source {
-            None => Err(Error::internal(format!(
-                "{} was made in memory: it has no file to read points from",
-                self.label
-            ))),
+            None => Err(self.made_in_memory()),
             Some(PointSource::File(key_file)) => key_file
                 .read_bytes(key_file.starts[query] + (first * point_bytes) as u64, out)
                 .map_err(|e| Error::new(Status::ParametersInvalid, format!("reading parameter file {}: {e}", self.label))),
@@ -409,6 +403,11 @@ impl ProvingKey {
                 Ok(())
             }
         }
+    }
+
+    /// The error of reading points of a key made in memory, which has no file to read them from.
+    fn made_in_memory(&self) -> Error {
+        Error::internal(format!("{} was made in memory: it has no file to read points from", self.label))
     }
 
     /// The error of point `index` of query `query` refused where it was decoded, as the host's

@@ -9,10 +9,12 @@
 use std::fs::{self, File};
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use anyhow::{Context, Result};
 use bellperson::groth16::Parameters;
 use blstrs::{Bls12, G1Affine, G2Affine};
+use cuzk::ProvingKey;
 use group::UncompressedEncoding;
 use rayon::prelude::*;
 
@@ -119,6 +121,18 @@ pub fn point_offset(params: &Parameters<Bls12>, query: usize, index: usize) -> u
     let before: usize = g1[..query.min(4)].iter().map(|n| 4 + 96 * n).sum();
     let point_bytes = if query == 4 { 192 } else { 96 };
     vk.len() + before + 4 + index * point_bytes
+}
+
+/// The key of params file bytes `bytes`, labelled `label`, as the engine opens a file: written
+/// to a temporary file whose name is gone once it is open (the key keeps the file open: its
+/// points are read after that).
+pub fn open_key_bytes(bytes: &[u8], label: &str) -> io::Result<ProvingKey> {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let path = std::env::temp_dir().join(format!("cuzk-key-bytes-{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed)));
+    fs::write(&path, bytes)?;
+    let key = ProvingKey::open(File::open(&path)?, label.to_string());
+    fs::remove_file(&path)?;
+    key
 }
 
 #[cfg(test)]
