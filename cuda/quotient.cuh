@@ -1,16 +1,29 @@
 // Stage H: the coefficients of H = (A·B − C)/Z on the device, left in the context's NTT
 // buffers of the call's set, then their MSM with the H query, in chunks (`msm`) that the
 // caller may interleave with calls of the top class, which use the other set. A, B, C come
-// from the host or from stage R1CS (spmv.cuh). 3 inverse NTTs, 3 coset NTTs, a pointwise a·b − c scaled by 1/Z (constant on the
-// coset), 1 inverse coset NTT: 7 NTTs of the domain size.
+// from the host or from stage R1CS (spmv.cuh). 6 NTTs of the domain size, not the textbook 7:
+// Z is the constant z on the coset g·⟨ω⟩, and the inverse coset NTT of C's coset values is C's
+// coefficients (deg C < n), so H = (icoset(A·B on the coset) − C's coefficients)/z, the same
+// coefficients for any a, b, c. A and B: an inverse and a coset NTT each; C: an inverse NTT;
+// then a·b, the inverse coset NTT, the subtraction and the scaling.
 #pragma once
 
+// A's and B's values on the coset: a ← a·b.
 __launch_bounds__(1024) __global__
-void quotient_pointwise(fr_t* a, const fr_t* b, const fr_t* c, fr_t z_inverse, size_t n)
+void coset_product(fr_t* a, const fr_t* b, size_t n)
 {
     for (size_t i = threadIdx.x + (size_t)blockIdx.x * blockDim.x; i < n;
          i += (size_t)blockDim.x * gridDim.x)
-        a[i] = (a[i] * b[i] - c[i]) * z_inverse;
+        a[i] = a[i] * b[i];
+}
+
+// H from icoset(A·B) and C's coefficients (both in the same order): h ← (h − c)/z.
+__launch_bounds__(1024) __global__
+void subtract_and_scale(fr_t* h, const fr_t* c, fr_t z_inverse, size_t n)
+{
+    for (size_t i = threadIdx.x + (size_t)blockIdx.x * blockDim.x; i < n;
+         i += (size_t)blockDim.x * gridDim.x)
+        h[i] = (h[i] - c[i]) * z_inverse;
 }
 
 class quotient_stage : public NTT {
@@ -56,13 +69,18 @@ class quotient_stage : public NTT {
         for (int k = 0; k < 3; k++)
             if (n < domain)
                 CUDA_OK(cudaMemsetAsync(d[k] + n, 0, (domain - n) * sizeof(fr_t), stream));
-        for (int k = 0; k < 3; k++)
-            to_coset(d[k], lg_domain, stream);
-        quotient_pointwise<<<gpu.sm_count(), 1024, 0, stream>>>(d[0], d[1], d[2],
-                                                               z_inverse_on_coset(lg_domain),
+        to_coset(d[0], lg_domain, stream);
+        to_coset(d[1], lg_domain, stream);
+        // C's coefficients and icoset(A·B) both bit-reversed (no reversal of their own), then
+        // H put in natural order once.
+        NTT_internal(d[2], lg_domain, InputOutputOrder::NR, Direction::inverse, Type::standard, stream);
+        coset_product<<<gpu.sm_count(), 1024, 0, stream>>>(d[0], d[1], domain);
+        CUDA_OK(cudaGetLastError());
+        NTT_internal(d[0], lg_domain, InputOutputOrder::NR, Direction::inverse, Type::coset, stream);
+        subtract_and_scale<<<gpu.sm_count(), 1024, 0, stream>>>(d[0], d[2], z_inverse_on_coset(lg_domain),
                                                                domain);
         CUDA_OK(cudaGetLastError());
-        NTT_internal(d[0], lg_domain, InputOutputOrder::NN, Direction::inverse, Type::coset, stream);
+        bit_rev(d[0], d[0], lg_domain, stream);
         const size_t ntt_start = ev.last();
         ev.mark(stream);
         stream.sync();

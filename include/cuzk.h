@@ -341,7 +341,7 @@ typedef struct cuzk_timings {
   uint64_t prep_msm_ns;
   // Host-to-device copies of a, b, c (GPU only; the pinning itself is `pin_ns`).
   uint64_t pin_h2d_ns;
-  // The 7 NTTs and the pointwise steps of H.
+  // The 6 NTTs and the pointwise steps of H.
   uint64_t ntt_ns;
   uint64_t msm_h_ns;
   // Additions of the bases whose scalar is 1 (L, A, B_G1, B_G2 together).

@@ -71,7 +71,7 @@ pub struct Timings {
     pub prep_msm_ns: u64,
     /// Host-to-device copies of a, b, c (GPU only; the pinning itself is `pin_ns`).
     pub pin_h2d_ns: u64,
-    /// The 7 NTTs and the pointwise steps of H.
+    /// The 6 NTTs and the pointwise steps of H.
     pub ntt_ns: u64,
     pub msm_h_ns: u64,
     /// Additions of the bases whose scalar is 1 (L, A, B_G1, B_G2 together).

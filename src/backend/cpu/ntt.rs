@@ -1,5 +1,5 @@
 //! Radix-2 number-theoretic transforms over the BLS12-381 scalar field, parallel with rayon,
-//! and the quotient polynomial H of Groth16 built from them (7 transforms of the domain size).
+//! and the quotient polynomial H of Groth16 built from them (6 transforms of the domain size).
 
 use blstrs::Scalar;
 use ff::{Field, PrimeField};
@@ -159,24 +159,29 @@ fn transform(values: &mut [Scalar], omega: Scalar, log_size: u32) {
 /// Coefficients of H = (A·B - C) / Z for the evaluations a, b, c (one per constraint; padded
 /// with zeros to the domain size). Returns the domain size - 1 coefficients that the H query
 /// has points for; `None` when the circuit is too large for the field's 2-adic domain.
+///
+/// Six transforms, not the textbook seven: H = icoset((A·B - C) / Z on the coset), Z is the
+/// constant z there, and the inverse coset transform of C's coset values is C's coefficients
+/// (deg C < n). So H = (icoset(A·B on the coset) - C's coefficients) / z, and C needs only its
+/// inverse transform — for any a, b, c, satisfied or not.
 pub fn quotient_coefficients(mut a: Vec<Scalar>, mut b: Vec<Scalar>, mut c: Vec<Scalar>, cancel: &CancelToken) -> Option<Vec<Scalar>> {
     let domain = Domain::for_len(a.len())?;
     // Abandoned between transforms once cancelled (the caller checks the token next).
-    for v in [&mut a, &mut b, &mut c] {
+    for (v, to_coset) in [(&mut a, true), (&mut b, true), (&mut c, false)] {
         v.resize(domain.size(), Scalar::ZERO);
-        for transform in [Domain::ifft, Domain::coset_fft] {
+        let transforms: &[fn(&Domain, &mut [Scalar])] = if to_coset { &[Domain::ifft, Domain::coset_fft] } else { &[Domain::ifft] };
+        for transform in transforms {
             if cancel.is_cancelled() {
                 return Some(Vec::new());
             }
             transform(&domain, v);
         }
     }
-    let z_inv = domain.z_inverse_on_coset();
-    a.par_iter_mut().zip(b.par_iter()).zip(c.par_iter()).for_each(|((a, b), c)| {
-        *a = (*a * b - c) * z_inv;
-    });
-    drop((b, c));
+    a.par_iter_mut().zip(b.par_iter()).for_each(|(a, b)| *a *= b);
+    drop(b);
     domain.icoset_fft(&mut a);
+    let z_inv = domain.z_inverse_on_coset();
+    a.par_iter_mut().zip(c.par_iter()).for_each(|(a, c)| *a = (*a - c) * z_inv);
     a.truncate(domain.size() - 1);
     Some(a)
 }
@@ -209,6 +214,33 @@ mod tests {
             assert_eq!(values[last], evaluate(&coeffs, x));
             domain.icoset_fft(&mut values);
             assert_eq!(values, coeffs);
+        }
+    }
+
+    #[test]
+    fn quotient_equals_the_seven_transform_one_for_unsatisfied_evaluations() {
+        // The textbook order: a, b, c each to the coset, (a·b - c)/z there, back.
+        let seven = |mut a: Vec<Scalar>, mut b: Vec<Scalar>, mut c: Vec<Scalar>| {
+            let domain = Domain::for_len(a.len()).unwrap();
+            for v in [&mut a, &mut b, &mut c] {
+                v.resize(domain.size(), Scalar::ZERO);
+                domain.ifft(v);
+                domain.coset_fft(v);
+            }
+            let z_inv = domain.z_inverse_on_coset();
+            for ((a, b), c) in a.iter_mut().zip(&b).zip(&c) {
+                *a = (*a * b - c) * z_inv;
+            }
+            domain.icoset_fft(&mut a);
+            a.truncate(domain.size() - 1);
+            a
+        };
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
+        for n in [1usize, 2, 3, 5, 8, 1000, 1024] {
+            let mut random = || (0..n).map(|_| Scalar::random(&mut rng)).collect::<Vec<_>>();
+            let (a, b, c) = (random(), random(), random());
+            let h = quotient_coefficients(a.clone(), b.clone(), c.clone(), &CancelToken::new()).unwrap();
+            assert_eq!(h, seven(a, b, c), "{n} evaluations");
         }
     }
 

@@ -1,4 +1,4 @@
-//! The GPU backend: H (7 NTTs + MSM), batch addition and tail MSMs of every query, B_G2
+//! The GPU backend: H (6 NTTs + MSM), batch addition and tail MSMs of every query, B_G2
 //! included, on CUDA devices through cuda/ (sppark's kernels). Prep_msm (the 0/1/tail split)
 //! is shared with the CPU backend, so both feed their MSMs the same classes.
 //!

@@ -1,4 +1,4 @@
-//! Stage H on the device (cuda/quotient.cuh): the coefficients of H = (A·B − C)/Z by 7 NTTs,
+//! Stage H on the device (cuda/quotient.cuh): the coefficients of H = (A·B − C)/Z by 6 NTTs,
 //! from a, b, c evaluated on the host or from the witness and the circuit's resident matrices
 //! (spmv.rs), then their MSM with the H query in chunks.
 
