@@ -91,25 +91,77 @@ void decode_witness(fr_t* z, const uint64_t* kinds, const uint32_t* full_offsets
     }
 }
 
-// One thread per row: rows are short (PoRep: ~5.5 entries), mostly ±1 coefficients, which
-// cost one addition each; the few other coefficients one multiplication.
+// Rows longer than this are summed by their whole warp. A thread per row leaves its warp as
+// slow as its longest row: PoRep's A has ~0.1 % rows of 129–1024 entries (bits packed with
+// power-of-two coefficients, each a multiplication), one in ~30 warp iterations, which made
+// those rows most of the SpMV's time with one lane of 32 working.
+constexpr uint32_t WARP_ROW = 16;
+
+// Σ coefficient·z over entries [begin, end) of a row, every `step`-th from `begin`.
+__device__ __forceinline__ fr_t row_part(size_t begin, size_t end, uint32_t step,
+                                         const uint32_t* columns, const uint32_t* coefficient_ids,
+                                         const fr_t* coefficients, const fr_t* z)
+{
+    fr_t acc = fr_t::one(1);
+    for (size_t e = begin; e < end; e += step) {
+        const fr_t value = z[columns[e]];
+        switch (const uint32_t id = coefficient_ids[e]) {
+        case 0: acc += value; break;
+        case 1: acc -= value; break;
+        default: acc += value * coefficients[id]; break;
+        }
+    }
+    return acc;
+}
+
+// Σ of `part` over the warp's lanes, in every lane: a butterfly of shuffles.
+__device__ __forceinline__ fr_t warp_sum(fr_t part)
+{
+#ifdef __CUDA_ARCH__ // the device's fr_t (the host's is blst's, its limbs private)
+    for (uint32_t offset = warpSize / 2; offset > 0; offset /= 2) {
+        fr_t other;
+        for (size_t i = 0; i < sizeof(fr_t) / sizeof(uint32_t); i++)
+            other[i] = __shfl_xor_sync(0xffffffffu, part[i], offset);
+        part += other;
+    }
+#endif
+    return part;
+}
+
+// One thread per row: rows are short (PoRep: 1–3 entries), mostly ±1 coefficients, which cost
+// one addition each; the other coefficients one multiplication. A warp's rows longer than
+// WARP_ROW are summed first, each by the whole warp (its lanes take every 32nd entry, then a
+// butterfly of shuffles adds their parts); field addition is exact, so any order gives the
+// same sums. The grid's threads are a whole number of warps, so a warp's lanes iterate
+// together.
 __launch_bounds__(256) __global__
 void sparse_rows_times_z(fr_t* out, const uint32_t* row_starts, const uint32_t* columns,
                          const uint32_t* coefficient_ids, const fr_t* coefficients,
                          const fr_t* z, size_t rows)
 {
-    for (size_t row = threadIdx.x + (size_t)blockIdx.x * blockDim.x; row < rows;
-         row += (size_t)blockDim.x * gridDim.x) {
-        fr_t acc = fr_t::one(1);
-        for (uint32_t e = row_starts[row], end = row_starts[row + 1]; e < end; e++) {
-            const fr_t value = z[columns[e]];
-            switch (const uint32_t id = coefficient_ids[e]) {
-            case 0: acc += value; break;
-            case 1: acc -= value; break;
-            default: acc += value * coefficients[id]; break;
-            }
+    const uint32_t lane = threadIdx.x % warpSize;
+    const size_t stride = (size_t)blockDim.x * gridDim.x;
+    for (size_t first = threadIdx.x - lane + (size_t)blockIdx.x * blockDim.x; first < rows;
+         first += stride) {
+        const size_t row = first + lane;
+        uint32_t begin = 0, end = 0;
+        if (row < rows) {
+            begin = row_starts[row];
+            end = row_starts[row + 1];
         }
-        out[row] = acc;
+        const bool long_row = end - begin > WARP_ROW;
+        for (uint32_t long_lanes = __ballot_sync(0xffffffffu, long_row); long_lanes != 0;
+             long_lanes &= long_lanes - 1) {
+            const uint32_t owner = __ffs(long_lanes) - 1;
+            const uint32_t row_begin = __shfl_sync(0xffffffffu, begin, owner);
+            const uint32_t row_end = __shfl_sync(0xffffffffu, end, owner);
+            const fr_t sum = warp_sum(row_part((size_t)row_begin + lane, row_end, warpSize, columns,
+                                               coefficient_ids, coefficients, z));
+            if (lane == owner)
+                out[row] = sum;
+        }
+        if (row < rows && !long_row)
+            out[row] = row_part(begin, end, 1, columns, coefficient_ids, coefficients, z);
     }
 }
 
