@@ -5,6 +5,8 @@
 // per value plus its full-width values (PoRep: ~97 % of the values are 0 or 1).
 #pragma once
 
+#include <ff/shfl.cuh>
+
 // One matrix in compressed sparse rows; an entry's coefficient is an index into the shape's
 // coefficient table, ids 0 and 1 being +1 and −1 (src/synthesis/r1cs/matrix.rs).
 struct device_csr {
@@ -114,17 +116,11 @@ __device__ __forceinline__ fr_t row_part(size_t begin, size_t end, uint32_t step
     return acc;
 }
 
-// Σ of `part` over the warp's lanes, in every lane: a butterfly of shuffles.
+// Σ of `part` over the warp's lanes, in every lane: a butterfly of sppark's shuffles.
 __device__ __forceinline__ fr_t warp_sum(fr_t part)
 {
-#ifdef __CUDA_ARCH__ // the device's fr_t (the host's is blst's, its limbs private)
-    for (uint32_t offset = warpSize / 2; offset > 0; offset /= 2) {
-        fr_t other;
-        for (size_t i = 0; i < sizeof(fr_t) / sizeof(uint32_t); i++)
-            other[i] = __shfl_xor_sync(0xffffffffu, part[i], offset);
-        part += other;
-    }
-#endif
+    for (uint32_t offset = warpSize / 2; offset > 0; offset /= 2)
+        part += shfl_xor(part, offset);
     return part;
 }
 
