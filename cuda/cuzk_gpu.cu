@@ -43,8 +43,9 @@ static_assert(offsetof(cuzk_gpu_shape_host, coefficients) == 96 &&
 static_assert(sizeof(cuzk_gpu_witness) == 48, "cuzk_gpu_witness");
 static_assert(offsetof(cuzk_gpu_witness, aux) == 32 && offsetof(cuzk_gpu_witness, n) == 40,
               "cuzk_gpu_witness");
-static_assert(sizeof(cuzk_gpu_witness_scalars) == 32, "cuzk_gpu_witness_scalars");
-static_assert(offsetof(cuzk_gpu_witness_scalars, selected_offsets) == 24,
+static_assert(sizeof(cuzk_gpu_witness_scalars) == 40, "cuzk_gpu_witness_scalars");
+static_assert(offsetof(cuzk_gpu_witness_scalars, selected_offsets) == 24 &&
+                  offsetof(cuzk_gpu_witness_scalars, resident) == 32,
               "cuzk_gpu_witness_scalars");
 static_assert(sizeof(cuzk_gpu_split_query) == 32 && offsetof(cuzk_gpu_split_query, tail_n) == 24,
               "cuzk_gpu_split_query");
@@ -104,6 +105,7 @@ static const gpu_t& selected_device(int index)
 #include "device_key.cuh"
 #include "key_decode.cuh"
 #include "spmv.cuh"
+#include "selection.cuh"
 #include "msm.cuh"
 #include "quotient.cuh"
 #include "batch_add.cuh"
@@ -451,21 +453,42 @@ extern "C" int cuzk_gpu_classified_witness_msm(cuzk_gpu_context* ctx, uint32_t s
     });
 }
 
-extern "C" int cuzk_gpu_classified_witness_msm_g2(cuzk_gpu_context* ctx, uint32_t set,
-                                                  const cuzk_gpu_points* points,
-                                                  const cuzk_gpu_witness_scalars* scalars,
-                                                  uint64_t split_min_ones, uint32_t implementation,
-                                                  const cuzk_gpu_staging* staging, cuzk_gpu_g2* out,
-                                                  uint64_t times[3], cuzk_gpu_message* msg)
+extern "C" int cuzk_gpu_classified_b_msms(cuzk_gpu_context* ctx, uint32_t set,
+                                          const cuzk_gpu_points points[2],
+                                          const cuzk_gpu_witness_scalars* scalars,
+                                          uint32_t implementation,
+                                          const cuzk_gpu_staging* staging, cuzk_gpu_g1* b_g1,
+                                          cuzk_gpu_g2* b_g2, uint64_t times[5],
+                                          cuzk_gpu_message* msg)
 {
     return guarded(msg, [&] {
         ctx->gpu.select();
-        to_g2(classified_witness_msm_on_device<own_msm::g2_msm, g2_point_t, g2_bucket_t,
-                                               g2_affine_t>(*ctx, set, *points, *scalars,
-                                                            split_min_ones, implementation,
-                                                            staging, times),
-              out);
+        point_t g1;
+        g2_point_t g2;
+        classified_b_msms_on_device(*ctx, set, points, *scalars, implementation, staging, g1, g2,
+                                    times);
+        to_g1(g1, b_g1);
+        to_g2(g2, b_g2);
     });
+}
+
+extern "C" int cuzk_gpu_selection_upload(cuzk_gpu_context* ctx,
+                                         const cuzk_gpu_witness_scalars* scalars, size_t npoints,
+                                         const cuzk_gpu_staging* staging, cuzk_gpu_selection** out,
+                                         uint64_t* bytes, cuzk_gpu_message* msg)
+{
+    return guarded(msg, [&] {
+        *out = nullptr;
+        *bytes = 0;
+        cuzk_gpu_selection* uploaded = upload_selection(*ctx, *scalars, npoints, staging);
+        *bytes = uploaded->bytes;
+        *out = uploaded;
+    });
+}
+
+extern "C" void cuzk_gpu_selection_free(cuzk_gpu_selection* selection)
+{
+    delete selection;
 }
 
 // The boundary of the entries that run H's MSM and the witness's at once: `run` fills the H,

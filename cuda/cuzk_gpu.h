@@ -61,6 +61,7 @@ typedef struct cuzk_gpu_key cuzk_gpu_key;
 
 /* A circuit's R1CS matrices resident in device memory. */
 typedef struct cuzk_gpu_shape cuzk_gpu_shape;
+typedef struct cuzk_gpu_selection cuzk_gpu_selection;
 
 /* Two pinned host buffers of `bytes` each, from the engine's pool, through which pageable
  * host memory is copied to the device (double-buffered). NULL or bytes == 0: plain copies. */
@@ -145,12 +146,15 @@ typedef struct {
  * (z_len values, checked). Without a selection (selected NULL) scalar i is z[first + i] (L: the
  * aux values); with one, scalar i is the i-th value v of z whose bit (bit v of word v/32) is
  * set (A and B: the variables with a point in the query), selected_offsets[w] being the set
- * bits before word w. */
+ * bits before word w. A selection kept on the device (resident non-NULL, made by
+ * cuzk_gpu_selection_upload for the same z_len and number of points) is taken instead of
+ * selected and selected_offsets, which are neither checked nor sent again. */
 typedef struct {
     size_t z_len;
     size_t first;
     const uint32_t *selected;
     const uint32_t *selected_offsets;
+    const cuzk_gpu_selection *resident;
 } cuzk_gpu_witness_scalars;
 
 /* One witness query's MSM split by the 0/1 classes (cuzk_gpu_split_msms_at_once): the points
@@ -291,25 +295,38 @@ int cuzk_gpu_witness_msm_g2(cuzk_gpu_context *ctx, uint32_t set, const cuzk_gpu_
                             cuzk_gpu_message *msg);
 
 
-/* Σ sᵢ·Pᵢ over the points->n points of a resident query, sᵢ the witness values `scalars` names in
- * the device copy of `set` (as cuzk_gpu_witness_msm), split by their classes, found on the
- * device (cuda/witness_classes.cuh): the points whose scalar is 1 added up by batch addition
- * when there are split_min_ones of them or more (and any), else taken into the tail MSM with
- * the full-width scalars; by cuzk's MSM (CUZK_GPU_MSM_CUZK or CUZK_GPU_MSM_CUZK_AFFINE).
- * times: the classes', the batch addition's and the tail MSM's device time (ns). G1 and G2
- * (B_G2). */
+/* Σ sᵢ·Pᵢ over the points->n points of a resident G1 query, sᵢ the witness values `scalars`
+ * names in the device copy of `set` (as cuzk_gpu_witness_msm), split by their classes, found on
+ * the device (cuda/witness_classes.cuh): the points whose scalar is 1 added up by batch
+ * addition when there are split_min_ones of them or more (and any), else taken into the tail
+ * MSM with the full-width scalars; by cuzk's MSM (CUZK_GPU_MSM_CUZK or
+ * CUZK_GPU_MSM_CUZK_AFFINE). times: the classes', the batch addition's and the tail MSM's
+ * device time (ns). */
 int cuzk_gpu_classified_witness_msm(cuzk_gpu_context *ctx, uint32_t set,
                                     const cuzk_gpu_points *points,
                                     const cuzk_gpu_witness_scalars *scalars,
                                     uint64_t split_min_ones, uint32_t implementation,
                                     const cuzk_gpu_staging *staging, cuzk_gpu_g1 *out,
                                     uint64_t times[3], cuzk_gpu_message *msg);
-int cuzk_gpu_classified_witness_msm_g2(cuzk_gpu_context *ctx, uint32_t set,
-                                       const cuzk_gpu_points *points,
-                                       const cuzk_gpu_witness_scalars *scalars,
-                                       uint64_t split_min_ones, uint32_t implementation,
-                                       const cuzk_gpu_staging *staging, cuzk_gpu_g2 *out,
-                                       uint64_t times[3], cuzk_gpu_message *msg);
+
+/* B_G1 and B_G2 (points[0], points[1]: resident, as many points) over B's scalars, as
+ * cuzk_gpu_classified_witness_msm (B_G2 in G2) with their classes found once: the ones by batch
+ * addition whenever there are any. times: the classes' device time, B_G1's batch addition and
+ * tail, B_G2's batch addition and tail (ns). */
+int cuzk_gpu_classified_b_msms(cuzk_gpu_context *ctx, uint32_t set,
+                               const cuzk_gpu_points points[2],
+                               const cuzk_gpu_witness_scalars *scalars,
+                               uint32_t implementation, const cuzk_gpu_staging *staging,
+                               cuzk_gpu_g1 *b_g1, cuzk_gpu_g2 *b_g2, uint64_t times[5],
+                               cuzk_gpu_message *msg);
+
+/* A query's selection of z (scalars: selected and selected_offsets, for a query of npoints)
+ * checked and copied to the device, for every call whose witness and query it fits (the calls
+ * of one circuit shape): *out owns it until cuzk_gpu_selection_free, *bytes of device memory. */
+int cuzk_gpu_selection_upload(cuzk_gpu_context *ctx, const cuzk_gpu_witness_scalars *scalars,
+                              size_t npoints, const cuzk_gpu_staging *staging,
+                              cuzk_gpu_selection **out, uint64_t *bytes, cuzk_gpu_message *msg);
+void cuzk_gpu_selection_free(cuzk_gpu_selection *selection);
 
 /* H, L, A, B_G1 and B_G2 (points[0..4]) at the same time by cuzk's MSM, each on a stream of
  * its own, for a circuit whose witness z the last quotient call of `set` left there with H's

@@ -299,6 +299,8 @@ static selection checked_selection(const cuzk_gpu_witness_scalars& scalars, size
 {
     if (npoints > UINT32_MAX)
         throw std::invalid_argument("a query of 2^32 points or more");
+    if (scalars.resident != nullptr)
+        throw std::invalid_argument("a resident selection is not in host memory");
     if (scalars.selected == nullptr) {
         if (scalars.first > scalars.z_len || npoints != scalars.z_len - scalars.first)
             throw std::invalid_argument("the query's points are not the witness's values past `first`");
@@ -308,12 +310,16 @@ static selection checked_selection(const cuzk_gpu_witness_scalars& scalars, size
     return selection{scalars.selected, scalars.selected_offsets, scalars.z_len, 0};
 }
 
-// The selection `scalars` names, its bitmap and offsets sent on `stream` into `bitmap` and
-// `offsets` (checked first: witness_msm.cuh).
+// The selection `scalars` names on the device: the resident one, else its bitmap and offsets
+// sent on `stream` into `bitmap` and `offsets` (checked first: cuda/selection.cuh).
 static selection device_selection(cuzk_gpu_context& ctx, const cuzk_gpu_witness_scalars& scalars,
                                   size_t npoints, stream_t& stream, dev_ptr_t<uint32_t>& bitmap,
                                   dev_ptr_t<uint32_t>& offsets, const cuzk_gpu_staging* staging)
 {
+    if (npoints > UINT32_MAX)
+        throw std::invalid_argument("a query of 2^32 points or more");
+    if (const cuzk_gpu_selection* resident = resident_selection(ctx, scalars, npoints))
+        return selection{resident->bitmap, resident->offsets, scalars.z_len, 0};
     const selection checked = checked_selection(scalars, npoints);
     if (checked.bitmap == nullptr)
         return checked;
@@ -326,41 +332,41 @@ static selection device_selection(cuzk_gpu_context& ctx, const cuzk_gpu_witness_
 
 } // namespace witness_classes
 
-// For G1 and G2 (B_G2): Σ sᵢ·Pᵢ over a resident query's points, sᵢ the values `scalars` selects
-// from the device copy of z in `set`, by cuzk's MSM: classified on the device, the ones added
-// by batch addition when there are split_min_ones of them or more, the rest by the tail MSM.
-// times: the classes', the batch addition's and the tail's device time.
+// A query's classes (witness_classes::query_classes) found on the device on `stream`, from
+// the selection `scalars` names: the resident one, else its bitmap and offsets sent.
+class classes_on_device {
+    witness_classes::device_exec exec;
+    const size_t words;
+    dev_ptr_t<uint32_t> sent_bitmap, sent_offsets;
+    const witness_classes::selection s;
+
+public:
+    const witness_classes::query_classes<witness_classes::device_exec> classes;
+
+    classes_on_device(cuzk_gpu_context& ctx, stream_t& stream, const witness_classes::value_t* z,
+                      const cuzk_gpu_witness_scalars& scalars, size_t npoints,
+                      uint64_t split_min_ones, size_t bitmap_words,
+                      const cuzk_gpu_staging* staging)
+        : exec{stream},
+          words(scalars.selected && !scalars.resident ? (scalars.z_len + 31) / 32 : 0),
+          sent_bitmap{words, stream}, sent_offsets{words, stream},
+          s(witness_classes::device_selection(ctx, scalars, npoints, stream, sent_bitmap,
+                                              sent_offsets, staging)),
+          classes{exec, s, z, split_min_ones, bitmap_words}
+    {}
+};
+
+// Σ over a resident query's points of a query's classes on `stream`: the ones by batch
+// addition when split, the tail by cuzk's MSM (implementation); `marks` marked after the
+// batch addition and after the tail.
 template<class own_type, class point_t, class bucket_t, class affine_t>
-static point_t classified_witness_msm_on_device(cuzk_gpu_context& ctx, uint32_t set,
-                                                const cuzk_gpu_points& points,
-                                                const cuzk_gpu_witness_scalars& scalars,
-                                                uint64_t split_min_ones, uint32_t implementation,
-                                                const cuzk_gpu_staging* staging,
-                                                uint64_t times[3])
+static point_t classified_sum(cuzk_gpu_context& ctx, stream_t& stream,
+                              const cuzk_gpu_points& points,
+                              const witness_classes::query_classes<witness_classes::device_exec>& classes,
+                              uint32_t implementation, timed_events& marks)
 {
-    using namespace witness_classes;
     typedef batch_add_launch<point_t, bucket_t, affine_t> batch_t;
-    own_msm::check_implementation(implementation);
-    if (!own_msm::is_own(implementation))
-        throw std::invalid_argument("a witness is classified on the device for cuzk's MSM only");
-    if (!points.key)
-        throw std::invalid_argument("a witness is classified on the device for a resident key only");
     const size_t n = points.n;
-    point_t sum;
-    sum.inf();
-    times[0] = times[1] = times[2] = 0;
-    if (n == 0)
-        return sum;
-    const value_t* z = (const value_t*)ctx.uploaded_witness(scalars.z_len, set);
-    stream_t& stream = ctx.gpu[0];
-    const size_t words = (scalars.z_len + 31) / 32;
-    dev_ptr_t<uint32_t> selected{scalars.selected ? words : 0, stream};
-    dev_ptr_t<uint32_t> offsets{scalars.selected ? words : 0, stream};
-    timed_events marks(stream);
-    const selection s = device_selection(ctx, scalars, n, stream, selected, offsets, staging);
-    device_exec exec{stream};
-    const query_classes<device_exec> classes{exec, s, z, split_min_ones, batch_t::padded_words(n)};
-    marks.mark(stream);
     std::unique_ptr<batch_t> ones;
     if (classes.counts.split) {
         ones.reset(new batch_t{ctx.gpu, stream, n, classes.bitmap.data(), true});
@@ -371,14 +377,89 @@ static point_t classified_witness_msm_on_device(cuzk_gpu_context& ctx, uint32_t 
                               classes.counts.tail_n()};
     resident_tail_msm<own_type, point_t, affine_t> tail{stream, points, tail_in};
     tail.launch(ctx.gpu, implementation);
-    sum = tail.result();
+    point_t sum = tail.result();
     marks.mark(stream);
     if (ones)
         sum.add(ones->result());
+    return sum;
+}
+
+// The checks both classified entries make: cuzk's MSM, a resident key.
+static void check_classified(const cuzk_gpu_points& points, uint32_t implementation)
+{
+    own_msm::check_implementation(implementation);
+    if (!own_msm::is_own(implementation))
+        throw std::invalid_argument("a witness is classified on the device for cuzk's MSM only");
+    if (!points.key)
+        throw std::invalid_argument("a witness is classified on the device for a resident key only");
+}
+
+// For G1 and G2: Σ sᵢ·Pᵢ over a resident query's points, sᵢ the values `scalars` selects from
+// the device copy of z in `set`, by cuzk's MSM: classified on the device, the ones added by
+// batch addition when there are split_min_ones of them or more, the rest by the tail MSM.
+// times: the classes', the batch addition's and the tail's device time.
+template<class own_type, class point_t, class bucket_t, class affine_t>
+static point_t classified_witness_msm_on_device(cuzk_gpu_context& ctx, uint32_t set,
+                                                const cuzk_gpu_points& points,
+                                                const cuzk_gpu_witness_scalars& scalars,
+                                                uint64_t split_min_ones, uint32_t implementation,
+                                                const cuzk_gpu_staging* staging,
+                                                uint64_t times[3])
+{
+    typedef batch_add_launch<point_t, bucket_t, affine_t> batch_t;
+    check_classified(points, implementation);
+    point_t sum;
+    sum.inf();
+    times[0] = times[1] = times[2] = 0;
+    if (points.n == 0)
+        return sum;
+    const auto* z = (const witness_classes::value_t*)ctx.uploaded_witness(scalars.z_len, set);
+    stream_t& stream = ctx.gpu[0];
+    timed_events marks(stream);
+    const classes_on_device found{ctx, stream, z, scalars, points.n, split_min_ones,
+                                  batch_t::padded_words(points.n), staging};
+    marks.mark(stream);
+    sum = classified_sum<own_type, point_t, bucket_t, affine_t>(ctx, stream, points, found.classes,
+                                                                implementation, marks);
     // The last mark is complete only once the stream is (an event's time is read after it).
     stream.sync();
-    times[0] = marks.ns(0, 1);
-    times[1] = marks.ns(1, 2);
-    times[2] = marks.ns(2, 3);
+    for (int i = 0; i < 3; i++)
+        times[i] = marks.ns(i, i + 1);
     return sum;
+}
+
+// B_G1 and B_G2 (points[0], points[1]: resident, as many points) over B's scalars, whose
+// classes are found once, split whenever there are ones (B_G2's rule, which B_G1 follows
+// here: a batch addition over few ones costs a pass over B's bitmap, not a pass over z).
+// times: the classes' device time, then B_G1's batch addition and tail, then B_G2's.
+static void classified_b_msms_on_device(cuzk_gpu_context& ctx, uint32_t set,
+                                        const cuzk_gpu_points points[2],
+                                        const cuzk_gpu_witness_scalars& scalars,
+                                        uint32_t implementation, const cuzk_gpu_staging* staging,
+                                        point_t& b_g1, g2_point_t& b_g2, uint64_t times[5])
+{
+    typedef batch_add_launch<point_t, bucket_t, affine_t> batch_t;
+    check_classified(points[0], implementation);
+    check_classified(points[1], implementation);
+    if (points[0].n != points[1].n)
+        throw std::invalid_argument("B_G1 and B_G2 take B's scalars: as many points each");
+    b_g1.inf();
+    b_g2.inf();
+    std::fill(times, times + 5, 0);
+    if (points[0].n == 0)
+        return;
+    const size_t n = points[0].n;
+    const auto* z = (const witness_classes::value_t*)ctx.uploaded_witness(scalars.z_len, set);
+    stream_t& stream = ctx.gpu[0];
+    timed_events marks(stream);
+    const classes_on_device b{ctx, stream, z, scalars, n, 0, batch_t::padded_words(n), staging};
+    marks.mark(stream);
+    b_g1 = classified_sum<own_msm::g1_msm, point_t, bucket_t, affine_t>(ctx, stream, points[0],
+                                                                        b.classes, implementation,
+                                                                        marks);
+    b_g2 = classified_sum<own_msm::g2_msm, g2_point_t, g2_bucket_t, g2_affine_t>(
+        ctx, stream, points[1], b.classes, implementation, marks);
+    stream.sync();
+    for (int i = 0; i < 5; i++)
+        times[i] = marks.ns(i, i + 1);
 }

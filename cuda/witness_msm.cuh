@@ -21,44 +21,31 @@ void select_values(fr_t* out, const fr_t* z, const uint32_t* bitmap, const uint3
     }
 }
 
-// The selection's bitmap and offsets say exactly `n` values of a z of `z_len`: the offsets
-// ascend by each word's bits, and no bit lies past z (checked on the host before the device
-// indexes scratch and z by them).
-static void check_selection(const cuzk_gpu_witness_scalars& s, size_t n)
-{
-    const size_t words = (s.z_len + 31) / 32;
-    size_t selected = 0;
-    for (size_t w = 0; w < words; w++) {
-        if (s.selected_offsets[w] != selected)
-            throw std::invalid_argument("the selection's offsets do not count its bits");
-        selected += __builtin_popcount(s.selected[w]);
-    }
-    const uint32_t tail_bits = s.z_len % 32;
-    if (tail_bits != 0 && (s.selected[words - 1] >> tail_bits) != 0)
-        throw std::invalid_argument("the selection has bits past the witness");
-    if (selected != n)
-        throw std::invalid_argument("the selection does not have one value per point of the query");
-}
-
 // The device address of the n scalars `s` names: z's values in place, or the selected ones
-// written to `selected` on `stream` (bitmap and offsets sent through the staging buffers).
+// written to `selected` on `stream` (by the resident selection, else by bitmap and offsets
+// checked and sent through the staging buffers: cuda/selection.cuh).
 static const fr_t* witness_scalars(cuzk_gpu_context& ctx, const fr_t* z, size_t n,
                                    const cuzk_gpu_witness_scalars& s, stream_t& stream,
                                    fr_t* selected, const cuzk_gpu_staging* staging)
 {
-    if (s.selected == nullptr) {
+    const cuzk_gpu_selection* resident = resident_selection(ctx, s, n);
+    if (resident == nullptr && s.selected == nullptr) {
         if (s.first > s.z_len || n > s.z_len - s.first)
             throw std::invalid_argument("the MSM's scalars lie past the witness");
         return z + s.first;
     }
-    check_selection(s, n);
-    const size_t words = (s.z_len + 31) / 32;
-    dev_ptr_t<uint32_t> bitmap{words, stream};
-    dev_ptr_t<uint32_t> offsets{words, stream};
-    staged_htod(ctx, stream, bitmap.data(), s.selected, words * sizeof(uint32_t), staging);
-    staged_htod(ctx, stream, offsets.data(), s.selected_offsets, words * sizeof(uint32_t), staging);
-    select_values<<<4 * ctx.gpu.sm_count(), 1024, 0, stream>>>(selected, z, bitmap.data(),
-                                                                offsets.data(), s.z_len);
+    if (resident == nullptr)
+        check_selection(s, n);
+    const size_t words = resident ? 0 : (s.z_len + 31) / 32;
+    dev_ptr_t<uint32_t> sent_bitmap{words, stream};
+    dev_ptr_t<uint32_t> sent_offsets{words, stream};
+    staged_htod(ctx, stream, sent_bitmap.data(), s.selected, words * sizeof(uint32_t), staging);
+    staged_htod(ctx, stream, sent_offsets.data(), s.selected_offsets, words * sizeof(uint32_t),
+                staging);
+    const uint32_t* bitmap = resident ? resident->bitmap : sent_bitmap.data();
+    const uint32_t* offsets = resident ? resident->offsets : sent_offsets.data();
+    select_values<<<4 * ctx.gpu.sm_count(), 1024, 0, stream>>>(selected, z, bitmap, offsets,
+                                                                s.z_len);
     CUDA_OK(cudaGetLastError());
     return selected;
 }
@@ -98,8 +85,8 @@ static point_t witness_msm_on_device(cuzk_gpu_context& ctx, uint32_t set,
     // The selected values, when the query takes a selection of z: in the set's NTT buffers,
     // free once H's MSM has read them (3 × the domain: room for every value of z in any
     // circuit of ours), else in memory of their own, freed after the MSM.
-    fr_t* spare = s.selected ? ctx.ntt_scratch(n, set) : nullptr;
-    dev_ptr_t<fr_t> own{s.selected && !spare ? n : 0};
+    fr_t* spare = has_selection(s) ? ctx.ntt_scratch(n, set) : nullptr;
+    dev_ptr_t<fr_t> own{has_selection(s) && !spare ? n : 0};
     const fr_t* scalars = witness_scalars(ctx, z, n, s, stream, spare ? spare : own.data(), staging);
     if (own_msm::is_own(implementation)) {
         dev_ptr_t<typename affine_t::mem_t> copy{points.key ? 0 : n, stream};
@@ -157,9 +144,9 @@ static void witness_msms_at_once(cuzk_gpu_context& ctx, uint32_t set, uint32_t l
 
     // L's, A's and B's scalars (queries 1, 2, 3), A's and B's selected into their own memory.
     const fr_t* g1_scalars[4] = {h_scalars};
-    dev_ptr_t<fr_t> selected[3] = {{scalars[0].selected ? points[1].n : 0, streams[1]},
-                                   {scalars[1].selected ? points[2].n : 0, streams[2]},
-                                   {scalars[2].selected ? points[3].n : 0, streams[3]}};
+    dev_ptr_t<fr_t> selected[3] = {{has_selection(scalars[0]) ? points[1].n : 0, streams[1]},
+                                   {has_selection(scalars[1]) ? points[2].n : 0, streams[2]},
+                                   {has_selection(scalars[2]) ? points[3].n : 0, streams[3]}};
     for (int q = 1; q < 4; q++)
         g1_scalars[q] = witness_scalars(ctx, z, points[q].n, scalars[q - 1], streams[q],
                                         selected[q - 1].data(), staging);

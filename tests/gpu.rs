@@ -114,8 +114,9 @@ fn read_from_file(key: ProvingKey) -> ProvingKey {
 /// from classic synthesis (host) and computed on the device from the circuit's resident
 /// matrices and compact witness, with cuzk's MSM (a full-width witness's MSMs at once) and
 /// sppark's, with a split witness's classes found on the device (past a domain of 2^22, the key
-/// resident, a, b, c on the device and cuzk's MSM: witness_classes.rs) and on the host; with a
-/// real key the proof verifies.
+/// resident, a, b, c on the device and cuzk's MSM: witness_classes.rs) and on the host, and a
+/// second call of the shape (its selections of z resident since the first); with a real key
+/// the proof verifies.
 fn check_circuit_equals_bellperson<C: bellperson::Circuit<Scalar> + Clone + Send + Sync>(
     circuit: C,
     inputs: &[Scalar],
@@ -183,6 +184,20 @@ fn check_circuit_equals_bellperson<C: bellperson::Circuit<Scalar> + Clone + Send
         );
         if msm == MsmChoice::Sppark {
             assert_eq!(t.msm_at_once_ns, 0, "{what}: sppark's MSMs run one after another");
+        }
+        if products_on_device && policy == SplitPolicy::CostModel {
+            // A second call of the shape: its matrices, and A's and B's selections of z that
+            // the first call left with them, are resident (neither sent again).
+            let mut again = Timings::new();
+            let second = gpu
+                .prove_with_shape(&params, &shape, &Whole(circuit.clone()), &options, &mut again)
+                .expect("second GPU proof");
+            assert_eq!(again.shape_upload_ns, 0, "{what}: the shape stays resident");
+            assert_eq!(
+                proof_bytes(&second),
+                expected,
+                "{what}: the second call of the shape differs from bellperson's"
+            );
         }
         if key_kind == Key::Setup {
             assert!(

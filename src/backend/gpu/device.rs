@@ -1,6 +1,6 @@
 //! One CUDA device and what the backend keeps on it: its context (context.rs), the staging
-//! pool (staging.rs), the resident keys (device_key.rs) and circuit matrices (spmv.rs), the
-//! turn that orders the GPU phases of its calls, its counters for the engine status, and its
+//! pool (staging.rs), the resident keys (device_key.rs) and circuit shapes (their matrices,
+//! spmv.rs, and their queries' selections of the witness, selection.rs), the turn that orders the GPU phases of its calls, its counters for the engine status, and its
 //! health after faults (fault.rs).
 
 use std::ffi::{c_char, CStr};
@@ -11,6 +11,7 @@ use std::time::Instant;
 use super::context::Context;
 use super::device_key::DeviceKey;
 use super::fault::{DeviceUse, FaultRecord};
+use super::selection::DeviceSelection;
 use super::spmv::DeviceShape;
 use super::staging::{staging, CudaPinned, DEFAULT_PINNED_POOL_BYTES, STAGING_BUFFER_BYTES};
 use super::sys::{self, call};
@@ -38,9 +39,8 @@ pub(super) struct Device {
     /// `backend::turn`); waiting for it is the partition's proving wait.
     pub(super) turn: Turn,
     pub(super) keys: ResidentCache<DeviceKey>,
-    /// Circuit shapes whose matrices are resident, most recently used first; the shape is
-    /// held so that its address identifies it.
-    pub(super) shapes: Mutex<Vec<(Arc<CircuitShape>, DeviceShape)>>,
+    /// Circuit shapes whose matrices are resident, most recently used first.
+    pub(super) shapes: Mutex<Vec<ShapeOnDevice>>,
     pub(super) staging: BufferPool<CudaPinned>,
     pub(super) in_flight: AtomicUsize,
     pub(super) proofs: AtomicU64,
@@ -49,6 +49,23 @@ pub(super) struct Device {
     pub(super) faults: Mutex<FaultRecord>,
     /// Last: dropped after everything above has been freed on the device.
     _use: DeviceUse,
+}
+
+/// A circuit shape resident on a device: its matrices and, once a call of the shape has sent
+/// them, A's and B's selections of z (the same for every call of the shape).
+pub(super) struct ShapeOnDevice {
+    /// Held so that its address identifies the shape.
+    pub(super) shape: Arc<CircuitShape>,
+    pub(super) matrices: DeviceShape,
+    selections: Option<[Arc<DeviceSelection>; 2]>,
+}
+
+impl ShapeOnDevice {
+    /// The device memory it holds (a selection still read by a call outlives an eviction
+    /// until that call ends).
+    pub(super) fn bytes(&self) -> u64 {
+        self.matrices.bytes + self.selections.iter().flatten().map(|s| s.bytes).sum::<u64>()
+    }
 }
 
 impl Device {
@@ -105,9 +122,9 @@ impl Device {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .iter()
-            .map(|(shape, device)| ResidentShape {
-                constraints: shape.num_constraints() as u64,
-                bytes: device.bytes,
+            .map(|resident| ResidentShape {
+                constraints: resident.shape.num_constraints() as u64,
+                bytes: resident.bytes(),
             })
             .collect();
         let faults = self.faults.lock().unwrap_or_else(|p| p.into_inner());
@@ -423,8 +440,8 @@ impl Device {
         let mut shapes = self.shapes.lock().unwrap_or_else(|p| p.into_inner());
         // A shape only this cache still holds was dropped by the engine (its key evicted): it
         // can never be asked for again, so its device memory goes now.
-        shapes.retain(|(s, _)| Arc::strong_count(s) > 1);
-        if let Some(i) = shapes.iter().position(|(s, _)| Arc::ptr_eq(s, shape)) {
+        shapes.retain(|resident| Arc::strong_count(&resident.shape) > 1);
+        if let Some(i) = shapes.iter().position(|resident| Arc::ptr_eq(&resident.shape, shape)) {
             let entry = shapes.remove(i);
             shapes.insert(0, entry);
             shape.release_matrices();
@@ -434,13 +451,15 @@ impl Device {
         let scalars = |n: u64| 32 * n;
         let buffers = scalars(3 << lg_domain).saturating_sub(memory.ntt_buffer_bytes)
             + scalars((shape.num_inputs() + shape.num_aux()) as u64).saturating_sub(memory.witness_buffer_bytes);
-        let needed = shape.size_bytes() as u64 + buffers + CALL_HEADROOM_BYTES;
+        // With A's and B's selections: a bitmap word and an offset, 8 bytes, a 32 values of z each.
+        let selections = 2 * 8 * (shape.num_inputs() + shape.num_aux()).div_ceil(32) as u64;
+        let needed = shape.size_bytes() as u64 + selections + buffers + CALL_HEADROOM_BYTES;
         let mut free = memory.free;
         while free < needed {
-            let Some((_, evicted)) = shapes.pop() else {
+            let Some(evicted) = shapes.pop() else {
                 return Ok(false);
             };
-            free += evicted.bytes;
+            free += evicted.bytes();
         }
         let start = Instant::now();
         let uploaded = match DeviceShape::upload(&self.ctx, shape, staging) {
@@ -455,7 +474,14 @@ impl Device {
             self.ordinal,
             start.elapsed()
         );
-        shapes.insert(0, (Arc::clone(shape), uploaded));
+        shapes.insert(
+            0,
+            ShapeOnDevice {
+                shape: Arc::clone(shape),
+                matrices: uploaded,
+                selections: None,
+            },
+        );
         let released = shape.release_matrices();
         if released > 0 {
             log::info!(
@@ -465,6 +491,27 @@ impl Device {
             );
         }
         Ok(true)
+    }
+
+    /// A's and B's selections of z kept with `shape` on this device, sent by `upload` the first
+    /// time (inside the turn, after `make_shape_resident`); None when the shape is not
+    /// resident or its selections do not fit (the call then sends its own).
+    pub(super) fn shape_selections(
+        &self,
+        shape: &Arc<CircuitShape>,
+        upload: impl FnOnce() -> Result<[DeviceSelection; 2]>,
+    ) -> Result<Option<[Arc<DeviceSelection>; 2]>> {
+        let mut shapes = self.shapes.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(resident) = shapes.iter_mut().find(|resident| Arc::ptr_eq(&resident.shape, shape)) else {
+            return Ok(None);
+        };
+        if resident.selections.is_none() {
+            match upload() {
+                Err(e) if e.status == Status::OutOfMemory => return Ok(None),
+                uploaded => resident.selections = Some(uploaded?.map(Arc::new)),
+            }
+        }
+        Ok(resident.selections.clone())
     }
 }
 

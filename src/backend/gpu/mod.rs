@@ -25,6 +25,7 @@ mod device_key;
 mod fault;
 mod msm;
 mod quotient;
+mod selection;
 mod split;
 mod spmv;
 mod staging;
@@ -303,6 +304,16 @@ impl GpuBackend {
             b_aux_density,
             ..
         } = circuit;
+        // A shape's calls take the shape's densities: A's and B's selections of z, made from
+        // them, are then the same for all of them, and the device keeps them with the shape.
+        let call_shape = match &products {
+            Products::Deferred(shape) => Some(Arc::clone(shape)),
+            Products::Evaluated { .. } => None,
+        };
+        let [a_aux_density, b_input_density, b_aux_density] = match &call_shape {
+            Some(shape) => [shape.a_aux_density(), shape.b_input_density(), shape.b_aux_density()],
+            None => [&a_aux_density, &b_input_density, &b_aux_density],
+        };
         let device = in_flight.0;
         t.device_index = device.ordinal;
         // Whether the key will be resident decides where the tails are gathered; a key that
@@ -325,7 +336,7 @@ impl GpuBackend {
         let mut classes = None;
         let (queries, h_input) = if full_width {
             let msms = timed(&mut t.prep_msm_ns, || {
-                pool.install(|| WitnessMsms::new(&layout, &a_aux_density, &b_input_density, &b_aux_density, self.msm))
+                pool.install(|| WitnessMsms::new(&layout, a_aux_density, b_input_density, b_aux_density, self.msm))
             });
             let witness = DeviceWitness::Whole {
                 inputs: input_assignment,
@@ -341,7 +352,7 @@ impl GpuBackend {
             (QueryMsms::OnDevice(msms), h_input)
         } else if let (true, Products::Deferred(shape)) = (self.classifies_on_device(&sizes, resident), &products) {
             let selections = timed(&mut t.prep_msm_ns, || {
-                pool.install(|| WitnessMsms::new(&layout, &a_aux_density, &b_input_density, &b_aux_density, self.msm))
+                pool.install(|| WitnessMsms::new(&layout, a_aux_density, b_input_density, b_aux_density, self.msm))
             });
             let z = Assignment {
                 inputs: &input_assignment,
@@ -357,16 +368,7 @@ impl GpuBackend {
             (queries, h_input)
         } else {
             let p: &PreparedMsms = classes.insert(timed(&mut t.prep_msm_ns, || {
-                pool.install(|| {
-                    PreparedMsms::classified(
-                        &layout,
-                        &input_assignment,
-                        &aux_assignment,
-                        &a_aux_density,
-                        &b_input_density,
-                        &b_aux_density,
-                    )
-                })
+                pool.install(|| PreparedMsms::classified(&layout, &input_assignment, &aux_assignment, a_aux_density, b_input_density, b_aux_density))
             }));
             let queries = timed(&mut t.prep_msm_ns, || {
                 pool.install(|| QueryMsms::split(p, &sizes, self.split, resident, self.msm))
@@ -434,13 +436,18 @@ impl GpuBackend {
                     let z = compact.decode();
                     let (inputs, aux) = z.split_at(layout.num_inputs);
                     host_classes = Some(timed(&mut t.prep_msm_ns, || {
-                        pool.install(|| PreparedMsms::classified(&layout, inputs, aux, &a_aux_density, &b_input_density, &b_aux_density))
+                        pool.install(|| PreparedMsms::classified(&layout, inputs, aux, a_aux_density, b_input_density, b_aux_density))
                     }));
                 }
                 let mut input = h_input;
                 if let HInput::Witness { shape, witness } = input {
                     input = match device.make_shape_resident(&shape, domain.log_size, staging, t)? {
-                        true => HInput::Witness { shape, witness },
+                        true => {
+                            if let Some(msms) = queries.witness_msms() {
+                                msms.keep_resident(device, &shape, staging)?;
+                            }
+                            HInput::Witness { shape, witness }
+                        }
                         false => {
                             log::warn!(
                                 "the R1CS matrices of a {}-constraint circuit do not fit in device {}'s memory beside the key: a, b, c computed on the host",
@@ -500,14 +507,13 @@ impl GpuBackend {
                 Some(from) => device.make_way(&mut device_turn, from, t),
                 None => Ok(()),
             };
-            let mut g1 = [G1Projective::identity(); 3];
-            for (q, sum) in g1.iter_mut().enumerate() {
+            let mut l_and_a = [G1Projective::identity(); 2];
+            for (q, sum) in l_and_a.iter_mut().enumerate() {
                 make_way(t)?;
                 *sum = device.with_staging(t, |staging, t| queries.g1(q, device, buffers, &src, staging, pool, t))?;
             }
-            make_way(t)?;
-            let b_g2 = device.with_staging(t, |staging, t| queries.b_g2(device, buffers, &src, &key.query_sizes(), staging, pool, t))?;
-            let [l, a, b_g1] = g1;
+            let (b_g1, b_g2) = queries.b(device, buffers, &src, &key.query_sizes(), pool, t, &mut make_way)?;
+            let [l, a] = l_and_a;
             Ok(MsmResults { h, l, a, b_g1, b_g2 })
         };
         let proved = on_device().map_err(|e| device.after_failure(e));
@@ -589,7 +595,7 @@ impl Backend for GpuBackend {
                     .shapes
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
-                    .retain(|(shape, _)| Arc::strong_count(shape) > 1);
+                    .retain(|resident| Arc::strong_count(&resident.shape) > 1);
                 device.keys.evict_label(label)
             })
             .sum()

@@ -264,6 +264,16 @@ impl<'a> QueryMsms<'a> {
         }
     }
 
+    /// The selections of z the MSMs read their scalars by, when they read the witness on the
+    /// device.
+    pub(super) fn witness_msms(&self) -> Option<&WitnessMsms> {
+        match self {
+            QueryMsms::OnDevice(msms) => Some(msms),
+            QueryMsms::Classified(msms) => Some(msms.selections()),
+            QueryMsms::Split { .. } => None,
+        }
+    }
+
     /// Whether the MSMs read the witness in the device's buffer set, which must then hold it
     /// until the last of them.
     pub(super) fn read_device_witness(&self) -> bool {
@@ -302,8 +312,7 @@ impl<'a> QueryMsms<'a> {
             QueryMsms::Split { g1, .. } => g1[q].run(device, src, staging, pool, &mut t.batch_add_ns, msm_ns),
             QueryMsms::Classified(msms) => {
                 let points = src.points(G1_QUERIES[q].1);
-                let entry = sys::cuzk_gpu_classified_witness_msm;
-                let sum = msms.msm(q, entry, device, set, &points, staging, msm_ns, &mut t.prep_msm_ns, &mut t.batch_add_ns)?;
+                let sum = msms.g1_msm(q, device, set, &points, staging, msm_ns, &mut t.prep_msm_ns, &mut t.batch_add_ns)?;
                 Ok(sys::to_projective(&sum))
             }
             QueryMsms::OnDevice(msms) => {
@@ -317,8 +326,33 @@ impl<'a> QueryMsms<'a> {
         }
     }
 
+    /// B_G1's and B_G2's MSMs, `make_way` before them: a classified witness's together (B's
+    /// classes found once on the device), any other's one after another, `make_way` between.
     #[allow(clippy::too_many_arguments)]
-    pub(super) fn b_g2(
+    pub(super) fn b(
+        &self,
+        device: &Device,
+        set: u32,
+        src: &PointSource,
+        sizes: &QuerySizes,
+        pool: &ThreadPool,
+        t: &mut Timings,
+        make_way: &mut dyn FnMut(&mut Timings) -> Result<()>,
+    ) -> Result<(G1Projective, G2Projective)> {
+        make_way(t)?;
+        if let QueryMsms::Classified(msms) = self {
+            let points = [sys::QUERY_B_G1, sys::QUERY_B_G2].map(|q| src.points(q));
+            let (b_g1, b_g2) = device.with_staging(t, |staging, t| msms.b_msms(device, set, &points, staging, t))?;
+            return Ok((sys::to_projective(&b_g1), sys::to_projective_g2(&b_g2)));
+        }
+        let b_g1 = device.with_staging(t, |staging, t| self.g1(2, device, set, src, staging, pool, t))?;
+        make_way(t)?;
+        let b_g2 = device.with_staging(t, |staging, t| self.b_g2(device, set, src, sizes, staging, pool, t))?;
+        Ok((b_g1, b_g2))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn b_g2(
         &self,
         device: &Device,
         set: u32,
@@ -335,22 +369,7 @@ impl<'a> QueryMsms<'a> {
                 let (classes, bitmap) = b_g2_split(g1, b, b_g2_bitmap, sizes);
                 GpuBackend::b_g2_msm(device, src, classes, bitmap, *msm, staging, pool, t)
             }
-            QueryMsms::Classified(msms) => {
-                let points = src.points(sys::QUERY_B_G2);
-                let entry = sys::cuzk_gpu_classified_witness_msm_g2;
-                let sum = msms.msm(
-                    3,
-                    entry,
-                    device,
-                    set,
-                    &points,
-                    staging,
-                    &mut t.msm_b_g2_ns,
-                    &mut t.prep_msm_ns,
-                    &mut t.batch_add_ns,
-                )?;
-                Ok(sys::to_projective_g2(&sum))
-            }
+            QueryMsms::Classified(_) => Err(Error::internal("a classified B_G2 is found with B_G1 (`Self::b`)")),
             QueryMsms::OnDevice(msms) => {
                 let points = src.points(sys::QUERY_B_G2);
                 timed(&mut t.msm_b_g2_ns, || {

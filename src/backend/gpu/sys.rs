@@ -54,6 +54,7 @@ pub(super) struct Message {
 pub(super) enum Context {}
 pub(super) enum Key {}
 pub(super) enum Shape {}
+pub(super) enum Selection {}
 
 #[repr(C)]
 pub(super) struct Staging {
@@ -123,6 +124,7 @@ pub(super) struct WitnessScalars {
     pub(super) first: usize,
     pub(super) selected: *const u32,
     pub(super) selected_offsets: *const u32,
+    pub(super) resident: *const Selection,
 }
 
 #[repr(C)]
@@ -287,18 +289,28 @@ extern "C" {
         times: *mut [u64; 3],
         msg: *mut Message,
     ) -> c_int;
-    pub(super) fn cuzk_gpu_classified_witness_msm_g2(
+    pub(super) fn cuzk_gpu_classified_b_msms(
         ctx: *mut Context,
         set: u32,
-        points: *const Points,
+        points: *const [Points; 2],
         scalars: *const WitnessScalars,
-        split_min_ones: u64,
         implementation: u32,
         staging: *const Staging,
-        out: *mut G2,
-        times: *mut [u64; 3],
+        b_g1: *mut G1,
+        b_g2: *mut G2,
+        times: *mut [u64; 5],
         msg: *mut Message,
     ) -> c_int;
+    pub(super) fn cuzk_gpu_selection_upload(
+        ctx: *mut Context,
+        scalars: *const WitnessScalars,
+        npoints: usize,
+        staging: *const Staging,
+        out: *mut *mut Selection,
+        bytes: *mut u64,
+        msg: *mut Message,
+    ) -> c_int;
+    pub(super) fn cuzk_gpu_selection_free(selection: *mut Selection);
     pub(super) fn cuzk_gpu_witness_msms_at_once(
         ctx: *mut Context,
         set: u32,
@@ -386,7 +398,8 @@ const _: () = assert!(size_of::<Memory>() == 32);
 const _: () = assert!(size_of::<CsrHost>() == 32 && offset_of!(CsrHost, nonzeros) == 24);
 const _: () = assert!(size_of::<ShapeHost>() == 128 && offset_of!(ShapeHost, coefficients) == 96 && offset_of!(ShapeHost, variables) == 120);
 const _: () = assert!(size_of::<Witness>() == 48 && offset_of!(Witness, aux) == 32 && offset_of!(Witness, n) == 40);
-const _: () = assert!(size_of::<WitnessScalars>() == 32 && offset_of!(WitnessScalars, selected_offsets) == 24);
+const _: () =
+    assert!(size_of::<WitnessScalars>() == 40 && offset_of!(WitnessScalars, selected_offsets) == 24 && offset_of!(WitnessScalars, resident) == 32);
 const _: () = assert!(size_of::<SplitQuery>() == 32 && offset_of!(SplitQuery, tail_n) == 24);
 // The points and scalars the entry points read from host memory: blst's affine points
 // (CUZK_GPU_G1_AFFINE_BYTES, CUZK_GPU_G2_AFFINE_BYTES) and 32-byte scalars.

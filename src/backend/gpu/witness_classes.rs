@@ -13,16 +13,18 @@ use super::split::TailPlan;
 use super::sys::{self, call};
 use super::witness_msm::WitnessMsms;
 use crate::backend::SplitPolicy;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::groth16::QuerySizes;
 use crate::synthesis::r1cs::CompactWitness;
+use crate::timings::Timings;
 
 /// The witness MSMs of one circuit with its classes found on the device.
 pub(super) struct ClassifiedMsms {
     selections: WitnessMsms,
-    /// The fewest 1-scalars for which each query's batch addition pays (L, A, B_G1, B_G2):
-    /// the G1 queries' by the split policy, B_G2's always (as split.rs splits it).
-    split_min_ones: [u64; 4],
+    /// The fewest 1-scalars for which L's and A's batch additions pay (the split policy's);
+    /// B's classes, found once for B_G1 and B_G2, split whenever there are ones (as split.rs
+    /// splits B_G2).
+    split_min_ones: [u64; 2],
     /// The most scalars each query's tail can take (L, A, B_G1, B_G2), for the call's memory
     /// plan: the witness's full-width values, and its ones where the query's may go into the
     /// tail (fewer than the split's least), at most the query's points.
@@ -32,11 +34,11 @@ pub(super) struct ClassifiedMsms {
 impl ClassifiedMsms {
     /// For a resident key of query sizes `sizes` and a witness whose values are `witness`.
     pub(super) fn new(selections: WitnessMsms, sizes: &QuerySizes, policy: SplitPolicy, witness: &CompactWitness) -> Self {
-        let g1 = [sizes.l, sizes.a, sizes.b_g1].map(|n| policy.min_ones_to_split(n as usize, true));
-        let split_min_ones = [g1[0], g1[1], g1[2], 0];
+        let split_min_ones = [sizes.l, sizes.a].map(|n| policy.min_ones_to_split(n as usize, true));
         let (full, ones) = (witness.full.len() as u64, witness.count_ones());
+        let min_ones = [split_min_ones[0], split_min_ones[1], 0, 0];
         let points = [sizes.l, sizes.a, sizes.b_g1, sizes.b_g2];
-        let tail_bounds = [0, 1, 2, 3].map(|q| (full + ones.min(split_min_ones[q].saturating_sub(1))).min(points[q]));
+        let tail_bounds = [0, 1, 2, 3].map(|q| (full + ones.min(min_ones[q].saturating_sub(1))).min(points[q]));
         ClassifiedMsms {
             selections,
             split_min_ones,
@@ -44,20 +46,22 @@ impl ClassifiedMsms {
         }
     }
 
+    pub(super) fn selections(&self) -> &WitnessMsms {
+        &self.selections
+    }
+
     /// The tails' plans (at most `tail_bounds`, gathered by index).
     pub(super) fn tail_plans(&self) -> [TailPlan; 4] {
         self.tail_bounds.map(|points| TailPlan { points, gathered: true })
     }
 
-    /// Query `q`'s MSM (0: L, 1: A, 2: B_G1 by `cuzk_gpu_classified_witness_msm`; 3: B_G2 by
-    /// its `_g2`) over `points`, with z in the device's buffer set `set`: the classes' device
-    /// time into `prep_ns` (logged apart at debug level: prep_msm holds the host's share too),
-    /// the batch addition's into `batch_ns`, the tail's into `msm_ns`.
+    /// G1 query `q`'s MSM (0: L, 1: A) over `points`, with z in the device's buffer set `set`:
+    /// the classes' device time into `prep_ns` (logged apart at debug level: prep_msm holds the
+    /// host's share too), the batch addition's into `batch_ns`, the tail's into `msm_ns`.
     #[allow(clippy::too_many_arguments)]
-    pub(super) fn msm<Out: Default>(
+    pub(super) fn g1_msm(
         &self,
         q: usize,
-        entry: ClassifiedMsmEntry<Out>,
         device: &Device,
         set: u32,
         points: &sys::Points,
@@ -65,17 +69,21 @@ impl ClassifiedMsms {
         msm_ns: &mut u64,
         prep_ns: &mut u64,
         batch_ns: &mut u64,
-    ) -> Result<Out> {
-        let query = [&self.selections.l, &self.selections.a, &self.selections.b, &self.selections.b][q];
+    ) -> Result<sys::G1> {
+        let query = match q {
+            0 => &self.selections.l,
+            1 => &self.selections.a,
+            _ => return Err(Error::internal("B's classified MSMs are B_G1's and B_G2's together")),
+        };
         let ctx = device.ctx.ptr()?;
         let scalars = self.selections.scalars(query);
         let implementation = implementation(self.selections.msm(), points.n);
-        let mut out = Out::default();
+        let mut out = sys::G1::default();
         let mut times = [0u64; 3];
         // SAFETY: the selection's vectors cover z_len values and outlive the synchronous call;
         // the device checks them, the witness's length and the key's residency before reading.
         call("classified witness MSM", |msg| unsafe {
-            entry(
+            sys::cuzk_gpu_classified_witness_msm(
                 ctx,
                 set,
                 points,
@@ -92,31 +100,49 @@ impl ClassifiedMsms {
         *prep_ns += classes_ns;
         *batch_ns += batch_add_ns;
         *msm_ns += tail_ns;
-        let ms = |ns: u64| ns as f64 / 1e6;
-        log::debug!(
-            "{}: classes on the device {:.2} ms, batch addition {:.2} ms, tail MSM {:.2} ms",
-            ["L", "A", "B_G1", "B_G2"][q],
-            ms(classes_ns),
-            ms(batch_add_ns),
-            ms(tail_ns)
-        );
+        log_times(["L", "A"][q], classes_ns, batch_add_ns, tail_ns);
         Ok(out)
+    }
+
+    /// B_G1's and B_G2's MSMs over `points` (B_G1's, B_G2's) with B's classes found once:
+    /// their device time into `prep_msm_ns`, the batch additions' into `batch_add_ns`, each
+    /// tail's into its query's MSM phase.
+    pub(super) fn b_msms(
+        &self,
+        device: &Device,
+        set: u32,
+        points: &[sys::Points; 2],
+        staging: &sys::Staging,
+        t: &mut Timings,
+    ) -> Result<(sys::G1, sys::G2)> {
+        let ctx = device.ctx.ptr()?;
+        let scalars = self.selections.scalars(&self.selections.b);
+        let implementation = implementation(self.selections.msm(), points[0].n);
+        let (mut b_g1, mut b_g2) = (sys::G1::default(), sys::G2::default());
+        let mut times = [0u64; 5];
+        // SAFETY: as g1_msm's; both outputs and the points outlive the synchronous call.
+        call("B's classified witness MSMs", |msg| unsafe {
+            sys::cuzk_gpu_classified_b_msms(ctx, set, points, &scalars, implementation, staging, &mut b_g1, &mut b_g2, &mut times, msg)
+        })?;
+        let [classes_ns, g1_batch_ns, g1_tail_ns, g2_batch_ns, g2_tail_ns] = times;
+        t.prep_msm_ns += classes_ns;
+        t.batch_add_ns += g1_batch_ns + g2_batch_ns;
+        t.msm_b_g1_ns += g1_tail_ns;
+        t.msm_b_g2_ns += g2_tail_ns;
+        log_times("B_G1 and B_G2", classes_ns, g1_batch_ns + g2_batch_ns, g1_tail_ns + g2_tail_ns);
+        Ok((b_g1, b_g2))
     }
 }
 
-/// `cuzk_gpu_classified_witness_msm` (G1) or `_g2` (G2), the sum written to `Out`.
-pub(super) type ClassifiedMsmEntry<Out> = unsafe extern "C" fn(
-    *mut sys::Context,
-    u32,
-    *const sys::Points,
-    *const sys::WitnessScalars,
-    u64,
-    u32,
-    *const sys::Staging,
-    *mut Out,
-    *mut [u64; 3],
-    *mut sys::Message,
-) -> std::ffi::c_int;
+fn log_times(queries: &str, classes_ns: u64, batch_add_ns: u64, tail_ns: u64) {
+    let ms = |ns: u64| ns as f64 / 1e6;
+    log::debug!(
+        "{queries}: classes on the device {:.2} ms, batch addition {:.2} ms, tail MSM {:.2} ms",
+        ms(classes_ns),
+        ms(batch_add_ns),
+        ms(tail_ns)
+    );
+}
 
 #[cfg(test)]
 mod tests {

@@ -5,17 +5,20 @@
 //! scalars (for a 32GiB WindowPoSt partition, 3 × 4 GB of host writes, 2.3–3.3 s of prep_msm).
 
 use std::ffi::c_int;
+use std::sync::{Arc, OnceLock};
 
 use rayon::prelude::*;
 
 use super::device::Device;
 use super::msm::implementation;
+use super::selection::DeviceSelection;
 use super::sys::{self, call};
 use super::GpuBackend;
 use crate::backend::MsmChoice;
 use crate::error::Result;
 use crate::groth16::MsmResults;
 use crate::groth16::QueryLayout;
+use crate::synthesis::r1cs::CircuitShape;
 use crate::synthesis::Density;
 use crate::timings::Timings;
 
@@ -28,8 +31,13 @@ const WORDS_PER_TASK: usize = 1 << 12;
 pub(super) enum WitnessQuery {
     /// z[first..]: the L query's (the aux values).
     From(usize),
-    /// The values whose bit is set (bit v of word v / 32), `offsets[w]` of them before word w.
-    Selected { bitmap: Vec<u32>, offsets: Vec<u32> },
+    /// The values whose bit is set (bit v of word v / 32), `offsets[w]` of them before word w;
+    /// `resident` the same selection on the device, once the call has it (selection.rs).
+    Selected {
+        bitmap: Vec<u32>,
+        offsets: Vec<u32>,
+        resident: OnceLock<Arc<DeviceSelection>>,
+    },
 }
 
 impl WitnessQuery {
@@ -68,19 +76,37 @@ impl WitnessQuery {
                 Some(offset)
             })
             .collect();
-        WitnessQuery::Selected { bitmap, offsets }
+        WitnessQuery::Selected {
+            bitmap,
+            offsets,
+            resident: OnceLock::new(),
+        }
     }
 
     fn raw(&self, z_len: usize) -> sys::WitnessScalars {
-        let (first, selected, selected_offsets) = match self {
-            WitnessQuery::From(first) => (*first, std::ptr::null(), std::ptr::null()),
-            WitnessQuery::Selected { bitmap, offsets } => (0, bitmap.as_ptr(), offsets.as_ptr()),
+        let (first, selected, selected_offsets, resident) = match self {
+            WitnessQuery::From(first) => (*first, std::ptr::null(), std::ptr::null(), std::ptr::null()),
+            WitnessQuery::Selected { bitmap, offsets, resident } => {
+                (0, bitmap.as_ptr(), offsets.as_ptr(), resident.get().map_or(std::ptr::null(), |r| r.ptr()))
+            }
         };
         sys::WitnessScalars {
             z_len,
             first,
             selected,
             selected_offsets,
+            resident,
+        }
+    }
+
+    /// The number of values selected.
+    fn len(&self, z_len: usize) -> usize {
+        match self {
+            WitnessQuery::From(first) => z_len.saturating_sub(*first),
+            WitnessQuery::Selected { bitmap, offsets, .. } => match (bitmap.last(), offsets.last()) {
+                (Some(&word), Some(&before)) => before as usize + word.count_ones() as usize,
+                _ => 0,
+            },
         }
     }
 }
@@ -131,6 +157,23 @@ impl WitnessMsms {
 
     pub(super) fn msm(&self) -> MsmChoice {
         self.msm
+    }
+
+    /// Takes A's and B's selections from those `device` keeps with `shape` (resident there),
+    /// sending this call's first when it has none yet: a shape's calls make the same
+    /// selections (from its densities). Left to each MSM to send when the device cannot keep
+    /// them.
+    pub(super) fn keep_resident(&self, device: &Device, shape: &Arc<CircuitShape>, staging: &sys::Staging) -> Result<()> {
+        let (WitnessQuery::Selected { resident: a, .. }, WitnessQuery::Selected { resident: b, .. }) = (&self.a, &self.b) else {
+            return Ok(());
+        };
+        let upload = |query: &WitnessQuery| DeviceSelection::upload(&device.ctx, &self.scalars(query), query.len(self.z_len), staging);
+        if let Some([on_a, on_b]) = device.shape_selections(shape, || Ok([upload(&self.a)?, upload(&self.b)?]))? {
+            // Set once per call: a second call of this method finds them set.
+            let _ = a.set(on_a);
+            let _ = b.set(on_b);
+        }
+        Ok(())
     }
 }
 
@@ -258,7 +301,7 @@ mod tests {
                 .filter(|i| i % 7 == 2 || i % 5 == 0 || *i == aux_len - 1)
                 .for_each(|i| aux.set(i));
             let input = |i: usize| i != 1;
-            let WitnessQuery::Selected { bitmap, offsets } = WitnessQuery::selected(num_inputs, &input, &aux) else {
+            let WitnessQuery::Selected { bitmap, offsets, .. } = WitnessQuery::selected(num_inputs, &input, &aux) else {
                 panic!("a selection");
             };
             let kept: Vec<usize> = (0..num_inputs + aux_len)
