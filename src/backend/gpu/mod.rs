@@ -444,7 +444,7 @@ impl GpuBackend {
                     input = match device.make_shape_resident(&shape, domain.log_size, staging, t)? {
                         true => {
                             if let Some(msms) = queries.witness_msms() {
-                                msms.keep_resident(device, &shape, staging)?;
+                                msms.keep_resident(device, &shape, staging, t)?;
                             }
                             HInput::Witness { shape, witness }
                         }

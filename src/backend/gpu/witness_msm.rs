@@ -20,7 +20,7 @@ use crate::groth16::MsmResults;
 use crate::groth16::QueryLayout;
 use crate::synthesis::r1cs::CircuitShape;
 use crate::synthesis::Density;
-use crate::timings::Timings;
+use crate::timings::{timed, Timings};
 
 /// Values of z per bitmap word.
 const PER_WORD: usize = 32;
@@ -160,15 +160,16 @@ impl WitnessMsms {
     }
 
     /// Takes A's and B's selections from those `device` keeps with `shape` (resident there),
-    /// sending this call's first when it has none yet: a shape's calls make the same
-    /// selections (from its densities). Left to each MSM to send when the device cannot keep
-    /// them.
-    pub(super) fn keep_resident(&self, device: &Device, shape: &Arc<CircuitShape>, staging: &sys::Staging) -> Result<()> {
+    /// sending this call's first when it has none yet (timed with the shape's upload): a
+    /// shape's calls make the same selections (from its densities). Left to each MSM to send
+    /// when the device cannot keep them.
+    pub(super) fn keep_resident(&self, device: &Device, shape: &Arc<CircuitShape>, staging: &sys::Staging, t: &mut Timings) -> Result<()> {
         let (WitnessQuery::Selected { resident: a, .. }, WitnessQuery::Selected { resident: b, .. }) = (&self.a, &self.b) else {
             return Ok(());
         };
         let upload = |query: &WitnessQuery| DeviceSelection::upload(&device.ctx, &self.scalars(query), query.len(self.z_len), staging);
-        if let Some([on_a, on_b]) = device.shape_selections(shape, || Ok([upload(&self.a)?, upload(&self.b)?]))? {
+        let both = || timed(&mut t.shape_upload_ns, || Ok([upload(&self.a)?, upload(&self.b)?]));
+        if let Some([on_a, on_b]) = device.shape_selections(shape, both)? {
             // Set once per call: a second call of this method finds them set.
             let _ = a.set(on_a);
             let _ = b.set(on_b);
