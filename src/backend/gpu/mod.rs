@@ -423,6 +423,7 @@ impl GpuBackend {
             sys::SHARED_BUFFERS
         };
         let on_device = || -> Result<MsmResults> {
+            let _selections = queries.witness_msms().map(WitnessMsms::hold);
             device.check_usable()?;
             device.make_room_for_call(key, priority, call_bytes)?;
             let mut host_classes = None;

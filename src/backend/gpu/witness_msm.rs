@@ -5,7 +5,7 @@
 //! scalars (for a 32GiB WindowPoSt partition, 3 × 4 GB of host writes, 2.3–3.3 s of prep_msm).
 
 use std::ffi::c_int;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use rayon::prelude::*;
 
@@ -32,11 +32,11 @@ pub(super) enum WitnessQuery {
     /// z[first..]: the L query's (the aux values).
     From(usize),
     /// The values whose bit is set (bit v of word v / 32), `offsets[w]` of them before word w;
-    /// `resident` the same selection on the device, once the call has it (selection.rs).
+    /// `resident` the same selection on the device while the call holds it (selection.rs).
     Selected {
         bitmap: Vec<u32>,
         offsets: Vec<u32>,
-        resident: OnceLock<Arc<DeviceSelection>>,
+        resident: Mutex<Option<Arc<DeviceSelection>>>,
     },
 }
 
@@ -79,16 +79,19 @@ impl WitnessQuery {
         WitnessQuery::Selected {
             bitmap,
             offsets,
-            resident: OnceLock::new(),
+            resident: Mutex::new(None),
         }
     }
 
     fn raw(&self, z_len: usize) -> sys::WitnessScalars {
         let (first, selected, selected_offsets, resident) = match self {
             WitnessQuery::From(first) => (*first, std::ptr::null(), std::ptr::null(), std::ptr::null()),
-            WitnessQuery::Selected { bitmap, offsets, resident } => {
-                (0, bitmap.as_ptr(), offsets.as_ptr(), resident.get().map_or(std::ptr::null(), |r| r.ptr()))
-            }
+            WitnessQuery::Selected { bitmap, offsets, resident } => (
+                0,
+                bitmap.as_ptr(),
+                offsets.as_ptr(),
+                held(resident).as_ref().map_or(std::ptr::null(), |r| r.ptr()),
+            ),
         };
         sys::WitnessScalars {
             z_len,
@@ -162,7 +165,7 @@ impl WitnessMsms {
     /// Takes A's and B's selections from those `device` keeps with `shape` (resident there),
     /// sending this call's first when it has none yet (timed with the shape's upload): a
     /// shape's calls make the same selections (from its densities). Left to each MSM to send
-    /// when the device cannot keep them.
+    /// when the device cannot keep them. Held until [`Self::hold`]'s guard drops them.
     pub(super) fn keep_resident(&self, device: &Device, shape: &Arc<CircuitShape>, staging: &sys::Staging, t: &mut Timings) -> Result<()> {
         let (WitnessQuery::Selected { resident: a, .. }, WitnessQuery::Selected { resident: b, .. }) = (&self.a, &self.b) else {
             return Ok(());
@@ -170,12 +173,35 @@ impl WitnessMsms {
         let upload = |query: &WitnessQuery| DeviceSelection::upload(&device.ctx, &self.scalars(query), query.len(self.z_len), staging);
         let both = || timed(&mut t.shape_upload_ns, || Ok([upload(&self.a)?, upload(&self.b)?]));
         if let Some([on_a, on_b]) = device.shape_selections(shape, both)? {
-            // Set once per call: a second call of this method finds them set.
-            let _ = a.set(on_a);
-            let _ = b.set(on_b);
+            *held(a) = Some(on_a);
+            *held(b) = Some(on_b);
         }
         Ok(())
     }
+
+    /// A guard that drops the resident selections this call took when it goes: inside the
+    /// device turn, so that no device memory is freed outside it or after a fault was
+    /// recovered from (the context reset, its old addresses another allocation's).
+    pub(super) fn hold(&self) -> ResidentHold<'_> {
+        ResidentHold(self)
+    }
+}
+
+/// See [`WitnessMsms::hold`].
+pub(super) struct ResidentHold<'a>(&'a WitnessMsms);
+
+impl Drop for ResidentHold<'_> {
+    fn drop(&mut self) {
+        for query in [&self.0.a, &self.0.b] {
+            if let WitnessQuery::Selected { resident, .. } = query {
+                *held(resident) = None;
+            }
+        }
+    }
+}
+
+fn held(resident: &Mutex<Option<Arc<DeviceSelection>>>) -> MutexGuard<'_, Option<Arc<DeviceSelection>>> {
+    resident.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// `cuzk_gpu_witness_msm` (G1) or `cuzk_gpu_witness_msm_g2` (G2), the sum written to `Out`.
