@@ -80,7 +80,8 @@ type DeviceStatus struct {
 	LastRecoveryNs uint64  `json:"last_recovery_ns"`
 }
 
-// ResidentShapeStatus is a circuit's R1CS matrices in device memory.
+// ResidentShapeStatus is a circuit's R1CS matrices in device memory; Bytes counts its A and
+// B selections of the witness too, once a call of the circuit sent them.
 type ResidentShapeStatus struct {
 	Constraints uint64 `json:"constraints"`
 	Bytes       uint64 `json:"bytes"`

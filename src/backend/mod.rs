@@ -117,7 +117,8 @@ impl MsmChoice {
     }
 }
 
-/// A circuit's R1CS matrices resident on a device (engine status).
+/// A circuit's R1CS matrices resident on a device (engine status); `bytes` with its A's and B's
+/// selections of the witness once a call of it sent them.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct ResidentShape {
     pub constraints: u64,
