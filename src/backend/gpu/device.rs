@@ -1,6 +1,7 @@
 //! One CUDA device and what the backend keeps on it: its context (context.rs), the staging
 //! pool (staging.rs), the resident keys (device_key.rs) and circuit shapes (their matrices,
-//! spmv.rs, and their queries' selections of the witness, selection.rs), the turn that orders the GPU phases of its calls, its counters for the engine status, and its
+//! spmv.rs, and their queries' selections of the witness, selection.rs), the turn that orders
+//! the GPU phases of its calls, its counters for the engine status, and its
 //! health after faults (fault.rs).
 
 use std::ffi::{c_char, CStr};
