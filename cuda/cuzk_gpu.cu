@@ -99,6 +99,17 @@ static const gpu_t& selected_device(int index)
     return gpu;
 }
 
+// Deletes an object made in a device context that owns device memory there (a key, a shape,
+// a selection), its device memory only while that context lives (cuzk_gpu_key_free).
+template<class T>
+static void free_context_object(T* object, int context_lives)
+{
+    if (object == nullptr)
+        return;
+    object->owns_device_memory = context_lives != 0;
+    delete object;
+}
+
 #include "fault.cuh"
 #include "context.cuh"
 #include "staging.cuh"
@@ -290,9 +301,9 @@ extern "C" int cuzk_gpu_key_upload_file_points(cuzk_gpu_context* ctx, cuzk_gpu_k
     });
 }
 
-extern "C" void cuzk_gpu_key_free(cuzk_gpu_key* key)
+extern "C" void cuzk_gpu_key_free(cuzk_gpu_key* key, int context_lives)
 {
-    delete key;
+    free_context_object(key, context_lives);
 }
 
 extern "C" int cuzk_gpu_quotient(cuzk_gpu_context* ctx, uint32_t set, const void* a,
@@ -320,9 +331,9 @@ extern "C" int cuzk_gpu_shape_upload(cuzk_gpu_context* ctx, const cuzk_gpu_shape
     });
 }
 
-extern "C" void cuzk_gpu_shape_free(cuzk_gpu_shape* shape)
+extern "C" void cuzk_gpu_shape_free(cuzk_gpu_shape* shape, int context_lives)
 {
-    delete shape;
+    free_context_object(shape, context_lives);
 }
 
 extern "C" int cuzk_gpu_quotient_r1cs(cuzk_gpu_context* ctx, uint32_t set,
@@ -486,9 +497,9 @@ extern "C" int cuzk_gpu_selection_upload(cuzk_gpu_context* ctx,
     });
 }
 
-extern "C" void cuzk_gpu_selection_free(cuzk_gpu_selection* selection)
+extern "C" void cuzk_gpu_selection_free(cuzk_gpu_selection* selection, int context_lives)
 {
-    delete selection;
+    free_context_object(selection, context_lives);
 }
 
 // The boundary of the entries that run H's MSM and the witness's at once: `run` fills the H,

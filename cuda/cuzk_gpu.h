@@ -215,7 +215,10 @@ int cuzk_gpu_key_upload_file_points(cuzk_gpu_context *ctx, cuzk_gpu_key *key, ui
                                     size_t first, size_t count, const void *file_bytes,
                                     const cuzk_gpu_staging *staging, size_t *first_bad,
                                     cuzk_gpu_message *msg);
-void cuzk_gpu_key_free(cuzk_gpu_key *key);
+/* Frees the key: its device memory too while the context it was made in lives
+ * (`context_lives`); after that context's reset (cuzk_gpu_device_reset) the memory went with
+ * it, its addresses may be the new context's, and only the host record is freed. */
+void cuzk_gpu_key_free(cuzk_gpu_key *key, int context_lives);
 
 /* The coefficients h of (A·B − C)/Z over the domain of 2^lg_domain into the NTT buffers of
  * `set`, A, B, C given by their n ≤ 2^lg_domain evaluations (Montgomery scalars). */
@@ -228,7 +231,8 @@ int cuzk_gpu_quotient(cuzk_gpu_context *ctx, uint32_t set, const void *a, const 
 int cuzk_gpu_shape_upload(cuzk_gpu_context *ctx, const cuzk_gpu_shape_host *shape,
                           const cuzk_gpu_staging *staging, cuzk_gpu_shape **out, uint64_t *bytes,
                           cuzk_gpu_message *msg);
-void cuzk_gpu_shape_free(cuzk_gpu_shape *shape);
+/* Frees the shape (`context_lives` as for cuzk_gpu_key_free). */
+void cuzk_gpu_shape_free(cuzk_gpu_shape *shape, int context_lives);
 
 /* cuzk_gpu_quotient with A, B, C evaluated on the device: A·z, B·z, C·z from the resident
  * `shape` and the compact witness z. */
@@ -326,7 +330,8 @@ int cuzk_gpu_classified_b_msms(cuzk_gpu_context *ctx, uint32_t set,
 int cuzk_gpu_selection_upload(cuzk_gpu_context *ctx, const cuzk_gpu_witness_scalars *scalars,
                               size_t npoints, const cuzk_gpu_staging *staging,
                               cuzk_gpu_selection **out, uint64_t *bytes, cuzk_gpu_message *msg);
-void cuzk_gpu_selection_free(cuzk_gpu_selection *selection);
+/* Frees the selection (`context_lives` as for cuzk_gpu_key_free). */
+void cuzk_gpu_selection_free(cuzk_gpu_selection *selection, int context_lives);
 
 /* H, L, A, B_G1 and B_G2 (points[0..4]) at the same time by cuzk's MSM, each on a stream of
  * its own, for a circuit whose witness z the last quotient call of `set` left there with H's

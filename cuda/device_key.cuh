@@ -10,6 +10,8 @@ static size_t point_bytes(uint32_t query)
 
 struct cuzk_gpu_key {
     const gpu_t& gpu;
+    // False once the context it was made in is reset: its device memory went with it.
+    bool owns_device_memory = true;
     void* d_points[CUZK_GPU_QUERIES] = {};
     size_t npoints[CUZK_GPU_QUERIES] = {};
 
@@ -18,6 +20,8 @@ struct cuzk_gpu_key {
     cuzk_gpu_key& operator=(const cuzk_gpu_key&) = delete;
     ~cuzk_gpu_key()
     {
+        if (!owns_device_memory)
+            return;
         gpu.select();
         for (void* p : d_points)
             if (p)

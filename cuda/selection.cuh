@@ -32,6 +32,8 @@ static bool has_selection(const cuzk_gpu_witness_scalars& s)
 
 struct cuzk_gpu_selection {
     const gpu_t& gpu;
+    // False once the context it was made in is reset: its device memory went with it.
+    bool owns_device_memory = true;
     uint32_t* bitmap = nullptr;
     uint32_t* offsets = nullptr;
     size_t z_len = 0;
@@ -43,6 +45,8 @@ struct cuzk_gpu_selection {
     cuzk_gpu_selection& operator=(const cuzk_gpu_selection&) = delete;
     ~cuzk_gpu_selection()
     {
+        if (!owns_device_memory)
+            return;
         gpu.select();
         for (void* p : {(void*)bitmap, (void*)offsets})
             if (p)

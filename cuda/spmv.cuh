@@ -17,6 +17,8 @@ struct device_csr {
 
 struct cuzk_gpu_shape {
     const gpu_t& gpu;
+    // False once the context it was made in is reset: its device memory went with it.
+    bool owns_device_memory = true;
     device_csr matrices[3];
     fr_t* coefficients = nullptr;
     size_t rows = 0;
@@ -28,6 +30,8 @@ struct cuzk_gpu_shape {
     cuzk_gpu_shape& operator=(const cuzk_gpu_shape&) = delete;
     ~cuzk_gpu_shape()
     {
+        if (!owns_device_memory)
+            return;
         gpu.select();
         for (auto& m : matrices)
             for (void* p : {(void*)m.row_starts, (void*)m.columns, (void*)m.coefficient_ids})

@@ -2,19 +2,17 @@
 //! device's budgeted cache of them, and where one MSM's points are read from, the resident
 //! copy or host memory (a key larger than the budget is streamed per call).
 
-use std::ptr::NonNull;
-
 use bellperson::groth16::Parameters;
 use blstrs::{Bls12, G1Affine, G2Affine};
 use rayon::ThreadPool;
 
-use super::context::Context;
+use super::context::{Context, ContextObject};
 use super::sys::{self, call};
 use crate::error::{Error, Result};
 use crate::groth16::{ProvingKey, QuerySizes};
 
 /// A proving key's points in device memory (cuda/device_key.cuh).
-pub(super) struct DeviceKey(NonNull<sys::Key>);
+pub(super) struct DeviceKey(ContextObject<sys::Key>);
 
 // SAFETY: immutable device memory, read by one call at a time.
 unsafe impl Send for DeviceKey {}
@@ -72,13 +70,14 @@ impl DeviceKey {
         between: &mut dyn FnMut() -> Result<()>,
     ) -> Result<Self> {
         let counts = key.query_sizes().counts().map(|n| n as usize);
-        let ctx = ctx.ptr()?;
+        let (ctx, life) = ctx.current()?;
         let mut out = std::ptr::null_mut();
         // SAFETY: out-pointer to a local; the counts are the query lengths.
         call("allocating device memory for the proving key", |msg| unsafe {
             sys::cuzk_gpu_key_alloc(ctx, &counts, &mut out, msg)
         })?;
-        let copy = NonNull::new(out).map(DeviceKey).ok_or_else(|| Error::internal("device key is NULL"))?;
+        // SAFETY: made by cuzk_gpu_key_alloc in this context, owned here.
+        let copy = DeviceKey(unsafe { ContextObject::new(out, life, sys::cuzk_gpu_key_free, "device key")? });
         let point_bytes = |query: usize| QuerySizes::point_bytes(query) as usize;
         let parts: Vec<Part> = (0..5)
             .flat_map(|query| {
@@ -95,7 +94,7 @@ impl DeviceKey {
             // layout) and outlives the synchronous call; the copy has room for the query's
             // points; the staging halves belong to this call.
             call("uploading the proving key", |msg| unsafe {
-                sys::cuzk_gpu_key_upload(ctx, copy.0.as_ptr(), part.query as u32, part.first, part.count, host.cast(), staging, msg)
+                sys::cuzk_gpu_key_upload(ctx, copy.0.ptr(), part.query as u32, part.first, part.count, host.cast(), staging, msg)
             })
         };
         if let Some(host) = key.held_host_points() {
@@ -115,7 +114,7 @@ impl DeviceKey {
             call("uploading the proving key", |msg| unsafe {
                 sys::cuzk_gpu_key_upload_file_points(
                     ctx,
-                    copy.0.as_ptr(),
+                    copy.0.ptr(),
                     part.query as u32,
                     part.first,
                     part.count,
@@ -173,13 +172,6 @@ fn host_query(host: &Parameters<Bls12>, query: usize) -> *const u8 {
     }
 }
 
-impl Drop for DeviceKey {
-    fn drop(&mut self) {
-        // SAFETY: made by cuzk_gpu_key_upload, freed once.
-        unsafe { sys::cuzk_gpu_key_free(self.0.as_ptr()) }
-    }
-}
-
 /// Where one MSM's points are for the device: the resident copy's query, or host memory (a
 /// streamed key's points, or a tail the host gathered from them).
 pub(super) struct PointSource<'a> {
@@ -202,7 +194,7 @@ impl<'a> PointSource<'a> {
         let n = self.sizes.counts()[query as usize] as usize;
         match (self.resident, self.host) {
             (Some(key), _) => sys::Points {
-                key: key.0.as_ptr(),
+                key: key.0.ptr(),
                 query,
                 host: std::ptr::null(),
                 n,

@@ -81,7 +81,7 @@ impl GpuBackend {
             }
             HInput::Witness { shape, witness } => {
                 let shapes = device.shapes.lock().unwrap_or_else(|p| p.into_inner());
-                let resident = shapes.iter().find(|r| Arc::ptr_eq(&r.shape, &shape)).map(|r| r.matrices.ptr.as_ptr());
+                let resident = shapes.iter().find(|r| Arc::ptr_eq(&r.shape, &shape)).map(|r| r.matrices.ptr());
                 let resident = resident.ok_or_else(|| Error::internal("the circuit's matrices left the device during the call"))?;
                 let z = witness.raw();
                 // SAFETY: the resident shape stays alive while `shapes` is locked; the

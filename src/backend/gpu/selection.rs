@@ -4,15 +4,13 @@
 //! (device.rs's cache): checked and sent by the shape's first call, not inside every call's
 //! turn (at 32GiB 2 × 16.8 MB a selection, ≈ 20 ms a query of each partition's turn).
 
-use std::ptr::NonNull;
-
-use super::context::Context;
+use super::context::{Context, ContextObject};
 use super::sys::{self, call};
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// One query's selection of z in device memory.
 pub(super) struct DeviceSelection {
-    ptr: NonNull<sys::Selection>,
+    object: ContextObject<sys::Selection>,
     pub(super) bytes: u64,
 }
 
@@ -24,24 +22,18 @@ impl DeviceSelection {
     /// Checks the selection `scalars` names (its bitmap and offsets, for a query of `npoints`)
     /// and copies it to the device.
     pub(super) fn upload(ctx: &Context, scalars: &sys::WitnessScalars, npoints: usize, staging: &sys::Staging) -> Result<Self> {
-        let ctx = ctx.ptr()?;
+        let (ctx, life) = ctx.current()?;
         let (mut out, mut bytes) = (std::ptr::null_mut(), 0u64);
         // SAFETY: the selection's vectors cover z_len values and outlive the synchronous call.
         call("uploading a query's selection of the witness", |msg| unsafe {
             sys::cuzk_gpu_selection_upload(ctx, scalars, npoints, staging, &mut out, &mut bytes, msg)
         })?;
-        let ptr = NonNull::new(out).ok_or_else(|| Error::internal("device selection is NULL"))?;
-        Ok(DeviceSelection { ptr, bytes })
+        // SAFETY: made by cuzk_gpu_selection_upload in this context, owned here.
+        let object = unsafe { ContextObject::new(out, life, sys::cuzk_gpu_selection_free, "device selection")? };
+        Ok(DeviceSelection { object, bytes })
     }
 
     pub(super) fn ptr(&self) -> *const sys::Selection {
-        self.ptr.as_ptr()
-    }
-}
-
-impl Drop for DeviceSelection {
-    fn drop(&mut self) {
-        // SAFETY: made by cuzk_gpu_selection_upload, freed once.
-        unsafe { sys::cuzk_gpu_selection_free(self.ptr.as_ptr()) }
+        self.object.ptr()
     }
 }

@@ -3,18 +3,16 @@
 //! cache of them, most recently used first, evicted when a new shape needs the room; and the
 //! witness z as it crosses to the device.
 
-use std::ptr::NonNull;
-
 use blstrs::Scalar;
 
-use super::context::Context;
+use super::context::{Context, ContextObject};
 use super::sys::{self, call};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::synthesis::r1cs::{CircuitShape, CompactWitness, SparseMatrix};
 
 /// A circuit's R1CS matrices in device memory (cuda/spmv.cuh).
 pub(super) struct DeviceShape {
-    pub(super) ptr: NonNull<sys::Shape>,
+    object: ContextObject<sys::Shape>,
     pub(super) bytes: u64,
 }
 
@@ -40,21 +38,19 @@ impl DeviceShape {
             rows: shape.num_constraints(),
             variables: shape.num_inputs() + shape.num_aux(),
         };
-        let ctx = ctx.ptr()?;
+        let (ctx, life) = ctx.current()?;
         let (mut out, mut bytes) = (std::ptr::null_mut(), 0u64);
         // SAFETY: the matrices' vectors hold the lengths given and outlive the synchronous call.
         call("uploading the circuit's R1CS matrices", |msg| unsafe {
             sys::cuzk_gpu_shape_upload(ctx, &host, staging, &mut out, &mut bytes, msg)
         })?;
-        let ptr = NonNull::new(out).ok_or_else(|| Error::internal("device shape is NULL"))?;
-        Ok(DeviceShape { ptr, bytes })
+        // SAFETY: made by cuzk_gpu_shape_upload in this context, owned here.
+        let object = unsafe { ContextObject::new(out, life, sys::cuzk_gpu_shape_free, "device shape")? };
+        Ok(DeviceShape { object, bytes })
     }
-}
 
-impl Drop for DeviceShape {
-    fn drop(&mut self) {
-        // SAFETY: made by cuzk_gpu_shape_upload, freed once.
-        unsafe { sys::cuzk_gpu_shape_free(self.ptr.as_ptr()) }
+    pub(super) fn ptr(&self) -> *const sys::Shape {
+        self.object.ptr()
     }
 }
 

@@ -170,7 +170,7 @@ extern "C" {
         first_bad: *mut usize,
         msg: *mut Message,
     ) -> c_int;
-    pub(super) fn cuzk_gpu_key_free(key: *mut Key);
+    pub(super) fn cuzk_gpu_key_free(key: *mut Key, context_lives: c_int);
     pub(super) fn cuzk_gpu_quotient(
         ctx: *mut Context,
         set: u32,
@@ -191,7 +191,7 @@ extern "C" {
         bytes: *mut u64,
         msg: *mut Message,
     ) -> c_int;
-    pub(super) fn cuzk_gpu_shape_free(shape: *mut Shape);
+    pub(super) fn cuzk_gpu_shape_free(shape: *mut Shape, context_lives: c_int);
     pub(super) fn cuzk_gpu_quotient_r1cs(
         ctx: *mut Context,
         set: u32,
@@ -310,7 +310,7 @@ extern "C" {
         bytes: *mut u64,
         msg: *mut Message,
     ) -> c_int;
-    pub(super) fn cuzk_gpu_selection_free(selection: *mut Selection);
+    pub(super) fn cuzk_gpu_selection_free(selection: *mut Selection, context_lives: c_int);
     pub(super) fn cuzk_gpu_witness_msms_at_once(
         ctx: *mut Context,
         set: u32,
