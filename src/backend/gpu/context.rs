@@ -1,7 +1,8 @@
 //! The per-device context (cuda/context.cuh): made once per device and reused by every call;
 //! it keeps the NTT buffers and the device copy of the witness, and is made again after a
-//! device fault. Also the device count and the
-//! device's memory as the driver and the context see it.
+//! device fault. The objects made in it that own device memory (keys, matrices, selections)
+//! are `ContextObject`s, freed by the life of the context they were made in. Also the device
+//! count and the device's memory as the driver and the context see it.
 
 use std::os::raw::c_int;
 use std::ptr::NonNull;
