@@ -47,7 +47,7 @@ pub(super) struct ContextLife {
 }
 
 impl ContextLife {
-    pub(super) fn lives(&self) -> bool {
+    fn lives(&self) -> bool {
         !self.ended.load(Ordering::Acquire)
     }
 
@@ -197,7 +197,7 @@ mod tests {
     }
 
     #[test]
-    fn an_object_frees_its_device_memory_only_while_its_context_lives() {
+    fn a_freed_object_tells_its_free_whether_its_context_still_lives() {
         let life = Arc::new(ContextLife::default());
         let (kept, kept_at) = object(&life);
         let (dropped, dropped_at) = object(&life);
