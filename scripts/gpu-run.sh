@@ -128,9 +128,13 @@ export CUZK_BENCH_COMMIT="$(cat $carried/COMMIT)"
 export CUZK_BENCH_CUDA="$(nvidia-smi 2>/dev/null | sed -n 's/.*Driver Version: *\([0-9.]*\).*CUDA Version: *\([0-9.]*\).*/driver \1, CUDA \2/p' | head -1)"
 bench() { carry/cuzk-bench "$@" >>"$out/bench.jsonl" 2>>"$out/bench.log"; }
 
-# Device memory in use, sampled every 100 ms for the whole mode: at the end every record gets
-# the peak over its process's lifetime (scripts/peak-device-memory.py).
-nvidia-smi --query-gpu=timestamp,memory.used --format=csv,noheader,nounits -lms 100 >"$out/gpu-memory.csv" 2>/dev/null &
+# Device memory in use, the SM clock, the board power, the utilization and the clock event
+# reasons, sampled every 100 ms for the whole mode: at the end every record gets the memory's
+# peak over its process's lifetime and the clock and power while the GPU was busy
+# (scripts/device-samples.py). Memory alone where the driver lacks one of the other fields.
+sampled=timestamp,memory.used,clocks.sm,power.draw,utilization.gpu,clocks_event_reasons.active
+nvidia-smi --query-gpu="$sampled" --format=csv,noheader,nounits >/dev/null 2>&1 || sampled=timestamp,memory.used
+nvidia-smi --query-gpu="$sampled" --format=csv,noheader,nounits -lms 100 >"$out/gpu-samples.csv" 2>/dev/null &
 sampler=$!
 
 params() {
@@ -400,6 +404,6 @@ msm-affine)
 *) echo "unknown mode $1"; exit 2 ;;
 esac
 kill "$sampler" 2>/dev/null
-[ -f "$out/bench.jsonl" ] && python3 scripts/peak-device-memory.py "$out/bench.jsonl" "$out/gpu-memory.csv"
+[ -f "$out/bench.jsonl" ] && python3 scripts/device-samples.py "$out/bench.jsonl" "$out/gpu-samples.csv"
 [ -f "$out/bench.log" ] && cat "$out/bench.log"
 exit $status

@@ -1,5 +1,5 @@
 //! What a run reports: a table row on stderr and a JSON record on stdout, whose fields
-//! scripts/bench-table.py and scripts/peak-device-memory.py read.
+//! scripts/bench-table.py and scripts/device-samples.py read.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
