@@ -58,7 +58,13 @@ struct cuzk_gpu_context {
     cuzk_gpu_context& operator=(const cuzk_gpu_context&) = delete;
     ~cuzk_gpu_context() { gpu.select(); }
 
-    fr_t* ntt_buffers(size_t scalars, uint32_t set) { gpu.select(); return ntt[checked(set)].at_least(scalars); }
+    // The NTT buffers of `set` for a stage about to fill them (it ends an H MSM in parts there).
+    fr_t* ntt_buffers(size_t scalars, uint32_t set)
+    {
+        gpu.select();
+        h_next_part[checked(set)] = 0;
+        return ntt[set].at_least(scalars);
+    }
     // The witness buffer of `set` for a witness z of `scalars` values about to be copied in.
     fr_t* witness_buffer(size_t scalars, uint32_t set)
     {
@@ -89,11 +95,26 @@ struct cuzk_gpu_context {
     }
 
     // The NTT buffers of `set` as scratch for a later stage of the call that left its
-    // coefficients there, once they are consumed; nullptr when they hold fewer scalars.
-    fr_t* ntt_scratch(size_t scalars, uint32_t set) const
+    // coefficients there, once they are consumed (it ends an H MSM in parts there); nullptr
+    // when they hold fewer scalars.
+    fr_t* ntt_scratch(size_t scalars, uint32_t set)
     {
-        const scalar_buffer& b = ntt[checked(set)];
+        h_next_part[checked(set)] = 0;
+        const scalar_buffer& b = ntt[set];
         return b.bytes() >= scalars * sizeof(fr_t) ? b.data() : nullptr;
+    }
+
+    // H's MSM in parts over the coefficients in `set`'s NTT buffers, its buckets kept from part
+    // to part (quotient.cuh): where its next part starts, 0 when none is under way. Any other
+    // use of the buffers ends it.
+    size_t& h_msm_next_part(uint32_t set) { return h_next_part[checked(set)]; }
+
+    // The buckets of an H MSM in parts of `set` where the NTT buffers lack room for them
+    // beside its sort: at least `bytes`, kept (and grown) like the NTT buffers.
+    void* h_msm_buckets(size_t bytes, uint32_t set)
+    {
+        gpu.select();
+        return h_buckets[checked(set)].at_least((bytes + sizeof(fr_t) - 1) / sizeof(fr_t));
     }
 
     // Gives the buffers back to the device (an idle engine, or the caller asking).
@@ -104,10 +125,19 @@ struct cuzk_gpu_context {
             ntt[set].release();
             witness[set].release();
             witness_len[set] = 0;
+            h_buckets[set].release();
+            h_next_part[set] = 0;
         }
     }
 
-    size_t ntt_buffer_bytes() const { return ntt[0].bytes() + ntt[1].bytes(); }
+    // The NTT buffers' bytes, with the H MSMs' buckets kept beside them.
+    size_t ntt_buffer_bytes() const
+    {
+        size_t bytes = 0;
+        for (uint32_t set = 0; set < CUZK_GPU_BUFFER_SETS; set++)
+            bytes += ntt[set].bytes() + h_buckets[set].bytes();
+        return bytes;
+    }
     size_t witness_buffer_bytes() const { return witness[0].bytes() + witness[1].bytes(); }
 
 private:
@@ -122,6 +152,9 @@ private:
     // CUZK_GPU_BUFFER_SETS (cuzk_gpu.h): the top class's calls use a set of their own.
     scalar_buffer ntt[CUZK_GPU_BUFFER_SETS];
     scalar_buffer witness[CUZK_GPU_BUFFER_SETS];
+    scalar_buffer h_buckets[CUZK_GPU_BUFFER_SETS];
     // The length of the witness last copied into each set's buffer (0: none).
     size_t witness_len[CUZK_GPU_BUFFER_SETS] = {};
+    // Per set: where the next part of an H MSM in parts starts (0: none under way).
+    size_t h_next_part[CUZK_GPU_BUFFER_SETS] = {};
 };

@@ -25,6 +25,9 @@
 //    thread per window then combines the levels (combine_levels), four doublings a level.
 //    A segment's offset multiple is never computed.
 // 5. On the host: Σ_w 2^(c·w)·W_w.
+// An MSM may be computed in parts (H's chunks, between which a WinningPoSt takes the device):
+// the parts share one set of buckets (shared_buckets), each adding its runs to what they hold
+// at step 3, and only the last takes steps 4 and 5.
 #pragma once
 
 #include <cub/device/device_radix_sort.cuh>
@@ -159,15 +162,29 @@ static uint32_t add_blocks(size_t threads)
     return (uint32_t)((threads * bucket_t::degree + ADD_THREADS - 1) / ADD_THREADS);
 }
 
+// A key's total: its sum, or with `accumulate` its sum added to what totals[key] held (an
+// MSM in parts adding into the buckets of the parts before, `shared_buckets`).
+template<class bucket_t>
+__device__ __forceinline__ void write_total(typename bucket_t::mem_t* totals, uint32_t key,
+                                            bucket_t& sum, bool accumulate)
+{
+    if (accumulate) {
+        const bucket_t before = totals[key];
+        sum.add(before);
+    }
+    totals[key] = sum;
+}
+
 // One level of step 3 over m sorted entries. A key's sum is written to totals[key] exactly
-// once: at the level where its run is inside one chunk, or at the last level (one chunk).
-// Else the chunk's first and last runs go to next_keys/next_sums[2t, 2t + 1] (a chunk of
-// one run: its sum, then the identity under the same key). Entries keyed `skip` are not added.
+// once (write_total): at the level where its run is inside one chunk, or at the last level
+// (one chunk). Else the chunk's first and last runs go to next_keys/next_sums[2t, 2t + 1] (a
+// chunk of one run: its sum, then the identity under the same key). Entries keyed `skip` are
+// not added.
 template<class bucket_t, class entries_t>
 __launch_bounds__(ADD_THREADS) __global__
 void sum_runs(typename bucket_t::mem_t* totals, uint32_t* next_keys,
               typename bucket_t::mem_t* next_sums, const uint32_t* keys, entries_t entries,
-              size_t m, uint32_t chunk, uint32_t skip)
+              size_t m, uint32_t chunk, uint32_t skip, bool accumulate)
 {
     const size_t chunks = (m + chunk - 1) / chunk;
     const size_t t = (threadIdx.x + (size_t)blockIdx.x * blockDim.x) / bucket_t::degree;
@@ -186,7 +203,7 @@ void sum_runs(typename bucket_t::mem_t* totals, uint32_t* next_keys,
                 next_keys[2 * t] = key;
                 next_sums[2 * t] = sum;
             } else {
-                totals[key] = sum;
+                write_total(totals, key, sum, accumulate);
             }
             first = false;
             sum.inf();
@@ -196,7 +213,7 @@ void sum_runs(typename bucket_t::mem_t* totals, uint32_t* next_keys,
             entries.add_to(sum, e);
     }
     if (last_level) {
-        totals[key] = sum;
+        write_total(totals, key, sum, accumulate);
         return;
     }
     if (first) {
@@ -265,18 +282,20 @@ void combine_levels(typename bucket_t::mem_t* window_sums, const typename bucket
 }
 
 // Step 3 to the end, from a first level already launched into `next` (2 entries per chunk of
-// `chunks`): the later levels on `stream`, ping-ponging between `next` and `spare`.
+// `chunks`): the later levels on `stream`, ping-ponging between `next` and `spare`; totals
+// written as write_total's `accumulate` says.
 template<class bucket_t>
 static void sum_later_levels(stream_t& stream, typename bucket_t::mem_t* totals, size_t chunks,
                              uint32_t* next_keys, typename bucket_t::mem_t* next_sums,
-                             uint32_t* spare_keys, typename bucket_t::mem_t* spare_sums)
+                             uint32_t* spare_keys, typename bucket_t::mem_t* spare_sums,
+                             bool accumulate)
 {
     while (chunks > 1) {
         const size_t m = 2 * chunks;
         chunks = (m + LATER_CHUNK - 1) / LATER_CHUNK;
         sum_runs<bucket_t><<<add_blocks<bucket_t>(chunks), ADD_THREADS, 0, stream>>>(
             totals, spare_keys, spare_sums, next_keys, partial_entries<bucket_t>{next_sums}, m,
-            LATER_CHUNK, UINT32_MAX);
+            LATER_CHUNK, UINT32_MAX, accumulate);
         CUDA_OK(cudaGetLastError());
         std::swap(next_keys, spare_keys);
         std::swap(next_sums, spare_sums);
@@ -327,6 +346,24 @@ static uint32_t affine_rounds_for(size_t n, uint32_t c)
     return rounds;
 }
 
+// Buckets of an MSM of c-bit digits: every window's, and one past the last for the zero
+// digits' entries of the last group (a group's zero digits' key is the next group's first
+// bucket, written before that group's).
+constexpr size_t buckets_of(uint32_t c) { return (size_t)windows_of(c) * (1u << (c - 1)) + 1; }
+
+// The buckets that the parts of one MSM share (H's chunks, quotient.cuh), in memory of the
+// caller's that outlives the parts (buckets_of(c) of them): every part takes digits of the
+// whole MSM's width and adds its runs into them, so that the windows are summed once, by the
+// last part, and their width is the whole MSM's (fewer windows than its parts' would have).
+template<class bucket_mem_t>
+struct shared_buckets {
+    bucket_mem_t* buckets;
+    // The first part zeroes them, the others add into them; the last sums the windows.
+    bool first_part, last_part;
+    // The most windows a group sorts: the room the caller's scratch has for the sort.
+    uint32_t group_windows;
+};
+
 // One MSM in flight on a stream: the constructor enqueues every device step, result() waits
 // for them and adds the windows on the host. The stream must outlive it. For G1 (bucket_t,
 // point_t, affine_t) and G2 (g2_bucket_t, ...).
@@ -342,12 +379,15 @@ class msm_on_stream {
     // NTT buffers its coefficients leave free), `scratch_words` 32-bit words; else allocated.
     uint32_t* const scratch;
     const size_t scratch_words;
+    // Whether the windows are summed (not by a part of an MSM in parts but its last).
+    const bool sums_windows;
     dev_ptr_t<bucket_mem_t> d_window_sums;
 
-    // Step 3 over m sorted entries (`entries` adds entry e to a sum), into the buckets.
+    // Step 3 over m sorted entries (`entries` adds entry e to a sum), into the buckets (added
+    // to what they hold with `accumulate`).
     template<class entries_t>
     void sum_sorted(bucket_mem_t* buckets, const uint32_t* keys, const entries_t& entries,
-                    size_t m, uint32_t none)
+                    size_t m, uint32_t none, bool accumulate)
     {
         stream_t& s = stream;
         const size_t first_level = next_level_entries(m, FIRST_CHUNK);
@@ -356,16 +396,18 @@ class msm_on_stream {
         dev_ptr_t<bucket_mem_t> level_sums[2] = {{first_level, s}, {second_level, s}};
         const size_t chunks = (m + FIRST_CHUNK - 1) / FIRST_CHUNK;
         sum_runs<bucket_t><<<add_blocks<bucket_t>(chunks), ADD_THREADS, 0, s>>>(
-            buckets, level_keys[0].data(), level_sums[0].data(), keys, entries, m, FIRST_CHUNK, none);
+            buckets, level_keys[0].data(), level_sums[0].data(), keys, entries, m, FIRST_CHUNK, none,
+            accumulate);
         CUDA_OK(cudaGetLastError());
         sum_later_levels<bucket_t>(s, buckets, chunks, level_keys[0].data(), level_sums[0].data(),
-                                   level_keys[1].data(), level_sums[1].data());
+                                   level_keys[1].data(), level_sums[1].data(), accumulate);
         // The scratch above is freed in stream order as it goes out of scope.
     }
 
-    // Steps 1–3 for windows [first, first + count) into their buckets.
+    // Steps 1–3 for windows [first, first + count) into their buckets (`accumulate`: added
+    // to what they hold).
     void sum_buckets(bucket_mem_t* buckets, const affine_mem_t* points, const fr_t* scalars,
-                     size_t n, bool mont, uint32_t first, uint32_t count)
+                     size_t n, bool mont, uint32_t first, uint32_t count, bool accumulate)
     {
         stream_t& s = stream;
         const uint32_t half = 1u << (c - 1), none = count * half;
@@ -398,45 +440,21 @@ class msm_on_stream {
                     (size_t)none, rounds};
                 sum_sorted(buckets, reduced.keys(),
                            reduced_entries<bucket_t, affine_t, fp_t>{reduced.points()},
-                           reduced.capacity(), none);
+                           reduced.capacity(), none, accumulate);
                 return;
             }
         }
         sum_sorted(buckets, sorted_keys.Current(),
-                   point_entries<bucket_t, affine_t>{points, sorted_entries.Current()}, m, none);
+                   point_entries<bucket_t, affine_t>{points, sorted_entries.Current()}, m, none,
+                   accumulate);
         // The scratch above is freed in stream order as it goes out of scope.
     }
 
-public:
-    // points: n device points; scalars: n device scalars, in Montgomery form when `mont`;
-    // bits: the digits' width, 0 for digit_bits(n) (the benchmarks try others); affine: the
-    // buckets' sums begun by batched-affine rounds (G1; G2 ignores it); scratch: device
-    // memory of `scratch_words` 32-bit words, 256-byte aligned, that the sort's keys and
-    // entries take when they fit (4 arrays of a group's entries, each rounded up to 64), unused by
-    // anything else until result().
-    msm_on_stream(stream_t& s, const affine_mem_t* points, const fr_t* scalars, size_t n, bool mont,
-                  uint32_t bits = 0, bool affine = false, uint32_t* scratch = nullptr,
-                  size_t scratch_words = 0)
-        : stream(s), c(bits ? bits : digit_bits(n)), windows(windows_of(c)),
-          rounds(affine && bucket_t::degree == 1 && c >= MIN_BITS && c <= MAX_BITS ? affine_rounds_for(n, c) : 0),
-          scratch(scratch), scratch_words(scratch ? scratch_words : 0),
-          d_window_sums{windows, s}
+    // Step 4 and its end: the window sums W_w of the buckets into d_window_sums.
+    void sum_windows(const bucket_mem_t* buckets)
     {
-        if (n == 0 || n > MAX_POINTS)
-            throw std::invalid_argument("cuzk's MSM takes 1 to 2^30 points");
-        if (c < MIN_BITS || c > MAX_BITS)
-            throw std::invalid_argument("cuzk's MSM takes digits of 8 to 22 bits");
-        // One bucket past the last for the zero digits' entries of the last group (a group's
-        // zero digits' key is the next group's first bucket, written before that group's).
+        stream_t& s = stream;
         const uint32_t half = 1u << (c - 1);
-        const size_t nbuckets = (size_t)windows * half + 1;
-        dev_ptr_t<bucket_mem_t> buckets{nbuckets, s};
-        CUDA_OK(cudaMemsetAsync(buckets.data(), 0, nbuckets * sizeof(bucket_mem_t), s));
-        const uint32_t group = group_windows(n, windows, rounds > 0);
-        for (uint32_t first_window = 0; first_window < windows; first_window += group)
-            sum_buckets(buckets.data() + (size_t)first_window * half, points, scalars, n, mont,
-                        first_window, std::min(group, windows - first_window));
-
         // Step 4, level by level (segments of SEGMENT, the last level one segment per window);
         // the weighted sums of a level added by step 3 into its row of level_sums.
         uint32_t levels = 0;
@@ -454,7 +472,7 @@ public:
         // The plain sums, ping-ponged between levels (level l + 1 reads what level l wrote).
         dev_ptr_t<bucket_mem_t> plain[2] = {{segments, s}, {std::max<size_t>(segments / SEGMENT, windows), s}};
         dev_ptr_t<bucket_mem_t> level_sums{(size_t)levels * windows, s};
-        const bucket_mem_t* values = buckets.data();
+        const bucket_mem_t* values = buckets;
         uint32_t len = half;
         for (uint32_t l = 0; l < levels; l++) {
             const uint32_t seg = std::min(SEGMENT, len);
@@ -471,11 +489,11 @@ public:
                 sum_runs<bucket_t><<<add_blocks<bucket_t>(chunks), ADD_THREADS, 0, s>>>(
                     row, segment_keys[1].data(), segment_sums[1].data(), segment_keys[0].data(),
                     partial_entries<bucket_t>{segment_sums[0].data()}, level_segments, LATER_CHUNK,
-                    UINT32_MAX);
+                    UINT32_MAX, false);
                 CUDA_OK(cudaGetLastError());
                 sum_later_levels<bucket_t>(s, row, chunks, segment_keys[1].data(),
                                            segment_sums[1].data(), segment_keys[2].data(),
-                                           segment_sums[2].data());
+                                           segment_sums[2].data(), false);
             }
             values = plain[l % 2].data();
             len /= seg;
@@ -486,9 +504,56 @@ public:
         // The scratch above is freed in stream order as it goes out of scope.
     }
 
-    // Waits for the device steps; Σ_w 2^(c·w)·W_w.
+public:
+    // points: n device points; scalars: n device scalars, in Montgomery form when `mont`;
+    // bits: the digits' width, 0 for digit_bits(n) (the benchmarks try others); affine: the
+    // buckets' sums begun by batched-affine rounds (G1; G2 ignores it); scratch: device
+    // memory of `scratch_words` 32-bit words, 256-byte aligned, that the sort's keys and
+    // entries take when they fit (4 arrays of a group's entries, each rounded up to 64), unused by
+    // anything else until result(); shared: this MSM is a part of one in parts, its buckets
+    // those given (then `bits` is the whole MSM's width, and no rounds).
+    msm_on_stream(stream_t& s, const affine_mem_t* points, const fr_t* scalars, size_t n, bool mont,
+                  uint32_t bits = 0, bool affine = false, uint32_t* scratch = nullptr,
+                  size_t scratch_words = 0, const shared_buckets<bucket_mem_t>* shared = nullptr)
+        : stream(s), c(bits ? bits : digit_bits(n)), windows(windows_of(c)),
+          rounds(affine && !shared && bucket_t::degree == 1 && c >= MIN_BITS && c <= MAX_BITS ? affine_rounds_for(n, c) : 0),
+          scratch(scratch), scratch_words(scratch ? scratch_words : 0),
+          sums_windows(!shared || shared->last_part), d_window_sums{windows, s}
+    {
+        if (n == 0 || n > MAX_POINTS)
+            throw std::invalid_argument("cuzk's MSM takes 1 to 2^30 points");
+        if (c < MIN_BITS || c > MAX_BITS)
+            throw std::invalid_argument("cuzk's MSM takes digits of 8 to 22 bits");
+        if (shared && (!bits || !shared->buckets || affine))
+            throw std::invalid_argument("a part of an MSM takes its buckets, the whole MSM's digit width and no batched-affine rounds");
+        const uint32_t half = 1u << (c - 1);
+        dev_ptr_t<bucket_mem_t> own_buckets{shared ? 0 : buckets_of(c), s};
+        bucket_mem_t* const buckets = shared ? shared->buckets : own_buckets.data();
+        if (!shared || shared->first_part)
+            CUDA_OK(cudaMemsetAsync(buckets, 0, buckets_of(c) * sizeof(bucket_mem_t), s));
+        uint32_t group = group_windows(n, windows, rounds > 0);
+        if (shared)
+            group = std::max(1u, std::min(group, shared->group_windows));
+        const bool accumulate = shared && !shared->first_part;
+        for (uint32_t first_window = 0; first_window < windows; first_window += group)
+            sum_buckets(buckets + (size_t)first_window * half, points, scalars, n, mont,
+                        first_window, std::min(group, windows - first_window), accumulate);
+        if (sums_windows)
+            sum_windows(buckets);
+        // The buckets above, when they are this MSM's own, are freed in stream order as they
+        // go out of scope.
+    }
+
+    // Waits for the device steps; Σ_w 2^(c·w)·W_w (a part of an MSM in parts but its last:
+    // the identity, its sums being in the shared buckets).
     point_t result()
     {
+        if (!sums_windows) {
+            stream.sync();
+            point_t none;
+            none.inf();
+            return none;
+        }
         std::vector<bucket_t> window_sums(windows);
         stream.DtoH(window_sums.data(), d_window_sums.data(), windows);
         stream.sync();

@@ -1,6 +1,9 @@
 // Stage H: the coefficients of H = (A·B − C)/Z on the device, left in the context's NTT
 // buffers of the call's set, then their MSM with the H query, in chunks (`msm`) that the
-// caller may interleave with calls of the top class, which use the other set. A, B, C come
+// caller may interleave with calls of the top class, which use the other set. The chunks of
+// one MSM are its parts (msm.cuh's shared_buckets): they add into one set of buckets, kept in
+// the NTT buffers the coefficients leave free, and the last sums the windows, so that the
+// MSM has the windows and the single reduction of its whole size. A, B, C come
 // from the host or from stage R1CS (spmv.cuh). 6 NTTs of the domain size, not the textbook 7:
 // Z is the constant z on the coset g·⟨ω⟩, and the inverse coset NTT of C's coset values is C's
 // coefficients (deg C < n), so H = (icoset(A·B on the coset) − C's coefficients)/z, the same
@@ -131,8 +134,34 @@ public:
         return ctx.ntt_results(domain, set) + first;
     }
 
+    // An H MSM of `npoints` in parts, a part of `count` points, in the `words` free words of
+    // the NTT buffers: the whole MSM's digit width; its shared buckets there, at their start
+    // (their words 256-byte aligned), when a group of a window's sort fits beside them, else
+    // in memory of the context's (cuzk_gpu_context::h_msm_buckets); the windows a group sorts
+    // in the free words left.
+    struct parts_layout {
+        uint32_t c;
+        size_t bucket_bytes, bucket_words;
+        bool buckets_in_ntt_buffers;
+        uint32_t group_windows;
+
+        parts_layout(size_t npoints, size_t count, size_t words)
+            : c(own_msm::digit_bits(npoints)),
+              bucket_bytes(own_msm::buckets_of(c) * sizeof(bucket_t::mem_t)),
+              bucket_words((bucket_bytes / sizeof(uint32_t) + 63) / 64 * 64)
+        {
+            const size_t stride = (count + 63) / 64 * 64;
+            buckets_in_ntt_buffers = bucket_words + 4 * stride <= words;
+            const size_t sort_words = buckets_in_ntt_buffers ? words - bucket_words : words;
+            group_windows = (uint32_t)std::max<size_t>(1, std::min<size_t>(own_msm::windows_of(c),
+                                                                           sort_words / (4 * stride)));
+        }
+    };
+
     // Σ coefficient_i · H_i over i in [first, first + count), by sppark's MSM or cuzk's
-    // (implementation, CUZK_GPU_MSM_*).
+    // (implementation, CUZK_GPU_MSM_*). With cuzk's (no batched-affine rounds), a chunk of
+    // an MSM of more than one is a part of it (parts_layout): it returns the identity but
+    // for the last, which returns the whole sum; the parts must come in order, from first = 0.
     static void msm(cuzk_gpu_context& ctx, uint32_t set, uint32_t lg_domain,
                     const cuzk_gpu_points& h_points, size_t first, size_t count,
                     uint32_t implementation, point_t& out)
@@ -153,15 +182,36 @@ public:
                 stream.HtoD(copy.data(), (const affine_t::mem_t*)h_points.host + first, count);
                 points = copy.data();
             }
-            // The sort's keys and entries in the set's two other NTT buffers, free once the
-            // coefficients are made (2^28 entries of a 2^26-point chunk: 4.3 GB of the MSM's
-            // 11 GB, which an 80 GB card lacks beside a resident 32GiB PoRep key).
+            // The set's two other NTT buffers, free once the coefficients are made, take the
+            // sort's keys and entries (2^28 entries of a 2^26-point chunk alone: 4.3 GB of its
+            // 11 GB, which an 80 GB card lacks beside a resident 32GiB PoRep key), and the
+            // buckets of an MSM in parts beside them.
             const size_t domain = (size_t)1 << lg_domain;
-            fr_t* buffers = ctx.ntt_scratch(3 * domain, set);
-            const size_t free_words = buffers ? 2 * domain * sizeof(fr_t) / sizeof(uint32_t) : 0;
-            own_msm::g1_msm msm{stream, points, coefficients, count, true, 0,
-                                own_msm::with_affine_rounds(implementation),
-                                buffers ? (uint32_t*)(buffers + domain) : nullptr, free_words};
+            uint32_t* const free = (uint32_t*)(ctx.ntt_results(3 * domain, set) + domain);
+            const size_t free_words = 2 * domain * sizeof(fr_t) / sizeof(uint32_t);
+            const bool affine = own_msm::with_affine_rounds(implementation);
+            size_t& next_part = ctx.h_msm_next_part(set);
+            if (count < npoints && !affine) {
+                const bool first_part = first == 0, last_part = first + count == npoints;
+                if (!first_part && next_part != first)
+                    throw std::invalid_argument("a part of H's MSM that does not follow the last one of its buffer set");
+                // Until this part is done: a part that fails ends the MSM.
+                next_part = 0;
+                const parts_layout parts{npoints, count, free_words};
+                typedef bucket_t::mem_t bucket_mem_t;
+                bucket_mem_t* const buckets = parts.buckets_in_ntt_buffers
+                    ? (bucket_mem_t*)free
+                    : (bucket_mem_t*)ctx.h_msm_buckets(parts.bucket_bytes, set);
+                const size_t skipped = parts.buckets_in_ntt_buffers ? parts.bucket_words : 0;
+                const own_msm::shared_buckets<bucket_mem_t> shared{buckets, first_part, last_part,
+                                                                   parts.group_windows};
+                own_msm::g1_msm msm{stream, points, coefficients, count, true, parts.c, false,
+                                    free + skipped, free_words - skipped, &shared};
+                out = msm.result();
+                next_part = last_part ? 0 : first + count;
+                return;
+            }
+            own_msm::g1_msm msm{stream, points, coefficients, count, true, 0, affine, free, free_words};
             out = msm.result();
             return;
         }

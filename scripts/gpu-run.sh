@@ -20,6 +20,9 @@
 #                                 and on the host in turn (~6 min); then the same for the 2KiB
 #                                 partition. CUZK_CHECK_SHAPE=1 also checks the
 #                                 32GiB shape against filecoin-proofs' blank circuit (+90 s)
+#   scripts/gpu-run.sh h-chunks   one 32GiB PoRep partition (as `partition`), each of 3 runs
+#                                 proved with H's MSM in its chunks and again whole: the same
+#                                 bytes, and the two timed (`cuzk[h=whole]`) (~4 min)
 #   scripts/gpu-run.sh prep       one 32GiB PoRep partition (as `partition`), the witness's
 #                                 classes found on the device (runs 0, 2, 4) and on the host
 #                                 (runs 1, 3, 5) in one process (~6 min)
@@ -276,6 +279,12 @@ partition)
         >>"$out/bench.jsonl" 2>>"$out/bench.log" || status=1
     # The 2KiB partition the same way: its records carry the scalar counts of a 2^22 PoRep.
     timeout 100 carry/cuzk-bench porep-partition --system cuzk --sector-size 2KiB --compare-spmv --repeat 5 \
+        >>"$out/bench.jsonl" 2>>"$out/bench.log" || status=1
+    ;;
+h-chunks)
+    # Every run proves its circuit with H's MSM in chunks (the parts of one MSM) and again whole,
+    # and fails unless the proofs are the same bytes (records `cuzk[h=whole]`).
+    timeout 540 carry/cuzk-bench porep-partition --system cuzk --sector-size 32GiB --compare-h-chunks --repeat 3 \
         >>"$out/bench.jsonl" 2>>"$out/bench.log" || status=1
     ;;
 prep)

@@ -128,6 +128,13 @@ impl Prover {
         self.backend.set_prep_on_device(on_gpu)
     }
 
+    /// The points of a chunk of H's MSM on the GPU in the next proofs
+    /// (`EngineConfig::gpu_h_msm_chunk` until changed, 0 for its default; for comparing chunk
+    /// sizes in one process).
+    pub fn set_gpu_h_msm_chunk(&self, points: u64) {
+        self.backend.set_h_msm_chunk(points)
+    }
+
     /// Proves an already synthesized circuit.
     pub fn prove_synthesized(
         &self,
@@ -185,12 +192,14 @@ pub(crate) fn prove_synthesized(
 #[cfg(feature = "cuda")]
 pub(crate) fn gpu_backend(config: &EngineConfig, device: Option<u32>) -> Result<Box<dyn Backend>> {
     use crate::backend::gpu::{GpuBackend, GpuConfig};
+    config.check_gpu_h_msm_chunk()?;
     let gpu = GpuConfig {
         devices: device.map(|d| vec![d as i32]).unwrap_or_else(|| config.devices.clone()),
         key_memory_budget: config.gpu_key_memory_budget,
         pinned_pool_bytes: config.pinned_pool_bytes,
         split: config.gpu_split,
         msm: config.gpu_msm,
+        h_msm_chunk: config.gpu_h_msm_chunk,
         products_on_device: config.products_on_gpu,
         prep_on_device: config.prep_on_gpu,
     };

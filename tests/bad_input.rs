@@ -325,6 +325,23 @@ fn thread_and_lane_counts_past_their_limits_are_refused() {
     }
 }
 
+/// Chunks of H's MSM below the fewest points a configuration may ask for are refused before
+/// anything starts, as the engine's other limits are.
+#[test]
+fn h_msm_chunks_below_their_least_are_refused() {
+    use cuzk::engine::{Engine, EngineConfig, MIN_GPU_H_MSM_CHUNK};
+    for points in [1, MIN_GPU_H_MSM_CHUNK - 1] {
+        let config = EngineConfig {
+            gpu_h_msm_chunk: points,
+            ..EngineConfig::default()
+        };
+        let e = Engine::acquire(config).err().expect("refused");
+        assert_eq!(e.status, Status::InvalidArgument, "{}", e.message);
+        let needle = format!("gpu_h_msm_chunk is {points} points, at least {MIN_GPU_H_MSM_CHUNK}");
+        assert!(e.message.contains(&needle), "{:?} does not say {needle:?}", e.message);
+    }
+}
+
 /// `cuzk_verify_seal` with arguments it cannot check a proof against: each a clean error
 /// naming what is wrong (PARAMETERS_NOT_FOUND for a sector size whose key is not here), never
 /// a PANIC, never an answer.

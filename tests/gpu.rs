@@ -11,7 +11,9 @@ use std::time::Instant;
 use bellperson::groth16::{create_proof_batch, prepare_verifying_key, verify_proof};
 use blstrs::{Bls12, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use common::fixture;
-use cuzk::engine::{Engine, EngineConfig, MsmChoice, PostKind, PostRequest, ProofOutput, ProveOptions, SplitPolicy, UpdateRequest};
+use cuzk::engine::{
+    Engine, EngineConfig, MsmChoice, PostKind, PostRequest, ProofOutput, ProveOptions, SplitPolicy, UpdateRequest, MIN_GPU_H_MSM_CHUNK,
+};
 use cuzk::error::Status;
 use cuzk::internals::r1cs::CircuitShape;
 use cuzk::internals::synthesize;
@@ -210,6 +212,31 @@ fn check_circuit_equals_bellperson<C: bellperson::Circuit<Scalar> + Clone + Send
             "{what} ({key_s:.1} s) split={policy:?} {residency:?} spmv_on_device={products_on_device} msm={msm:?} prep_on_gpu={prep_on_gpu}: bellperson {bellperson_s:.3} s | GPU synthesis {:.3}, upload {:.3}, prep {:.3}, h2d {:.3}, witness upload {:.3}, spmv {:.3}, ntt {:.3}, msm_h {:.3}, batch_add {:.3}, tails {:.3}, b_g2 {:.3}, at once {:.3} s",
             s(t.synthesis_ns), s(t.srs_upload_ns + t.shape_upload_ns), s(t.prep_msm_ns), s(t.pin_h2d_ns), s(t.witness_upload_ns), s(t.spmv_ns), s(t.ntt_ns), s(t.msm_h_ns), s(t.batch_add_ns),
             s(t.msm_l_ns + t.msm_a_ns + t.msm_b_g1_ns), s(t.msm_b_g2_ns), s(t.msm_at_once_ns),
+        );
+    }
+    // H's MSM in chunks of the fewest points a configuration may ask for: by cuzk's MSM, the
+    // parts of one MSM adding into its buckets (cuda/quotient.cuh), 16 and more parts past
+    // 2^20 constraints. A streamed key's H always runs in chunks; a resident one's past the
+    // MSMs run at once (H past 2^22 - 1 points).
+    for residency in [KeyResidency::Streamed, KeyResidency::Resident] {
+        let gpu = gpu_prover_prep(SplitPolicy::CostModel, residency, true, MsmChoice::Cuzk, true);
+        gpu.set_gpu_h_msm_chunk(MIN_GPU_H_MSM_CHUNK);
+        let options = CircuitOptions {
+            randomness: Some((r, s)),
+            cancel: None,
+        };
+        let mut t = Timings::new();
+        let ours = gpu
+            .prove_with_shape(&params, &shape, &Whole(circuit.clone()), &options, &mut t)
+            .expect("GPU proof, H's MSM in chunks");
+        assert_eq!(
+            proof_bytes(&ours),
+            expected,
+            "{what}, key {residency:?}, H's MSM in chunks of {MIN_GPU_H_MSM_CHUNK} points: the GPU proof differs from bellperson's"
+        );
+        eprintln!(
+            "{what} {residency:?}, H's MSM in chunks of {MIN_GPU_H_MSM_CHUNK}: msm_h {:.3} s",
+            t.msm_h_ns as f64 / 1e9
         );
     }
 }

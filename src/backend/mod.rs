@@ -217,6 +217,12 @@ pub trait Backend: Send + Sync {
     #[cfg(feature = "internals")]
     fn set_prep_on_device(&self, _on_device: bool) {}
 
+    /// The points of a chunk of H's MSM in the next calls (`EngineConfig::gpu_h_msm_chunk` at
+    /// the start, 0 for its default; changed by benchmarks that compare chunk sizes in one
+    /// process). The CPU backend's H is one MSM.
+    #[cfg(feature = "internals")]
+    fn set_h_msm_chunk(&self, _points: u64) {}
+
     /// The memory `compute_msms` takes for a circuit of a key with `sizes` whose shape (R1CS
     /// matrices, when the engine synthesizes with one) holds `shape_bytes` on the host.
     fn call_memory(&self, sizes: &QuerySizes, shape_bytes: u64) -> CallMemory;

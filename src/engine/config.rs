@@ -50,6 +50,12 @@ pub struct EngineConfig {
     pub gpu_split: SplitPolicy,
     /// Which MSM the GPU runs where both apply (env CUZK_MSM=cuzk|cuzk-affine|sppark).
     pub gpu_msm: MsmChoice,
+    /// H's MSM on a GPU runs in chunks of at most this many points, between which a
+    /// WinningPoSt may take the device (it waits for one chunk, not the whole MSM); 0: 2^26,
+    /// a 32GiB partition's 2^27 points in two. By cuzk's MSM the chunks add into one set of
+    /// buckets, so a chunk costs its launches and a pass over them (docs/PERFORMANCE.md). At
+    /// least [`MIN_GPU_H_MSM_CHUNK`].
+    pub gpu_h_msm_chunk: u64,
     /// On the R1CS path with a GPU, compute a = A·z, b = B·z, c = C·z on the device from its
     /// resident copy of the circuit's matrices (true), or on the host and send them (env
     /// CUZK_SPMV=device|host).
@@ -114,6 +120,7 @@ impl Default for EngineConfig {
             idle: IdlePolicy::default(),
             gpu_split: SplitPolicy::CostModel,
             gpu_msm: MsmChoice::Cuzk,
+            gpu_h_msm_chunk: 0,
             products_on_gpu: true,
             prep_on_gpu: true,
             verify_param_digests: false,
@@ -152,6 +159,10 @@ pub const MAX_DEVICES: usize = 64;
 /// the engine's thread pools starts this many.
 pub const MAX_THREADS: usize = 4096;
 
+/// The fewest points of a chunk of H's MSM a configuration may ask for (`gpu_h_msm_chunk`):
+/// fewer would make a 32GiB partition's MSM thousands of launches.
+pub const MIN_GPU_H_MSM_CHUNK: u64 = 1 << 16;
+
 /// The most proving lanes a configuration may ask for: four per device of the most devices a
 /// configuration may list. Every call starts a thread per lane.
 pub const MAX_PROVING_LANES: usize = 4 * MAX_DEVICES;
@@ -162,6 +173,7 @@ impl EngineConfig {
     pub(crate) fn resolved(mut self) -> Result<Self> {
         self.check_devices()?;
         self.check_threads()?;
+        self.check_gpu_h_msm_chunk()?;
         if self.param_cache_dir.is_none() {
             let from_env = std::env::var_os("FIL_PROOFS_PARAMETER_CACHE").filter(|v| !v.is_empty());
             self.param_cache_dir = Some(from_env.map(PathBuf::from).unwrap_or_else(|| DEFAULT_PARAMETER_CACHE.into()));
@@ -269,6 +281,16 @@ impl EngineConfig {
         Ok(())
     }
 
+    /// INVALID_ARGUMENT for H's MSM chunks below [`MIN_GPU_H_MSM_CHUNK`] points.
+    pub(crate) fn check_gpu_h_msm_chunk(&self) -> Result<()> {
+        match self.gpu_h_msm_chunk {
+            0 | MIN_GPU_H_MSM_CHUNK.. => Ok(()),
+            n => Err(Error::invalid(format!(
+                "gpu_h_msm_chunk is {n} points, at least {MIN_GPU_H_MSM_CHUNK} (or 0 for the default)"
+            ))),
+        }
+    }
+
     pub fn param_dir(&self) -> PathBuf {
         self.param_cache_dir.clone().unwrap_or_else(|| DEFAULT_PARAMETER_CACHE.into())
     }
@@ -321,6 +343,26 @@ fn env_knob<T: Copy>(name: &str, choices: &[(&str, T)]) -> Result<Option<T>> {
         None => {
             let names: Vec<&str> = choices.iter().map(|(text, _)| *text).collect();
             Err(Error::invalid(format!("{name}={value:?}: expected one of {names:?}")))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn h_msm_chunks_of_the_default_or_at_least_the_least_are_taken() {
+        let chunk = |points| EngineConfig {
+            gpu_h_msm_chunk: points,
+            ..EngineConfig::default()
+        };
+        for points in [0, MIN_GPU_H_MSM_CHUNK, 1 << 26, u64::MAX] {
+            assert!(chunk(points).check_gpu_h_msm_chunk().is_ok(), "{points}");
+        }
+        for points in [1, MIN_GPU_H_MSM_CHUNK - 1] {
+            let e = chunk(points).check_gpu_h_msm_chunk().unwrap_err();
+            assert_eq!(e.status, crate::error::Status::InvalidArgument);
         }
     }
 }

@@ -44,7 +44,7 @@ mod verifier;
 
 pub use config::{
     EngineConfig, IdlePolicy, MsmChoice, ShapeCacheLocation, SplitPolicy, DEFAULT_PARAMETER_CACHE, MAX_DEVICES, MAX_PROVING_LANES, MAX_THREADS,
-    SHAPE_CACHE_DIR_NAME,
+    MIN_GPU_H_MSM_CHUNK, SHAPE_CACHE_DIR_NAME,
 };
 pub use estimate::MemoryEstimate;
 use keys::KeyStore;

@@ -77,6 +77,9 @@ pub struct GpuConfig {
     pub pinned_pool_bytes: u64,
     pub split: SplitPolicy,
     pub msm: MsmChoice,
+    /// H's MSM in chunks of at most this many points (`EngineConfig::gpu_h_msm_chunk`); 0:
+    /// [`quotient::H_MSM_CHUNK`].
+    pub h_msm_chunk: u64,
     /// Compute a = A·z, b = B·z, c = C·z on the device from resident matrices (R1CS
     /// synthesis), sending only the compact witness; false: on the host, a, b, c sent.
     pub products_on_device: bool,
@@ -93,6 +96,7 @@ impl Default for GpuConfig {
             pinned_pool_bytes: 0,
             split: SplitPolicy::CostModel,
             msm: MsmChoice::Cuzk,
+            h_msm_chunk: 0,
             products_on_device: true,
             prep_on_device: true,
         }
@@ -103,6 +107,8 @@ pub struct GpuBackend {
     devices: Vec<Device>,
     split: SplitPolicy,
     msm: MsmChoice,
+    /// Points of a chunk of H's MSM (`GpuConfig::h_msm_chunk`, resolved).
+    h_msm_chunk: AtomicU64,
     products_on_device: bool,
     prep_on_device: AtomicBool,
     /// Where the search for the least busy device starts, so that ties rotate.
@@ -228,6 +234,7 @@ impl GpuBackend {
             devices,
             split: config.split,
             msm: config.msm,
+            h_msm_chunk: AtomicU64::new(h_msm_chunk_or_default(config.h_msm_chunk)),
             products_on_device: config.products_on_device,
             prep_on_device: AtomicBool::new(config.prep_on_device),
             next: AtomicUsize::new(0),
@@ -498,7 +505,8 @@ impl GpuBackend {
                 };
                 return Ok(done.results(t));
             }
-            let h = Self::h_msm(device, buffers, &src, domain.log_size, self.msm, t, &mut |t| match buffers {
+            let msms = self.msm_plan();
+            let h = Self::h_msm(device, buffers, &src, domain.log_size, msms, t, &mut |t| match buffers {
                 sys::SHARED_BUFFERS => device.make_way(&mut device_turn, Priority::WinningPost, t),
                 _ => Ok(()),
             })?;
@@ -628,6 +636,11 @@ impl Backend for GpuBackend {
         self.prep_on_device.store(on_device, Ordering::Relaxed);
     }
 
+    #[cfg(feature = "internals")]
+    fn set_h_msm_chunk(&self, points: u64) {
+        self.h_msm_chunk.store(h_msm_chunk_or_default(points), Ordering::Relaxed);
+    }
+
     /// A key that may not be resident on every device (`Device::fits_key`: over its key budget,
     /// or over its memory beside this call's, as resident) is streamed: not resident, its
     /// points crossing for each MSM (and its tails gathered on the host).
@@ -642,7 +655,30 @@ impl Backend for GpuBackend {
     }
 }
 
+/// `points` for a chunk of H's MSM, [`quotient::H_MSM_CHUNK`] for 0.
+fn h_msm_chunk_or_default(points: u64) -> u64 {
+    match points {
+        0 => quotient::H_MSM_CHUNK,
+        points => points,
+    }
+}
+
+/// Which MSM a backend runs where both apply, and the points of a chunk of H's MSM: what its
+/// MSMs take, and its memory plan.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct MsmPlan {
+    pub(super) choice: MsmChoice,
+    pub(super) h_chunk: u64,
+}
+
 impl GpuBackend {
+    fn msm_plan(&self) -> MsmPlan {
+        MsmPlan {
+            choice: self.msm,
+            h_chunk: self.h_msm_chunk.load(Ordering::Relaxed),
+        }
+    }
+
     /// Whether a split witness's classes are found on the device (witness_classes.rs) for a
     /// call whose key is to be `resident` ([`classified_on_device`] with this backend's
     /// settings).
@@ -662,7 +698,7 @@ impl GpuBackend {
             sizes,
             shape_bytes,
             streamed,
-            self.msm,
+            self.msm_plan(),
             self.products_on_device,
             self.classifies_on_device(sizes, !streamed),
             None,
@@ -681,7 +717,7 @@ impl GpuBackend {
             &sizes,
             0,
             false,
-            self.msm,
+            self.msm_plan(),
             self.products_on_device,
             self.classifies_on_device(&sizes, true),
             Some(tails),
@@ -703,7 +739,7 @@ fn classified_on_device(prep_on_device: bool, products_on_device: bool, choice: 
     prep_on_device && resident && products_on_device && choice.is_cuzk() && sizes.b_g1 == sizes.b_g2 && sizes.h > split::SPLIT_AT_ONCE_MAX_H
 }
 
-/// The memory of a call with a key of `sizes` resident or `streamed`, its MSMs by `choice`, a,
+/// The memory of a call with a key of `sizes` resident or `streamed`, its MSMs as `msms` plans, a,
 /// b, c evaluated on the device from matrices of `shape_bytes` when `products_on_device`, a
 /// split witness's classes found on the device when `classified`; its tail MSMs `tails` when
 /// they are known or bounded (a split witness's, with the key resident), else those of any
@@ -712,12 +748,13 @@ fn call_memory_of(
     sizes: &QuerySizes,
     shape_bytes: u64,
     streamed: bool,
-    choice: MsmChoice,
+    msms: MsmPlan,
     products_on_device: bool,
     classified: bool,
     tails: Option<&[TailPlan; 4]>,
 ) -> CallMemory {
     const SCALAR: u64 = 32;
+    let MsmPlan { choice, h_chunk } = msms;
     const G1_BUCKET: u64 = 4 * 48;
     const G2_BUCKET: u64 = 4 * 96;
     let key_bytes = sizes.points_bytes();
@@ -733,13 +770,23 @@ fn call_memory_of(
         _ => 0,
     };
     // H's MSM a chunk at a time; by cuzk's, its sort's keys and entries in the two NTT
-    // buffers its coefficients leave free when they fit there (cuda/quotient.cuh).
-    let largest_h_chunk = sizes.h.min(quotient::H_MSM_CHUNK as u64);
+    // buffers its coefficients leave free when they fit there, and the chunks of an MSM of
+    // more than one sharing their buckets (cuda/quotient.cuh).
+    let largest_h_chunk = sizes.h.min(h_chunk);
+    let free_ntt_buffers = 2 * SCALAR * sizes.domain();
     let h_chunk = match msm::implementation(choice, largest_h_chunk as usize) {
         implementation @ (sys::MSM_CUZK | sys::MSM_CUZK_AFFINE) => {
-            let sort = msm::sort_bytes(largest_h_chunk, implementation == sys::MSM_CUZK_AFFINE);
-            let free_ntt_buffers = 2 * SCALAR * sizes.domain();
-            own(largest_h_chunk, g1, G1_BUCKET) - if sort <= free_ntt_buffers { sort } else { 0 }
+            let affine = implementation == sys::MSM_CUZK_AFFINE;
+            match (!affine)
+                .then(|| msm::part_bytes(sizes.h, largest_h_chunk, free_ntt_buffers / 4, G1_BUCKET))
+                .flatten()
+            {
+                Some(part) => part + if streamed { largest_h_chunk * g1 } else { 0 },
+                None => {
+                    let sort = msm::sort_bytes(largest_h_chunk, affine);
+                    own(largest_h_chunk, g1, G1_BUCKET) - if sort <= free_ntt_buffers { sort } else { 0 }
+                }
+            }
         }
         _ => 0,
     };
@@ -839,6 +886,14 @@ mod tests {
         (sizes, 7_002 << 20)
     }
 
+    /// `choice`'s MSMs, H's in chunks of the default size.
+    fn msms(choice: MsmChoice) -> MsmPlan {
+        MsmPlan {
+            choice,
+            h_chunk: quotient::H_MSM_CHUNK,
+        }
+    }
+
     /// Whether a call of `call` bytes may hold a key of `sizes` resident beside `matrices` on an
     /// 80 GB H100 as the engine sees it (81 079 MiB; the default key budget of three quarters).
     fn fits_an_h100(sizes: &QuerySizes, call: &CallMemory, matrices: u64) -> bool {
@@ -849,21 +904,22 @@ mod tests {
     #[test]
     fn a_32gib_porep_key_is_resident_on_an_80gb_card_with_its_real_tails() {
         let (sizes, matrices) = porep_32g();
-        let plan = |tails: Option<&[TailPlan; 4]>| call_memory_of(&sizes, 0, false, MsmChoice::Cuzk, true, false, tails);
+        let plan = |tails: Option<&[TailPlan; 4]>| call_memory_of(&sizes, 0, false, msms(MsmChoice::Cuzk), true, false, tails);
         let fits = |call: &CallMemory| fits_an_h100(&sizes, call, matrices);
         // For any witness, a tail of every point of the largest query: the key streamed (run 113).
         assert!(!fits(&plan(None)));
         // Its real tails, ≈ 3 % of each query, gathered: the key fits beside them and the
-        // matrices. H's 2^26-point chunks are the largest MSM then, their sort in the NTT
-        // buffers the coefficients leave free.
+        // matrices. H's 2^26-point chunks are the largest MSM then, parts of one MSM whose
+        // buckets and sort are in the NTT buffers the coefficients leave free.
         let gathered = |points| TailPlan { points, gathered: true };
         let real = [gathered(3_900_000), gathered(3_900_000), gathered(1_000_000), gathered(1_000_000)];
         let call = plan(Some(&real));
         assert!(fits(&call), "{} bytes", call.device_call_bytes);
         let ntt_and_witness = 3 * 32 * sizes.domain() + 32 * sizes.variables();
-        let sort = msm::sort_bytes(1 << 26, false);
-        assert!(sort >= 4 << 30 && sort <= 2 * 32 * sizes.domain(), "{sort}");
-        let h_chunk = msm::scratch_bytes(1 << 26, 4 * 48, false) - sort;
+        let free_words = 2 * 32 * sizes.domain() / 4;
+        let h_chunk = msm::part_bytes(sizes.h, 1 << 26, free_words, 4 * 48).expect("two parts");
+        let alone = msm::scratch_bytes(1 << 26, 4 * 48, false) - msm::sort_bytes(1 << 26, false);
+        assert!(h_chunk < alone, "a part {h_chunk} bytes, a chunk alone {alone}");
         assert!(call.device_call_bytes >= ntt_and_witness + h_chunk);
         assert!(call.device_call_bytes < ntt_and_witness + h_chunk + (1 << 30));
         // A tail of half of L gathered, or all of L dense (read in place), needs more: streamed.
@@ -883,7 +939,7 @@ mod tests {
         let as_gathered = [gathered(130_000_000), gathered(0), gathered(0), gathered(0)];
         assert!(plan(Some(&dense)).device_call_bytes < plan(Some(&as_gathered)).device_call_bytes);
         // By sppark's MSM, its own model of each tail.
-        let sppark = call_memory_of(&sizes, 0, false, MsmChoice::Sppark, true, false, Some(&half));
+        let sppark = call_memory_of(&sizes, 0, false, msms(MsmChoice::Sppark), true, false, Some(&half));
         assert!(sppark.device_call_bytes >= ntt_and_witness + tail_msm::scratch_bytes(65_000_000, 96, 4 * 48, false));
     }
 
@@ -894,7 +950,7 @@ mod tests {
     #[test]
     fn a_32gib_porep_key_is_resident_on_an_80gb_card_with_its_classes_found_on_the_device() {
         let (sizes, matrices) = porep_32g();
-        let plan = |tails: Option<&[TailPlan; 4]>| call_memory_of(&sizes, 0, false, MsmChoice::Cuzk, true, true, tails);
+        let plan = |tails: Option<&[TailPlan; 4]>| call_memory_of(&sizes, 0, false, msms(MsmChoice::Cuzk), true, true, tails);
         let fits = |call: &CallMemory| fits_an_h100(&sizes, call, matrices);
         assert!(classified_on_device(true, true, MsmChoice::Cuzk, &sizes, true));
         assert!(
@@ -919,7 +975,7 @@ mod tests {
         let call = plan(Some(&bounds));
         assert!(fits(&call), "{} bytes", call.device_call_bytes);
         // The counts and selections per word of z are planned beside the tails.
-        let host_classes = call_memory_of(&sizes, 0, false, MsmChoice::Cuzk, true, false, Some(&bounds));
+        let host_classes = call_memory_of(&sizes, 0, false, msms(MsmChoice::Cuzk), true, false, Some(&bounds));
         assert_eq!(
             call.device_call_bytes - host_classes.device_call_bytes,
             sizes.variables().div_ceil(32) * 24

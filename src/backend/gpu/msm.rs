@@ -99,7 +99,7 @@ fn tree_values(leaves: u64) -> u64 {
 /// counts and offsets, the inversion tree.
 pub(super) fn scratch_bytes(n: u64, bucket_bytes: u64, affine: bool) -> u64 {
     let c = digit_bits(n);
-    let (windows, half) = (windows_of(c), 1u64 << (c - 1));
+    let half = 1u64 << (c - 1);
     let rounds = if affine { affine_rounds_for(n, c) } else { 0 };
     let (group, m) = group_entries(n, affine);
     let (mut listed, mut lists) = (m, 0);
@@ -115,17 +115,54 @@ pub(super) fn scratch_bytes(n: u64, bucket_bytes: u64, affine: bool) -> u64 {
     } else {
         0
     };
-    let first = next_level_entries(listed, FIRST_CHUNK);
+    5 * 4 * m + rounds_bytes + run_levels_bytes(listed, bucket_bytes) + buckets_bytes(c, bucket_bytes) + step4_bytes(c, bucket_bytes)
+}
+
+/// The first two run-sum levels' partial sums (keys and sums) over `m` sorted entries.
+fn run_levels_bytes(m: u64, bucket_bytes: u64) -> u64 {
+    let first = next_level_entries(m, FIRST_CHUNK);
     let second = next_level_entries(first, LATER_CHUNK);
-    let partial = 4 + bucket_bytes;
-    // Step 4: the first level's segments and two run-sum levels over them, the plain sums'
-    // two buffers, a row of sums per level.
+    (first + second) * (4 + bucket_bytes)
+}
+
+/// cuda/msm.cuh's `buckets_of`: every window's buckets and one past the last.
+fn buckets_bytes(c: u32, bucket_bytes: u64) -> u64 {
+    (windows_of(c) * (1 << (c - 1)) + 1) * bucket_bytes
+}
+
+/// Step 4: the first level's segments and two run-sum levels over them, the plain sums' two
+/// buffers, a row of sums per level.
+fn step4_bytes(c: u32, bucket_bytes: u64) -> u64 {
+    let (windows, half) = (windows_of(c), 1u64 << (c - 1));
     let segments = windows * (half / SEGMENT);
     let segments_next = next_level_entries(segments, LATER_CHUNK);
-    let step4 = (segments + segments_next + next_level_entries(segments_next, LATER_CHUNK)) * partial
+    (segments + segments_next + next_level_entries(segments_next, LATER_CHUNK)) * (4 + bucket_bytes)
         + (segments + (segments / SEGMENT).max(windows)) * bucket_bytes
-        + levels(half) * windows * bucket_bytes;
-    5 * 4 * m + rounds_bytes + (first + second) * partial + (windows * half + 1) * bucket_bytes + step4
+        + levels(half) * windows * bucket_bytes
+}
+
+/// Device memory a part of `part` points of an H MSM of `npoints` in parts takes beyond the NTT
+/// buffers, `free_words` 32-bit words of which its coefficients leave free (cuda/quotient.cuh's
+/// `parts_layout`, G1 buckets of `bucket_bytes`): the parts' shared buckets when they do not
+/// fit there beside a window's sort (held from the first part to the last), the sort when a
+/// group's does not fit in what is left, cub's temporary storage, the run sums' partial sums,
+/// the last part's window sums. None where the MSM is one part (`scratch_bytes`).
+pub(super) fn part_bytes(npoints: u64, part: u64, free_words: u64, bucket_bytes: u64) -> Option<u64> {
+    if part >= npoints {
+        return None;
+    }
+    let c = digit_bits(npoints);
+    let buckets = buckets_bytes(c, bucket_bytes);
+    let bucket_words = (buckets / 4).next_multiple_of(64);
+    let stride = part.next_multiple_of(64);
+    let in_ntt_buffers = bucket_words + 4 * stride <= free_words;
+    let sort_words = if in_ntt_buffers { free_words - bucket_words } else { free_words };
+    let group = (sort_words / (4 * stride)).min(GROUP_ITEMS / part).clamp(1, windows_of(c));
+    let m = group * part;
+    let sort = 4 * 4 * m.next_multiple_of(64);
+    let held_buckets = if in_ntt_buffers { 0 } else { buckets };
+    let allocated_sort = if sort <= 4 * sort_words { 0 } else { sort };
+    Some(held_buckets + allocated_sort + 4 * m + run_levels_bytes(m, bucket_bytes) + step4_bytes(c, bucket_bytes))
 }
 
 /// Windows a group sorts (steps 1–3) and its entries, for an MSM of `n` points.
@@ -302,6 +339,26 @@ mod tests {
         assert!(scratch_bytes(1 << 10, 192, true) > small);
         // H's 2^26-point chunks: a window a group sorted, less than four windows without rounds.
         assert!(scratch_bytes(1 << 26, 192, true) < scratch_bytes(1 << 26, 192, false));
+    }
+
+    #[test]
+    fn parts_of_an_h_msm_share_buckets_where_the_ntt_buffers_hold_them() {
+        let free_words = |lg_domain: u32| 2 * 32 * (1u64 << lg_domain) / 4;
+        // One part: the MSM alone.
+        assert_eq!(part_bytes((1 << 23) - 1, 1 << 23, free_words(23), 192), None);
+        // A 32GiB partition's 2^27 - 1 points in two: 22-bit digits (12 windows), their 4.8 GB
+        // of buckets and a group of three windows' sort in the 8.6 GB of NTT buffers; what is
+        // allocated is less than a 2^26-point chunk alone took (its sort in the NTT buffers).
+        let part = part_bytes((1 << 27) - 1, 1 << 26, free_words(27), 192).expect("two parts");
+        let buckets = buckets_bytes(22, 192);
+        assert!(buckets > 4_800_000_000 && buckets + 4 * 3 * (1 << 26) * 4 <= 4 * free_words(27));
+        let alone = scratch_bytes(1 << 26, 192, false) - sort_bytes(1 << 26, false);
+        assert!(part < alone, "{part} against {alone}");
+        assert!(part > 4 * 3 * (1 << 26), "cub's storage for three windows' sort: {part}");
+        // 2^23 - 1 points in parts of 2^21: 19-bit digits, 0.7 GB of buckets that the 0.5 GB
+        // of NTT buffers lack room for: held beside them.
+        let small = part_bytes((1 << 23) - 1, 1 << 21, free_words(23), 192).expect("four parts");
+        assert!(small > buckets_bytes(19, 192) && buckets_bytes(19, 192) > 4 * free_words(23), "{small}");
     }
 
     /// The batched-affine rounds (cuda/affine_rounds.cuh) run on the host by the steps the

@@ -13,8 +13,7 @@ use super::device_key::PointSource;
 use super::msm::implementation;
 use super::spmv::DeviceWitness;
 use super::sys::{self, call, to_projective};
-use super::GpuBackend;
-use crate::backend::MsmChoice;
+use super::{GpuBackend, MsmPlan};
 use crate::error::{Error, Result};
 use crate::synthesis::r1cs::CircuitShape;
 use crate::timings::{nanos, Timings};
@@ -31,10 +30,11 @@ pub(super) enum HInput {
     Witness { shape: Arc<CircuitShape>, witness: DeviceWitness },
 }
 
-/// H's MSM is split into chunks of this many points (a 32GiB partition's 2^27 in two) so that a
-/// WinningPoSt waits for one chunk, not the whole. Smaller MSMs run whole: each chunk costs its
-/// own bucket reduction, so fewer, larger chunks are faster (docs/PERFORMANCE.md).
-pub(super) const H_MSM_CHUNK: usize = 1 << 26;
+/// H's MSM is split into chunks of this many points by default (`EngineConfig::gpu_h_msm_chunk`;
+/// a 32GiB partition's 2^27 in two) so that a WinningPoSt waits for one chunk, not the whole.
+/// By cuzk's MSM the chunks are parts of one MSM that share its buckets (cuda/quotient.cuh):
+/// its windows are the whole MSM's, reduced once (docs/PERFORMANCE.md).
+pub(super) const H_MSM_CHUNK: u64 = 1 << 26;
 
 impl GpuBackend {
     /// H's coefficients on the device, left in the context's buffers of `set`: from a, b, c
@@ -99,15 +99,16 @@ impl GpuBackend {
     }
 
     /// H = Σ hᵢ·Pᵢ over the coefficients `quotient` left in `set` and the H query, in chunks
-    /// of H_MSM_CHUNK points, each by `msm`'s choice of MSM for its size; `between` runs before
-    /// each chunk (the caller making way).
+    /// of `msms.h_chunk` points, each by `msms.choice`'s MSM for its size (by cuzk's, parts of
+    /// one MSM: the identity from each chunk but the last, which gives the whole sum);
+    /// `between` runs before each chunk (the caller making way).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn h_msm(
         device: &Device,
         set: u32,
         src: &PointSource,
         lg_domain: u32,
-        msm: MsmChoice,
+        msms: MsmPlan,
         t: &mut Timings,
         between: &mut dyn FnMut(&mut Timings) -> Result<()>,
     ) -> Result<G1Projective> {
@@ -121,13 +122,23 @@ impl GpuBackend {
         let mut first = 0;
         while first < npoints {
             between(t)?;
-            let count = H_MSM_CHUNK.min(npoints - first);
+            let count = (msms.h_chunk as usize).min(npoints - first);
             let mut chunk = sys::G1::default();
             let start = std::time::Instant::now();
             // SAFETY: the H query holds the domain size - 1 points (checked by check_key_fits)
             // and outlives the synchronous call; the chunk lies inside it.
             call("H's MSM", |msg| unsafe {
-                sys::cuzk_gpu_h_msm(ctx, set, lg_domain, &h_points, first, count, implementation(msm, count), &mut chunk, msg)
+                sys::cuzk_gpu_h_msm(
+                    ctx,
+                    set,
+                    lg_domain,
+                    &h_points,
+                    first,
+                    count,
+                    implementation(msms.choice, count),
+                    &mut chunk,
+                    msg,
+                )
             })?;
             t.msm_h_ns += nanos(start.elapsed());
             h += to_projective(&chunk);

@@ -13,7 +13,7 @@
 //!       from bellperson's random setup instead, and every proof verified ("verified" field).
 //!
 //!   cuzk-bench porep-partition --system cuzk|cuzk-streamed|cuzk-cpu --sector-size 2KiB|8MiB|512MiB|32GiB|64GiB
-//!                              [--check-shape] [--compare-spmv] [--compare-prep] [--repeat N]
+//!                              [--check-shape] [--compare-spmv] [--compare-prep] [--compare-h-chunks] [--repeat N]
 //!       one partition of the real PoRep circuit of that sector size (32GiB: 130M constraints,
 //!       domain 2^27), made from made-up vanilla proofs of the right geometry, with a synthetic
 //!       key: PERFORMANCE ONLY. The R1CS path as the engine runs it (shape extracted in parallel
@@ -23,6 +23,8 @@
 //!       --compare-spmv: odd runs compute a, b, c on the host (records `…[spmv=host]`);
 //!       --compare-prep: odd runs find the witness's classes on the host (`…[prep=host]`),
 //!       the even ones on the device: both in one process, on one key.
+//!       --compare-h-chunks: every run proves its circuit again with H's MSM whole, in one
+//!       chunk (`…[h=whole]`), and fails unless the two proofs are the same bytes.
 //!
 //!   cuzk-bench porep-sector --system cuzk|cuzk-cpu --sector-size 32GiB [--sectors 1,2,4] [--partitions P] [--lanes L] [--repeat N]
 //!       whole sectors of made-up partitions (PERFORMANCE ONLY, synthetic key) through the

@@ -107,7 +107,7 @@ fn bench_partition<Tree: 'static + MerkleTreeTrait>(bench: &Bench, proof: Regist
             key
         });
         let start = Instant::now();
-        engine.prover().prove_synthesized(key, synthesized, &fixed_randomness(), &mut t)?;
+        let proof = engine.prover().prove_synthesized(key, synthesized, &fixed_randomness(), &mut t)?;
         let wall = (synthesis_done + start.elapsed()).as_secs_f64();
         t.total_ns = (wall * 1e9) as u64;
         let system = bench.system_name() + if host_products { "[spmv=host]" } else { "" } + if host_prep { "[prep=host]" } else { "" };
@@ -117,6 +117,39 @@ fn bench_partition<Tree: 'static + MerkleTreeTrait>(bench: &Bench, proof: Regist
             memory: memory.fields(),
         };
         record::report(&system, &label, run, wall, &measured, Some(&engine));
+        if args.compare_h_chunks {
+            // The same circuit, witness and randomness, H's MSM in one chunk.
+            let mut whole = Timings::new();
+            whole.backend = t.backend;
+            let mut memory = RunMemory::start();
+            let start = Instant::now();
+            let synthesized = engine
+                .prover()
+                .install(|| synthesize_with_shape(defer, &shape, &circuit, None, &mut whole))?;
+            let synthesis_done = start.elapsed();
+            engine.prover().set_gpu_h_msm_chunk(u64::MAX);
+            let start = Instant::now();
+            let proved = engine.prover().prove_synthesized(key, synthesized, &fixed_randomness(), &mut whole);
+            let wall = (synthesis_done + start.elapsed()).as_secs_f64();
+            engine.prover().set_gpu_h_msm_chunk(bench.config.gpu_h_msm_chunk);
+            if proof_bytes(&proved?) != proof_bytes(&proof) {
+                bail!("{label}, run {run}: the proof with H's MSM whole differs from the one with H's MSM in chunks");
+            }
+            whole.total_ns = (wall * 1e9) as u64;
+            let measured = PartitionRun {
+                timings: TimingFields(&whole),
+                scalars: measured.scalars.clone(),
+                memory: memory.fields(),
+            };
+            record::report(&(system + "[h=whole]"), &label, run, wall, &measured, Some(&engine));
+        }
     }
     Ok(())
+}
+
+/// A proof as bellperson writes it.
+fn proof_bytes(proof: &bellperson::groth16::Proof<blstrs::Bls12>) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    proof.write(&mut bytes).expect("writing to a vector");
+    bytes
 }

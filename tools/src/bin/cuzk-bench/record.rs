@@ -203,7 +203,7 @@ impl Serialize for TimingFields<'_> {
 /// How the aux scalars of each MSM split into zeros (skipped), ones (batch addition) and
 /// full-width values (tail MSMs), each as `[zeros, ones, full]`; scripts/bench-table.py
 /// computes each phase's arithmetic floor from them.
-#[derive(Serialize)]
+#[derive(Clone, Serialize)]
 pub struct Scalars {
     l: [u64; 3],
     a: [u64; 3],
