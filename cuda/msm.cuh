@@ -162,24 +162,28 @@ static uint32_t add_blocks(size_t threads)
     return (uint32_t)((threads * bucket_t::degree + ADD_THREADS - 1) / ADD_THREADS);
 }
 
-// A key's total: its sum, or with `accumulate` its sum added to what totals[key] held (an
-// MSM in parts adding into the buckets of the parts before, `shared_buckets`).
+// The start of the run of `key` at sorted position e: the identity, or with `accumulate` (an
+// MSM in parts adding into the buckets of the parts before, `shared_buckets`), where e is
+// the key's first entry, what its bucket holds. So each bucket is read once, by the sum that
+// carries it to the one write of its total; the load may diverge in a warp, an addition would
+// cost the warp a full addition for every lane's run.
 template<class bucket_t>
-__device__ __forceinline__ void write_total(typename bucket_t::mem_t* totals, uint32_t key,
-                                            bucket_t& sum, bool accumulate)
+__device__ __forceinline__ void begin_run(bucket_t& sum, const typename bucket_t::mem_t* totals,
+                                          const uint32_t* keys, size_t e, uint32_t key,
+                                          bool accumulate)
 {
-    if (accumulate) {
-        const bucket_t before = totals[key];
-        sum.add(before);
-    }
-    totals[key] = sum;
+    if (accumulate && (e == 0 || keys[e - 1] != key))
+        sum = totals[key];
+    else
+        sum.inf();
 }
 
 // One level of step 3 over m sorted entries. A key's sum is written to totals[key] exactly
-// once (write_total): at the level where its run is inside one chunk, or at the last level
-// (one chunk). Else the chunk's first and last runs go to next_keys/next_sums[2t, 2t + 1] (a
-// chunk of one run: its sum, then the identity under the same key). Entries keyed `skip` are
-// not added.
+// once: at the level where its run is inside one chunk, or at the last level (one chunk).
+// Else the chunk's first and last runs go to next_keys/next_sums[2t, 2t + 1] (a chunk of
+// one run: its sum, then the identity under the same key). Entries keyed `skip` are not added.
+// `accumulate` (the first level of a part of an MSM in parts only): runs begin from the
+// buckets (begin_run).
 template<class bucket_t, class entries_t>
 __launch_bounds__(ADD_THREADS) __global__
 void sum_runs(typename bucket_t::mem_t* totals, uint32_t* next_keys,
@@ -192,9 +196,9 @@ void sum_runs(typename bucket_t::mem_t* totals, uint32_t* next_keys,
         return;
     const bool last_level = chunks == 1;
     const size_t begin = t * chunk, end = min(begin + chunk, m);
-    bucket_t sum;
-    sum.inf();
     uint32_t key = keys[begin];
+    bucket_t sum;
+    begin_run(sum, totals, keys, begin, key, accumulate);
     bool first = true;
     for (size_t e = begin; e < end; e++) {
         const uint32_t k = keys[e];
@@ -203,17 +207,17 @@ void sum_runs(typename bucket_t::mem_t* totals, uint32_t* next_keys,
                 next_keys[2 * t] = key;
                 next_sums[2 * t] = sum;
             } else {
-                write_total(totals, key, sum, accumulate);
+                totals[key] = sum;
             }
             first = false;
-            sum.inf();
             key = k;
+            begin_run(sum, totals, keys, e, key, accumulate);
         }
         if (k != skip)
             entries.add_to(sum, e);
     }
     if (last_level) {
-        write_total(totals, key, sum, accumulate);
+        totals[key] = sum;
         return;
     }
     if (first) {
@@ -282,20 +286,18 @@ void combine_levels(typename bucket_t::mem_t* window_sums, const typename bucket
 }
 
 // Step 3 to the end, from a first level already launched into `next` (2 entries per chunk of
-// `chunks`): the later levels on `stream`, ping-ponging between `next` and `spare`; totals
-// written as write_total's `accumulate` says.
+// `chunks`): the later levels on `stream`, ping-ponging between `next` and `spare`.
 template<class bucket_t>
 static void sum_later_levels(stream_t& stream, typename bucket_t::mem_t* totals, size_t chunks,
                              uint32_t* next_keys, typename bucket_t::mem_t* next_sums,
-                             uint32_t* spare_keys, typename bucket_t::mem_t* spare_sums,
-                             bool accumulate)
+                             uint32_t* spare_keys, typename bucket_t::mem_t* spare_sums)
 {
     while (chunks > 1) {
         const size_t m = 2 * chunks;
         chunks = (m + LATER_CHUNK - 1) / LATER_CHUNK;
         sum_runs<bucket_t><<<add_blocks<bucket_t>(chunks), ADD_THREADS, 0, stream>>>(
             totals, spare_keys, spare_sums, next_keys, partial_entries<bucket_t>{next_sums}, m,
-            LATER_CHUNK, UINT32_MAX, accumulate);
+            LATER_CHUNK, UINT32_MAX, false);
         CUDA_OK(cudaGetLastError());
         std::swap(next_keys, spare_keys);
         std::swap(next_sums, spare_sums);
@@ -400,7 +402,7 @@ class msm_on_stream {
             accumulate);
         CUDA_OK(cudaGetLastError());
         sum_later_levels<bucket_t>(s, buckets, chunks, level_keys[0].data(), level_sums[0].data(),
-                                   level_keys[1].data(), level_sums[1].data(), accumulate);
+                                   level_keys[1].data(), level_sums[1].data());
         // The scratch above is freed in stream order as it goes out of scope.
     }
 
@@ -493,7 +495,7 @@ class msm_on_stream {
                 CUDA_OK(cudaGetLastError());
                 sum_later_levels<bucket_t>(s, row, chunks, segment_keys[1].data(),
                                            segment_sums[1].data(), segment_keys[2].data(),
-                                           segment_sums[2].data(), false);
+                                           segment_sums[2].data());
             }
             values = plain[l % 2].data();
             len /= seg;
