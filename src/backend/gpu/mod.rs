@@ -739,7 +739,7 @@ fn classified_on_device(prep_on_device: bool, products_on_device: bool, choice: 
     prep_on_device && resident && products_on_device && choice.is_cuzk() && sizes.b_g1 == sizes.b_g2 && sizes.h > split::SPLIT_AT_ONCE_MAX_H
 }
 
-/// The memory of a call with a key of `sizes` resident or `streamed`, its MSMs as `msms` plans, a,
+/// The memory of a call with a key of `sizes` resident or `streamed`, its MSMs as `msms` says, a,
 /// b, c evaluated on the device from matrices of `shape_bytes` when `products_on_device`, a
 /// split witness's classes found on the device when `classified`; its tail MSMs `tails` when
 /// they are known or bounded (a split witness's, with the key resident), else those of any
@@ -754,9 +754,9 @@ fn call_memory_of(
     tails: Option<&[TailPlan; 4]>,
 ) -> CallMemory {
     const SCALAR: u64 = 32;
-    let MsmPlan { choice, h_chunk } = msms;
     const G1_BUCKET: u64 = 4 * 48;
     const G2_BUCKET: u64 = 4 * 96;
+    let MsmPlan { choice, h_chunk } = msms;
     let key_bytes = sizes.points_bytes();
     let (g1, g2) = (QuerySizes::G1_BYTES, QuerySizes::G2_BYTES);
     let largest_g1 = [sizes.h, sizes.l, sizes.a, sizes.b_g1].into_iter().max().unwrap_or(0);
