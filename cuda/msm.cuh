@@ -518,7 +518,7 @@ public:
                   uint32_t bits = 0, bool affine = false, uint32_t* scratch = nullptr,
                   size_t scratch_words = 0, const shared_buckets<bucket_mem_t>* shared = nullptr)
         : stream(s), c(bits ? bits : digit_bits(n)), windows(windows_of(c)),
-          rounds(affine && !shared && bucket_t::degree == 1 && c >= MIN_BITS && c <= MAX_BITS ? affine_rounds_for(n, c) : 0),
+          rounds(affine && bucket_t::degree == 1 && c >= MIN_BITS && c <= MAX_BITS ? affine_rounds_for(n, c) : 0),
           scratch(scratch), scratch_words(scratch ? scratch_words : 0),
           sums_windows(!shared || shared->last_part), d_window_sums{windows, s}
     {

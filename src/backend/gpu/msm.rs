@@ -355,6 +355,10 @@ mod tests {
         let alone = scratch_bytes(1 << 26, 192, false) - sort_bytes(1 << 26, false);
         assert!(part < alone, "{part} against {alone}");
         assert!(part > 4 * 3 * (1 << 26), "cub's storage for three windows' sort: {part}");
+        // The buckets are not allocated: with room for the same sort but not for them, a part
+        // holds them beside the NTT buffers, and takes exactly their bytes more.
+        let no_room = part_bytes((1 << 27) - 1, 1 << 26, 4 * 3 * (1 << 26), 192).expect("two parts");
+        assert_eq!(no_room - part, buckets);
         // 2^23 - 1 points in parts of 2^21: 19-bit digits, 0.7 GB of buckets that the 0.5 GB
         // of NTT buffers lack room for: held beside them.
         let small = part_bytes((1 << 23) - 1, 1 << 21, free_words(23), 192).expect("four parts");
