@@ -222,10 +222,8 @@ fn check_circuit_equals_bellperson<C: bellperson::Circuit<Scalar> + Clone + Send
             s(t.msm_l_ns + t.msm_a_ns + t.msm_b_g1_ns), s(t.msm_b_g2_ns), s(t.msm_at_once_ns),
         );
     }
-    if shape.num_constraints() > 1 << 22 {
-        // The classified witness's MSMs after H's MSM, not beside it.
-        let gpu = gpu_prover(SplitPolicy::CostModel, KeyResidency::Resident, true, MsmChoice::Cuzk);
-        gpu.set_gpu_witness_msms_beside_h(false);
+    // The shape proved by `gpu` with the same r, s: the proof's bytes and its timings.
+    let prove_shape = |gpu: &Prover, expect: &str| {
         let options = CircuitOptions {
             randomness: Some((r, s)),
             cancel: None,
@@ -233,11 +231,17 @@ fn check_circuit_equals_bellperson<C: bellperson::Circuit<Scalar> + Clone + Send
         let mut t = Timings::new();
         let ours = gpu
             .prove_with_shape(&params, &shape, &Whole(circuit.clone()), &options, &mut t)
-            .expect("GPU proof, the witness's MSMs after H's");
+            .expect(expect);
+        (proof_bytes(&ours), t)
+    };
+    if shape.num_constraints() > 1 << 22 {
+        // The classified witness's MSMs after H's MSM, not beside it.
+        let gpu = gpu_prover(SplitPolicy::CostModel, KeyResidency::Resident, true, MsmChoice::Cuzk);
+        gpu.set_gpu_witness_msms_beside_h(false);
+        let (ours, t) = prove_shape(&gpu, "GPU proof, the witness's MSMs after H's");
         assert_eq!(t.msm_at_once_ns, 0, "{what}: the witness's MSMs ran beside H's when asked not to");
         assert_eq!(
-            proof_bytes(&ours),
-            expected,
+            ours, expected,
             "{what}, the witness's MSMs after H's: the GPU proof differs from bellperson's"
         );
     }
@@ -248,17 +252,9 @@ fn check_circuit_equals_bellperson<C: bellperson::Circuit<Scalar> + Clone + Send
     for residency in [KeyResidency::Streamed, KeyResidency::Resident] {
         let gpu = gpu_prover_prep(SplitPolicy::CostModel, residency, true, MsmChoice::Cuzk, true);
         gpu.set_gpu_h_msm_chunk(MIN_GPU_H_MSM_CHUNK);
-        let options = CircuitOptions {
-            randomness: Some((r, s)),
-            cancel: None,
-        };
-        let mut t = Timings::new();
-        let ours = gpu
-            .prove_with_shape(&params, &shape, &Whole(circuit.clone()), &options, &mut t)
-            .expect("GPU proof, H's MSM in chunks");
+        let (ours, t) = prove_shape(&gpu, "GPU proof, H's MSM in chunks");
         assert_eq!(
-            proof_bytes(&ours),
-            expected,
+            ours, expected,
             "{what}, key {residency:?}, H's MSM in chunks of {MIN_GPU_H_MSM_CHUNK} points: the GPU proof differs from bellperson's"
         );
         eprintln!(
