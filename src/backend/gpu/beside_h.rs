@@ -9,6 +9,7 @@
 use blstrs::{G1Projective, G2Projective};
 
 use super::device::Device;
+use super::split::TailPlan;
 use super::sys::{self, call};
 use super::witness_classes::{log_times, ClassifiedMsms};
 use super::{classes_bytes, h_chunk_bytes, ones_bitmap_bytes, witness_tails_bytes, MsmPlan};
@@ -31,6 +32,12 @@ pub(super) struct WitnessSums {
     pub(super) b_g2: G2Projective,
 }
 
+/// The device memory H's largest part and a classified witness's MSMs with tails `tails` take
+/// at once, beside the call's buffers: both MSMs' scratch, the ones' bitmap, the classes.
+fn beside_bytes(sizes: &QuerySizes, plan: MsmPlan, tails: &[TailPlan; 4]) -> u64 {
+    h_chunk_bytes(sizes, plan, false) + witness_tails_bytes(plan.choice, tails) + ones_bitmap_bytes(sizes) + classes_bytes(sizes)
+}
+
 impl WitnessBesideH {
     /// `msms` over `points` (L's, A's, B_G1's, B_G2's, resident) beside H's MSM, when the
     /// device has the memory both take free (inside the call's turn, its buffers held).
@@ -41,8 +48,7 @@ impl WitnessBesideH {
         sizes: &QuerySizes,
         plan: MsmPlan,
     ) -> Result<Option<Self>> {
-        let tails = msms.tail_plans();
-        let both = h_chunk_bytes(sizes, plan, false) + witness_tails_bytes(plan.choice, &tails) + ones_bitmap_bytes(sizes) + classes_bytes(sizes);
+        let both = beside_bytes(sizes, plan, &msms.tail_plans());
         if !device.has_free(both)? {
             log::debug!(
                 "device {}: no room for the witness MSMs beside H's ({} MiB): after it",
@@ -123,5 +129,38 @@ impl WitnessBesideH {
     /// The witness's sums, once `run` has returned.
     pub(super) fn sums(self) -> Option<WitnessSums> {
         self.sums
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::gpu::call_memory_of;
+    use crate::backend::gpu::tests::{msms, porep_32g};
+    use crate::backend::MsmChoice;
+
+    /// A 32GiB PoRep partition with its real tails (≈ 3 % of each query): beside H's part its
+    /// witness MSMs add their scratch to the part's, ≈ 7 GB in all, which an H200 has free
+    /// beside the resident key, the matrices and the call's buffers.
+    #[test]
+    fn a_32gib_porep_partitions_witness_msms_fit_beside_h_on_an_h200() {
+        let (sizes, matrices) = porep_32g();
+        let gathered = |points| TailPlan { points, gathered: true };
+        let real = [gathered(3_900_000), gathered(3_900_000), gathered(1_000_000), gathered(1_000_000)];
+        let plan = msms(MsmChoice::Cuzk);
+        let (h_part, witness) = (h_chunk_bytes(&sizes, plan, false), witness_tails_bytes(plan.choice, &real));
+        let both = beside_bytes(&sizes, plan, &real);
+        assert!(
+            both >= h_part + witness,
+            "{both} bytes for a part of {h_part} and witness MSMs of {witness}"
+        );
+        assert!(both < 8 << 30, "{both} bytes");
+        // Free when H's MSM starts: the device less the key, the matrices, the NTT and witness
+        // buffers and the CUDA context (≈ 0.6 GB).
+        let buffers = 3 * 32 * sizes.domain() + 32 * sizes.variables();
+        let call = call_memory_of(&sizes, 0, false, plan, true, true, Some(&real));
+        assert!(call.device_call_bytes >= buffers + h_part.max(witness));
+        let free = |device_mib: u64| (device_mib << 20) - sizes.points_bytes() - matrices - buffers - (600 << 20);
+        assert!(free(143_771) >= both + (4 << 30), "an H200 has {} MiB free", free(143_771) >> 20);
     }
 }

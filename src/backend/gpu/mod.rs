@@ -934,7 +934,7 @@ mod tests {
 
     /// A 32GiB PoRep partition's queries: a key of 45 155 MiB, as the 45 179 MiB of runs
     /// 103–113, and matrices of 7 002 MiB on the device.
-    fn porep_32g() -> (QuerySizes, u64) {
+    pub(super) fn porep_32g() -> (QuerySizes, u64) {
         let sizes = QuerySizes {
             ic: 300,
             h: (1 << 27) - 1,
@@ -947,7 +947,7 @@ mod tests {
     }
 
     /// `choice`'s MSMs, H's in chunks of the default size.
-    fn msms(choice: MsmChoice) -> MsmPlan {
+    pub(super) fn msms(choice: MsmChoice) -> MsmPlan {
         MsmPlan {
             choice,
             h_chunk: quotient::H_MSM_CHUNK,
@@ -956,7 +956,7 @@ mod tests {
 
     /// Whether a call of `call` bytes may hold a key of `sizes` resident beside `matrices` on an
     /// 80 GB H100 as the engine sees it (81 079 MiB; the default key budget of three quarters).
-    fn fits_an_h100(sizes: &QuerySizes, call: &CallMemory, matrices: u64) -> bool {
+    pub(super) fn fits_an_h100(sizes: &QuerySizes, call: &CallMemory, matrices: u64) -> bool {
         let h100 = 81_079u64 << 20;
         device::key_fits(sizes.points_bytes(), call.device_call_bytes + matrices, h100 / 4 * 3, h100)
     }
