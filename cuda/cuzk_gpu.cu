@@ -47,11 +47,6 @@ static_assert(sizeof(cuzk_gpu_witness_scalars) == 40, "cuzk_gpu_witness_scalars"
 static_assert(offsetof(cuzk_gpu_witness_scalars, selected_offsets) == 24 &&
                   offsetof(cuzk_gpu_witness_scalars, resident) == 32,
               "cuzk_gpu_witness_scalars");
-static_assert(sizeof(cuzk_gpu_classified_queries) == 272 &&
-                  offsetof(cuzk_gpu_classified_queries, scalars) == 128 &&
-                  offsetof(cuzk_gpu_classified_queries, split_min_ones) == 248 &&
-                  offsetof(cuzk_gpu_classified_queries, implementation) == 264,
-              "cuzk_gpu_classified_queries");
 static_assert(sizeof(cuzk_gpu_split_query) == 32 && offsetof(cuzk_gpu_split_query, tail_n) == 24,
               "cuzk_gpu_split_query");
 #ifndef __CUDA_ARCH__ // on the device an Fp2 element is spread over two threads
@@ -129,7 +124,6 @@ static void free_context_object(T* object, int context_lives)
 #include "witness_msm.cuh"
 #include "witness_classes.cuh"
 #include "split.cuh"
-#include "beside_h.cuh"
 
 static void set_message(cuzk_gpu_message* msg, const char* text)
 {
@@ -486,28 +480,6 @@ extern "C" int cuzk_gpu_classified_b_msms(cuzk_gpu_context* ctx, uint32_t set,
                                     times);
         to_g1(g1, b_g1);
         to_g2(g2, b_g2);
-    });
-}
-
-extern "C" int cuzk_gpu_h_msm_beside_witness(cuzk_gpu_context* ctx, uint32_t set,
-                                             uint32_t lg_domain, const cuzk_gpu_points* h_points,
-                                             size_t first, size_t count,
-                                             uint32_t h_implementation,
-                                             const cuzk_gpu_classified_queries* witness,
-                                             const cuzk_gpu_staging* staging, cuzk_gpu_g1* h,
-                                             cuzk_gpu_g1 g1[3], cuzk_gpu_g2* b_g2,
-                                             uint64_t times[12], cuzk_gpu_message* msg)
-{
-    return guarded(msg, [&] {
-        ctx->gpu.select();
-        point_t h_sum, g1_sums[3];
-        g2_point_t b_g2_sum;
-        h_msm_beside_witness(*ctx, set, lg_domain, *h_points, first, count, h_implementation,
-                             *witness, staging, h_sum, g1_sums, b_g2_sum, times);
-        to_g1(h_sum, h);
-        for (int q = 0; q < 3; q++)
-            to_g1(g1_sums[q], &g1[q]);
-        to_g2(b_g2_sum, b_g2);
     });
 }
 

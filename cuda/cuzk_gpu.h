@@ -324,31 +324,6 @@ int cuzk_gpu_classified_b_msms(cuzk_gpu_context *ctx, uint32_t set,
                                cuzk_gpu_g1 *b_g1, cuzk_gpu_g2 *b_g2, uint64_t times[5],
                                cuzk_gpu_message *msg);
 
-/* A classified witness's MSMs (as cuzk_gpu_classified_witness_msm for L and A, and
- * cuzk_gpu_classified_b_msms for B_G1 and B_G2) to run beside a part of H's MSM
- * (cuzk_gpu_h_msm_beside_witness): points L, A, B_G1, B_G2 (resident); scalars L's, A's, B's;
- * split_min_ones L's and A's; implementation the witness MSMs' (cuzk's). */
-typedef struct {
-    cuzk_gpu_points points[4];
-    cuzk_gpu_witness_scalars scalars[3];
-    uint64_t split_min_ones[2];
-    uint32_t implementation;
-} cuzk_gpu_classified_queries;
-
-/* cuzk_gpu_h_msm's chunk [first, first + count) of H's MSM (into *h) while the classified
- * witness MSMs `witness` run beside it on a host thread and a stream of their own, over the
- * witness the last quotient call of `set` left (into g1[0..2]: L, A, B_G1, and *b_g2); both
- * done when it returns. times: the chunk's own wall time, then L's and A's classes, batch
- * addition and tail, then B's classes, B_G1's batch addition and tail, B_G2's batch addition
- * and tail (device times, ns). */
-int cuzk_gpu_h_msm_beside_witness(cuzk_gpu_context *ctx, uint32_t set, uint32_t lg_domain,
-                                  const cuzk_gpu_points *h_points, size_t first, size_t count,
-                                  uint32_t h_implementation,
-                                  const cuzk_gpu_classified_queries *witness,
-                                  const cuzk_gpu_staging *staging, cuzk_gpu_g1 *h,
-                                  cuzk_gpu_g1 g1[3], cuzk_gpu_g2 *b_g2, uint64_t times[12],
-                                  cuzk_gpu_message *msg);
-
 /* A query's selection of z (scalars: selected and selected_offsets, for a query of npoints)
  * checked and copied to the device, for every call whose witness and query it fits (the calls
  * of one circuit shape): *out owns it until cuzk_gpu_selection_free, *bytes of device memory. */

@@ -396,12 +396,9 @@ typedef struct cuzk_timings {
   // Wall time of the H, L, A, B_G1 and B_G2 MSMs (batch additions included) when they ran
   // at the same time, each query on a stream of its own: a witness read on the device with
   // queries of up to 2^20 points, or a split witness with H's query of up to 2^22 − 1 and
-  // the key resident; or beside the first part of H's MSM, a witness whose classes the
-  // device found (the parts' wall time, the waits between them not counted; the classes'
-  // device time is then in it, not in `prep_msm_ns`). Each one's own duration is still in
-  // `msm_h_ns` … `msm_b_g2_ns` and `batch_add_ns`, and these overlap. 0 when they ran one
-  // after another. Where the phases add up to `total_ns`, the six count as this once
-  // (`Timings::serial_ns`).
+  // the key resident. Each one's own duration is still in `msm_h_ns` … `msm_b_g2_ns` and
+  // `batch_add_ns`, and these overlap. 0 when they ran one after another. Where the phases
+  // add up to `total_ns`, the six count as this once (`Timings::serial_ns`).
   uint64_t msm_at_once_ns;
 } cuzk_timings;
 

@@ -23,10 +23,6 @@
 #   scripts/gpu-run.sh h-chunks   one 32GiB PoRep partition (as `partition`), each of 3 runs
 #                                 proved with H's MSM in its chunks and again whole: the same
 #                                 bytes, and the two timed (`cuzk[h=whole]`) (~4 min)
-#   scripts/gpu-run.sh beside-h   one 32GiB PoRep partition (as `partition`), each of 3 runs
-#                                 proved with the witness's MSMs beside H's MSM and again after
-#                                 it: the same bytes, and the two timed (`cuzk[witness=after-h]`)
-#                                 (~4 min)
 #   scripts/gpu-run.sh prep       one 32GiB PoRep partition (as `partition`), the witness's
 #                                 classes found on the device (runs 0, 2, 4) and on the host
 #                                 (runs 1, 3, 5) in one process (~6 min)
@@ -289,13 +285,6 @@ h-chunks)
     # Every run proves its circuit with H's MSM in chunks (the parts of one MSM) and again whole,
     # and fails unless the proofs are the same bytes (records `cuzk[h=whole]`).
     timeout 540 carry/cuzk-bench porep-partition --system cuzk --sector-size 32GiB --compare-h-chunks --repeat 3 \
-        >>"$out/bench.jsonl" 2>>"$out/bench.log" || status=1
-    ;;
-beside-h)
-    # Every run proves its circuit with the witness's MSMs beside H's first part and again after
-    # H's MSM, and fails unless the proofs are the same bytes (records `cuzk[witness=after-h]`);
-    # the log has each query's classes' device time.
-    RUST_LOG=cuzk=info,cuzk::backend::gpu::witness_classes=debug timeout 540 carry/cuzk-bench porep-partition --system cuzk --sector-size 32GiB --compare-beside-h --repeat 3 \
         >>"$out/bench.jsonl" 2>>"$out/bench.log" || status=1
     ;;
 prep)

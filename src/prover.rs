@@ -128,13 +128,6 @@ impl Prover {
         self.backend.set_prep_on_device(on_gpu)
     }
 
-    /// Whether the next proofs run a classified witness's MSMs beside H's MSM on the GPU where
-    /// it has room (`EngineConfig::gpu_witness_msms_beside_h` until changed; for comparing the
-    /// two in one process).
-    pub fn set_gpu_witness_msms_beside_h(&self, beside: bool) {
-        self.backend.set_witness_msms_beside_h(beside)
-    }
-
     /// The points of a chunk of H's MSM on the GPU in the next proofs
     /// (`EngineConfig::gpu_h_msm_chunk` until changed, 0 for its default; for comparing chunk
     /// sizes in one process).
@@ -209,7 +202,6 @@ pub(crate) fn gpu_backend(config: &EngineConfig, device: Option<u32>) -> Result<
         h_msm_chunk: config.gpu_h_msm_chunk,
         products_on_device: config.products_on_gpu,
         prep_on_device: config.prep_on_gpu,
-        witness_msms_beside_h: config.gpu_witness_msms_beside_h,
     };
     Ok(Box::new(GpuBackend::new(&gpu)?))
 }

@@ -117,8 +117,7 @@ fn read_from_file(key: ProvingKey) -> ProvingKey {
 /// matrices and compact witness, with cuzk's MSM (a full-width witness's MSMs at once) and
 /// sppark's, with a split witness's classes found on the device (past a domain of 2^22, the key
 /// resident, a, b, c on the device and cuzk's MSM: witness_classes.rs) and on the host, and a
-/// second call of the shape (its selections of z resident since the first), the classified
-/// witness's MSMs beside H's MSM (the default, checked taken) and after it; with a real key
+/// second call of the shape (its selections of z resident since the first); with a real key
 /// the proof verifies.
 fn check_circuit_equals_bellperson<C: bellperson::Circuit<Scalar> + Clone + Send + Sync>(
     circuit: C,
@@ -188,13 +187,6 @@ fn check_circuit_equals_bellperson<C: bellperson::Circuit<Scalar> + Clone + Send
         if msm == MsmChoice::Sppark {
             assert_eq!(t.msm_at_once_ns, 0, "{what}: sppark's MSMs run one after another");
         }
-        // Past a domain of 2^22 with its classes found on the device, the witness's MSMs run
-        // beside H's (a test device has the room).
-        let classified =
-            shape.num_constraints() > 1 << 22 && products_on_device && prep_on_gpu && residency == KeyResidency::Resident && msm != MsmChoice::Sppark;
-        if classified {
-            assert!(t.msm_at_once_ns > 0, "{what}, {msm:?} MSM: the witness's MSMs did not run beside H's");
-        }
         if products_on_device && policy == SplitPolicy::CostModel {
             // A second call of the shape: its matrices, and A's and B's selections of z that
             // the first call left with them, are resident (neither sent again).
@@ -222,29 +214,6 @@ fn check_circuit_equals_bellperson<C: bellperson::Circuit<Scalar> + Clone + Send
             s(t.msm_l_ns + t.msm_a_ns + t.msm_b_g1_ns), s(t.msm_b_g2_ns), s(t.msm_at_once_ns),
         );
     }
-    // The shape proved by `gpu` with the same r, s: the proof's bytes and its timings.
-    let prove_shape = |gpu: &Prover, expect: &str| {
-        let options = CircuitOptions {
-            randomness: Some((r, s)),
-            cancel: None,
-        };
-        let mut t = Timings::new();
-        let ours = gpu
-            .prove_with_shape(&params, &shape, &Whole(circuit.clone()), &options, &mut t)
-            .expect(expect);
-        (proof_bytes(&ours), t)
-    };
-    if shape.num_constraints() > 1 << 22 {
-        // The classified witness's MSMs after H's MSM, not beside it.
-        let gpu = gpu_prover(SplitPolicy::CostModel, KeyResidency::Resident, true, MsmChoice::Cuzk);
-        gpu.set_gpu_witness_msms_beside_h(false);
-        let (ours, t) = prove_shape(&gpu, "GPU proof, the witness's MSMs after H's");
-        assert_eq!(t.msm_at_once_ns, 0, "{what}: the witness's MSMs ran beside H's when asked not to");
-        assert_eq!(
-            ours, expected,
-            "{what}, the witness's MSMs after H's: the GPU proof differs from bellperson's"
-        );
-    }
     // H's MSM in chunks of the fewest points a configuration may ask for: by cuzk's MSM, the
     // parts of one MSM adding into its buckets (cuda/quotient.cuh), 16 and more parts past
     // 2^20 constraints. A streamed key's H always runs in chunks; a resident one's past the
@@ -252,9 +221,17 @@ fn check_circuit_equals_bellperson<C: bellperson::Circuit<Scalar> + Clone + Send
     for residency in [KeyResidency::Streamed, KeyResidency::Resident] {
         let gpu = gpu_prover_prep(SplitPolicy::CostModel, residency, true, MsmChoice::Cuzk, true);
         gpu.set_gpu_h_msm_chunk(MIN_GPU_H_MSM_CHUNK);
-        let (ours, t) = prove_shape(&gpu, "GPU proof, H's MSM in chunks");
+        let options = CircuitOptions {
+            randomness: Some((r, s)),
+            cancel: None,
+        };
+        let mut t = Timings::new();
+        let ours = gpu
+            .prove_with_shape(&params, &shape, &Whole(circuit.clone()), &options, &mut t)
+            .expect("GPU proof, H's MSM in chunks");
         assert_eq!(
-            ours, expected,
+            proof_bytes(&ours),
+            expected,
             "{what}, key {residency:?}, H's MSM in chunks of {MIN_GPU_H_MSM_CHUNK} points: the GPU proof differs from bellperson's"
         );
         eprintln!(

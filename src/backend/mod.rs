@@ -217,12 +217,6 @@ pub trait Backend: Send + Sync {
     #[cfg(feature = "internals")]
     fn set_prep_on_device(&self, _on_device: bool) {}
 
-    /// Whether the next calls run a classified witness's MSMs beside H's MSM where the device
-    /// has room (`EngineConfig::gpu_witness_msms_beside_h` at the start; changed by benchmarks
-    /// that compare the two in one process). The CPU backend's MSMs run one after another.
-    #[cfg(feature = "internals")]
-    fn set_witness_msms_beside_h(&self, _beside: bool) {}
-
     /// The points of a chunk of H's MSM in the next calls (`EngineConfig::gpu_h_msm_chunk` at
     /// the start, 0 for its default; changed by benchmarks that compare chunk sizes in one
     /// process). The CPU backend's H is one MSM.

@@ -65,10 +65,6 @@ pub struct EngineConfig {
     /// the device computes, a resident key, H's MSM in chunks (a 32GiB PoRep or update
     /// partition); else, or when false, on the host (env CUZK_PREP=device|host).
     pub prep_on_gpu: bool,
-    /// With a GPU and a witness whose classes it finds (`prep_on_gpu`), run the witness's MSMs
-    /// (L, A, B_G1, B_G2) beside the first part of H's MSM where the device has memory free
-    /// for both, instead of after H's MSM (env CUZK_WITNESS_MSMS=beside-h|after-h).
-    pub gpu_witness_msms_beside_h: bool,
     /// Check every parameter file against its digest before first use, as filecoin-proofs
     /// does (env FIL_PROOFS_VERIFY_PRODUCTION_PARAMS=1|true sets it, the same variable): a
     /// file not in the table, or whose BLAKE2b differs, is PARAMETERS_INVALID. Hashing reads
@@ -127,7 +123,6 @@ impl Default for EngineConfig {
             gpu_h_msm_chunk: 0,
             products_on_gpu: true,
             prep_on_gpu: true,
-            gpu_witness_msms_beside_h: true,
             verify_param_digests: false,
             param_digests_file: None,
             shape_cache: ShapeCacheLocation::NextToParameters,
@@ -194,7 +189,7 @@ impl EngineConfig {
 
     /// This configuration with the environment's overrides applied: CUZK_NO_GPU=1|0,
     /// CUZK_SYNTHESIS=classic|r1cs, CUZK_GPU_SPLIT=auto|always|never, CUZK_MSM=cuzk|cuzk-affine|sppark,
-    /// CUZK_SPMV=device|host, CUZK_PREP=device|host, CUZK_WITNESS_MSMS=beside-h|after-h,
+    /// CUZK_SPMV=device|host, CUZK_PREP=device|host,
     /// FIL_PROOFS_VERIFY_PRODUCTION_PARAMS=1|0 (and true|false, yes|no, on|off),
     /// CUZK_PARAMETERS_JSON=FILE, each when set. A value it does not know is an error, not silently ignored.
     pub fn with_environment(mut self) -> Result<Self> {
@@ -229,9 +224,6 @@ impl EngineConfig {
         }
         if let Some(on_device) = env_knob("CUZK_PREP", &[("device", true), ("host", false)])? {
             self.prep_on_gpu = on_device;
-        }
-        if let Some(beside) = env_knob("CUZK_WITNESS_MSMS", &[("beside-h", true), ("after-h", false)])? {
-            self.gpu_witness_msms_beside_h = beside;
         }
         let truth = [
             ("1", true),

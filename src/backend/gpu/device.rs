@@ -302,13 +302,6 @@ impl Device {
         !self.keys.holds(key.id()) && self.fits_key(key.points_bytes(), call_bytes)
     }
 
-    /// Whether the device's free memory takes `bytes` more than what it holds now, with the
-    /// headroom a call keeps: for work a call may add beside its planned memory (the witness
-    /// MSMs beside H's, beside_h.rs), never by evicting a key. Call inside the turn.
-    pub(super) fn has_free(&self, bytes: u64) -> Result<bool> {
-        Ok(self.ctx.memory()?.free >= bytes + CALL_HEADROOM_BYTES)
-    }
-
     /// Makes room in this device's memory for a call of `class` with `key`, whose working
     /// memory (NTT and witness buffers, MSM scratch: `Backend::call_memory`) is `call_bytes`:
     /// when free memory, with the buffers the device already holds and the key's upload

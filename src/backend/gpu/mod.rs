@@ -11,8 +11,7 @@
 //! This file holds the settings, the [`Backend`] impls and `GpuBackend::compute_on`, which
 //! takes one proof through the stages; each other file drives the cuda/ file of its name:
 //! `sys` (the mirror of cuda/cuzk_gpu.h), `context`, `staging`, `device_key`, `spmv` (the
-//! R1CS matrices), `quotient` (H), `batch_add`, `tail_msm`, `beside_h` (a classified
-//! witness's MSMs beside H's); `split` holds the 0/1 split's
+//! R1CS matrices), `quotient` (H), `batch_add`, `tail_msm`; `split` holds the 0/1 split's
 //! cost model and each query's MSM plan, `device` the per-device state.
 
 // cuda/'s pipeline, which sys.rs declares, is compiled by the cuzk-cuda crate into its rlib:
@@ -20,7 +19,6 @@
 extern crate cuzk_cuda;
 
 mod batch_add;
-mod beside_h;
 mod context;
 mod device;
 mod device_key;
@@ -55,7 +53,6 @@ use crate::groth16::{check_key_fits, MsmResults, ProvingKey, QuerySizes};
 use crate::synthesis::r1cs::{Assignment, CompactWitness};
 use crate::synthesis::{Products, SynthesizedCircuit};
 use crate::timings::{timed, Timings};
-use beside_h::{WitnessBesideH, WitnessSums};
 pub use context::device_count;
 use device::{Device, InFlight, KeyWanted};
 use device_key::PointSource;
@@ -89,9 +86,6 @@ pub struct GpuConfig {
     /// Find a split witness's scalar classes (prep_msm) on the device where it can
     /// (`GpuBackend::classifies_on_device`); false: always on the host.
     pub prep_on_device: bool,
-    /// Run a classified witness's MSMs beside the first part of H's MSM where the device has
-    /// memory free for both (beside_h.rs); false: after H's MSM.
-    pub witness_msms_beside_h: bool,
 }
 
 impl Default for GpuConfig {
@@ -105,7 +99,6 @@ impl Default for GpuConfig {
             h_msm_chunk: 0,
             products_on_device: true,
             prep_on_device: true,
-            witness_msms_beside_h: true,
         }
     }
 }
@@ -118,7 +111,6 @@ pub struct GpuBackend {
     h_msm_chunk: AtomicU64,
     products_on_device: bool,
     prep_on_device: AtomicBool,
-    witness_msms_beside_h: AtomicBool,
     /// Where the search for the least busy device starts, so that ties rotate.
     next: AtomicUsize,
     /// Made when every device is quarantined after faults (`fault`): calls are proved on the
@@ -245,7 +237,6 @@ impl GpuBackend {
             h_msm_chunk: AtomicU64::new(h_msm_chunk_or_default(config.h_msm_chunk)),
             products_on_device: config.products_on_device,
             prep_on_device: AtomicBool::new(config.prep_on_device),
-            witness_msms_beside_h: AtomicBool::new(config.witness_msms_beside_h),
             next: AtomicUsize::new(0),
             cpu_fallback: Mutex::new(None),
         })
@@ -515,32 +506,12 @@ impl GpuBackend {
                 return Ok(done.results(t));
             }
             let msms = self.msm_plan();
-            // A classified witness's MSMs beside H's where the device has room for both.
-            let mut beside = match queries {
-                QueryMsms::Classified(classified) if self.witness_msms_beside_h.load(Ordering::Relaxed) => {
-                    let points = [sys::QUERY_L, sys::QUERY_A, sys::QUERY_B_G1, sys::QUERY_B_G2].map(|q| src.points(q));
-                    WitnessBesideH::when_room(device, classified, points, &sizes, msms)?
-                }
-                _ => None,
-            };
-            let h = Self::h_msm(
-                device,
-                buffers,
-                &src,
-                domain.log_size,
-                msms,
-                t,
-                &mut |t| match buffers {
-                    sys::SHARED_BUFFERS => device.make_way(&mut device_turn, Priority::WinningPost, t),
-                    _ => Ok(()),
-                },
-                beside.as_mut(),
-            )?;
+            let h = Self::h_msm(device, buffers, &src, domain.log_size, msms, t, &mut |t| match buffers {
+                sys::SHARED_BUFFERS => device.make_way(&mut device_turn, Priority::WinningPost, t),
+                _ => Ok(()),
+            })?;
             fault::injection::fire_if_armed(device)?;
             cancel.check()?;
-            if let Some(WitnessSums { l, a, b_g1, b_g2 }) = beside.and_then(WitnessBesideH::sums) {
-                return Ok(MsmResults { h, l, a, b_g1, b_g2 });
-            }
             let mut make_way = |t: &mut Timings| match let_in {
                 Some(from) => device.make_way(&mut device_turn, from, t),
                 None => Ok(()),
@@ -666,11 +637,6 @@ impl Backend for GpuBackend {
     }
 
     #[cfg(feature = "internals")]
-    fn set_witness_msms_beside_h(&self, beside: bool) {
-        self.witness_msms_beside_h.store(beside, Ordering::Relaxed);
-    }
-
-    #[cfg(feature = "internals")]
     fn set_h_msm_chunk(&self, points: u64) {
         self.h_msm_chunk.store(h_msm_chunk_or_default(points), Ordering::Relaxed);
     }
@@ -773,76 +739,6 @@ fn classified_on_device(prep_on_device: bool, products_on_device: bool, choice: 
     prep_on_device && resident && products_on_device && choice.is_cuzk() && sizes.b_g1 == sizes.b_g2 && sizes.h > split::SPLIT_AT_ONCE_MAX_H
 }
 
-const SCALAR: u64 = 32;
-const G1_BUCKET: u64 = 4 * 48;
-const G2_BUCKET: u64 = 4 * 96;
-
-/// The device memory of an MSM of `n` points by cuzk's MSM where `choice` takes it for that
-/// size (0 for sppark's), its points copied for a streamed key.
-fn own_msm_bytes(choice: MsmChoice, streamed: bool, n: u64, point: u64, bucket: u64) -> u64 {
-    match msm::implementation(choice, n as usize) {
-        implementation @ (sys::MSM_CUZK | sys::MSM_CUZK_AFFINE) => {
-            let affine = implementation == sys::MSM_CUZK_AFFINE && point == QuerySizes::G1_BYTES;
-            msm::scratch_bytes(n, bucket, affine) + if streamed { n * point } else { 0 }
-        }
-        _ => 0,
-    }
-}
-
-/// H's MSM a chunk at a time (`msms`); by cuzk's, its sort's keys and entries in the two NTT
-/// buffers its coefficients leave free when they fit there, and the chunks of an MSM of more
-/// than one sharing their buckets (cuda/quotient.cuh): the device memory of its largest chunk
-/// beside the call's buffers.
-fn h_chunk_bytes(sizes: &QuerySizes, msms: MsmPlan, streamed: bool) -> u64 {
-    let g1 = QuerySizes::G1_BYTES;
-    let largest_h_chunk = sizes.h.min(msms.h_chunk);
-    let free_ntt_buffers = 2 * SCALAR * sizes.domain();
-    match msm::implementation(msms.choice, largest_h_chunk as usize) {
-        implementation @ (sys::MSM_CUZK | sys::MSM_CUZK_AFFINE) => {
-            let affine = implementation == sys::MSM_CUZK_AFFINE;
-            match (!affine)
-                .then(|| msm::part_bytes(sizes.h, largest_h_chunk, free_ntt_buffers / 4, G1_BUCKET))
-                .flatten()
-            {
-                Some(part) => part + if streamed { largest_h_chunk * g1 } else { 0 },
-                None => {
-                    let sort = msm::sort_bytes(largest_h_chunk, affine);
-                    own_msm_bytes(msms.choice, streamed, largest_h_chunk, g1, G1_BUCKET) - if sort <= free_ntt_buffers { sort } else { 0 }
-                }
-            }
-        }
-        _ => 0,
-    }
-}
-
-/// The largest of a split witness's MSMs whose tails are `tails` (L, A, B_G1, B_G2), one after
-/// another over a resident key: each tail's MSM (cuda/tail_msm.cuh), its scalars, and its
-/// points gathered with their indices unless it is dense (read in place).
-fn witness_tails_bytes(choice: MsmChoice, tails: &[TailPlan; 4]) -> u64 {
-    let tail = |plan: &TailPlan, point: u64, bucket: u64| match own_msm_bytes(choice, false, plan.points, point, bucket) {
-        0 => tail_msm::scratch_bytes(plan.points, point, bucket, false),
-        own => own + plan.points * SCALAR + if plan.gathered { plan.points * (point + 4) } else { 0 },
-    };
-    let [l, a, b_g1, b_g2] = tails;
-    let g1_tails = [l, a, b_g1]
-        .into_iter()
-        .map(|plan| tail(plan, QuerySizes::G1_BYTES, G1_BUCKET))
-        .max()
-        .unwrap_or(0);
-    g1_tails.max(tail(b_g2, QuerySizes::G2_BYTES, G2_BUCKET))
-}
-
-/// Beside each witness MSM, its query's batch addition reads a bitmap of its 1-scalars.
-fn ones_bitmap_bytes(sizes: &QuerySizes) -> u64 {
-    [sizes.h, sizes.l, sizes.a, sizes.b_g1].into_iter().max().unwrap_or(0).div_ceil(32) * 4
-}
-
-/// The classes found on the device (witness_classes.rs), a query at a time: each word of z's
-/// counts and selection.
-fn classes_bytes(sizes: &QuerySizes) -> u64 {
-    sizes.variables().div_ceil(32) * (4 * 4 + 2 * 4)
-}
-
 /// The memory of a call with a key of `sizes` resident or `streamed`, its MSMs as `msms` says, a,
 /// b, c evaluated on the device from matrices of `shape_bytes` when `products_on_device`, a
 /// split witness's classes found on the device when `classified`; its tail MSMs `tails` when
@@ -857,14 +753,57 @@ fn call_memory_of(
     classified: bool,
     tails: Option<&[TailPlan; 4]>,
 ) -> CallMemory {
-    let MsmPlan { choice, .. } = msms;
+    const SCALAR: u64 = 32;
+    const G1_BUCKET: u64 = 4 * 48;
+    const G2_BUCKET: u64 = 4 * 96;
+    let MsmPlan { choice, h_chunk } = msms;
     let key_bytes = sizes.points_bytes();
     let (g1, g2) = (QuerySizes::G1_BYTES, QuerySizes::G2_BYTES);
     let largest_g1 = [sizes.h, sizes.l, sizes.a, sizes.b_g1].into_iter().max().unwrap_or(0);
-    let own = |n: u64, point: u64, bucket: u64| own_msm_bytes(choice, streamed, n, point, bucket);
-    let h_chunk = h_chunk_bytes(sizes, msms, streamed);
+    // The largest MSM one after another: sppark's, or cuzk's up to its sizes (tails, H's
+    // chunks), its points copied for a streamed key.
+    let own = |n: u64, point: u64, bucket: u64| match msm::implementation(choice, n as usize) {
+        implementation @ (sys::MSM_CUZK | sys::MSM_CUZK_AFFINE) => {
+            let affine = implementation == sys::MSM_CUZK_AFFINE && point == g1;
+            msm::scratch_bytes(n, bucket, affine) + if streamed { n * point } else { 0 }
+        }
+        _ => 0,
+    };
+    // H's MSM a chunk at a time; by cuzk's, its sort's keys and entries in the two NTT
+    // buffers its coefficients leave free when they fit there, and the chunks of an MSM of
+    // more than one sharing their buckets (cuda/quotient.cuh).
+    let largest_h_chunk = sizes.h.min(h_chunk);
+    let free_ntt_buffers = 2 * SCALAR * sizes.domain();
+    let h_chunk = match msm::implementation(choice, largest_h_chunk as usize) {
+        implementation @ (sys::MSM_CUZK | sys::MSM_CUZK_AFFINE) => {
+            let affine = implementation == sys::MSM_CUZK_AFFINE;
+            match (!affine)
+                .then(|| msm::part_bytes(sizes.h, largest_h_chunk, free_ntt_buffers / 4, G1_BUCKET))
+                .flatten()
+            {
+                Some(part) => part + if streamed { largest_h_chunk * g1 } else { 0 },
+                None => {
+                    let sort = msm::sort_bytes(largest_h_chunk, affine);
+                    own(largest_h_chunk, g1, G1_BUCKET) - if sort <= free_ntt_buffers { sort } else { 0 }
+                }
+            }
+        }
+        _ => 0,
+    };
     let mut scratch = match tails {
-        Some(tails) => witness_tails_bytes(choice, tails).max(h_chunk) + ones_bitmap_bytes(sizes),
+        // Each tail's MSM (cuda/tail_msm.cuh) over a resident key: its scratch, its scalars,
+        // and its points gathered with their indices unless it is dense (read in place).
+        Some(tails) => {
+            let tail = |plan: &TailPlan, point: u64, bucket: u64| match own(plan.points, point, bucket) {
+                0 => tail_msm::scratch_bytes(plan.points, point, bucket, false),
+                own => own + plan.points * SCALAR + if plan.gathered { plan.points * (point + 4) } else { 0 },
+            };
+            let [l, a, b_g1, b_g2] = tails;
+            let g1_tails = [l, a, b_g1].into_iter().map(|plan| tail(plan, g1, G1_BUCKET)).max().unwrap_or(0);
+            // Beside each MSM, its query's batch addition reads a bitmap of its 1-scalars.
+            let bitmap = largest_g1.div_ceil(32) * 4;
+            g1_tails.max(tail(b_g2, g2, G2_BUCKET)).max(h_chunk) + bitmap
+        }
         None => tail_msm::scratch_bytes(largest_g1, g1, G1_BUCKET, streamed)
             .max(tail_msm::scratch_bytes(sizes.b_g2, g2, G2_BUCKET, streamed))
             .max(own(largest_g1.min(msm::OWN_MSM_MAX_POINTS as u64), g1, G1_BUCKET))
@@ -900,10 +839,11 @@ fn call_memory_of(
     }
     let variables = sizes.variables();
     if classified {
-        // The classes beside the query's tail MSM (its bitmap of ones and tail counted above
-        // when the tails are known), or at worst a tail of the whole query: its indices,
-        // Montgomery scalars, gathered points and cuzk's MSM scratch.
-        let per_word = classes_bytes(sizes);
+        // The classes found on the device (witness_classes.rs), a query at a time: each word of
+        // z's counts and selection beside the query's tail MSM (its bitmap of ones and tail
+        // counted above when the tails are known), or at worst a tail of the whole query: its
+        // indices, Montgomery scalars, gathered points and cuzk's MSM scratch.
+        let per_word = variables.div_ceil(32) * (4 * 4 + 2 * 4);
         let affine = choice == MsmChoice::CuzkAffine;
         let whole_query =
             |n: u64, point: u64, bucket: u64| n.div_ceil(8) + n * (4 + SCALAR + point) + msm::scratch_bytes(n, bucket, affine && point == g1);
@@ -934,7 +874,7 @@ mod tests {
 
     /// A 32GiB PoRep partition's queries: a key of 45 155 MiB, as the 45 179 MiB of runs
     /// 103–113, and matrices of 7 002 MiB on the device.
-    pub(super) fn porep_32g() -> (QuerySizes, u64) {
+    fn porep_32g() -> (QuerySizes, u64) {
         let sizes = QuerySizes {
             ic: 300,
             h: (1 << 27) - 1,
@@ -947,7 +887,7 @@ mod tests {
     }
 
     /// `choice`'s MSMs, H's in chunks of the default size.
-    pub(super) fn msms(choice: MsmChoice) -> MsmPlan {
+    fn msms(choice: MsmChoice) -> MsmPlan {
         MsmPlan {
             choice,
             h_chunk: quotient::H_MSM_CHUNK,
@@ -956,7 +896,7 @@ mod tests {
 
     /// Whether a call of `call` bytes may hold a key of `sizes` resident beside `matrices` on an
     /// 80 GB H100 as the engine sees it (81 079 MiB; the default key budget of three quarters).
-    pub(super) fn fits_an_h100(sizes: &QuerySizes, call: &CallMemory, matrices: u64) -> bool {
+    fn fits_an_h100(sizes: &QuerySizes, call: &CallMemory, matrices: u64) -> bool {
         let h100 = 81_079u64 << 20;
         device::key_fits(sizes.points_bytes(), call.device_call_bytes + matrices, h100 / 4 * 3, h100)
     }

@@ -1,7 +1,6 @@
 //! Stage H on the device (cuda/quotient.cuh): the coefficients of H = (A·B − C)/Z by 6 NTTs,
 //! from a, b, c evaluated on the host or from the witness and the circuit's resident matrices
-//! (spmv.rs), then their MSM with the H query in chunks, the first with a classified witness's
-//! MSMs beside it where the device has room (beside_h.rs).
+//! (spmv.rs), then their MSM with the H query in chunks.
 
 use std::ffi::c_void;
 use std::sync::Arc;
@@ -9,7 +8,6 @@ use std::sync::Arc;
 use blstrs::{G1Projective, Scalar};
 use group::Group;
 
-use super::beside_h::WitnessBesideH;
 use super::device::Device;
 use super::device_key::PointSource;
 use super::msm::implementation;
@@ -103,8 +101,7 @@ impl GpuBackend {
     /// H = Σ hᵢ·Pᵢ over the coefficients `quotient` left in `set` and the H query, in chunks
     /// of `msms.h_chunk` points, each by `msms.choice`'s MSM for its size (by cuzk's, parts of
     /// one MSM: the identity from each chunk but the last, which gives the whole sum);
-    /// `between` runs before each chunk (the caller making way); `beside`, the witness MSMs
-    /// that run beside the first chunk.
+    /// `between` runs before each chunk (the caller making way).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn h_msm(
         device: &Device,
@@ -114,7 +111,6 @@ impl GpuBackend {
         msms: MsmPlan,
         t: &mut Timings,
         between: &mut dyn FnMut(&mut Timings) -> Result<()>,
-        mut beside: Option<&mut WitnessBesideH>,
     ) -> Result<G1Projective> {
         let npoints = (1usize << lg_domain) - 1;
         let mut h = G1Projective::identity();
@@ -127,26 +123,24 @@ impl GpuBackend {
         while first < npoints {
             between(t)?;
             let count = (msms.h_chunk as usize).min(npoints - first);
-            let implementation = implementation(msms.choice, count);
+            let mut chunk = sys::G1::default();
             let start = std::time::Instant::now();
-            let chunk = match beside.as_deref_mut() {
-                Some(witness) if first == 0 => witness.run(device, set, lg_domain, &h_points, first, count, implementation, t)?,
-                _ => {
-                    let mut chunk = sys::G1::default();
-                    // SAFETY: the H query holds the domain size - 1 points (checked by
-                    // check_key_fits) and outlives the synchronous call; the chunk lies inside it.
-                    call("H's MSM", |msg| unsafe {
-                        sys::cuzk_gpu_h_msm(ctx, set, lg_domain, &h_points, first, count, implementation, &mut chunk, msg)
-                    })?;
-                    t.msm_h_ns += nanos(start.elapsed());
-                    chunk
-                }
-            };
-            if beside.is_some() {
-                // With the witness MSMs beside the first part, every part is in the group the
-                // timings count once (the waits between parts are not).
-                t.msm_at_once_ns += nanos(start.elapsed());
-            }
+            // SAFETY: the H query holds the domain size - 1 points (checked by check_key_fits)
+            // and outlives the synchronous call; the chunk lies inside it.
+            call("H's MSM", |msg| unsafe {
+                sys::cuzk_gpu_h_msm(
+                    ctx,
+                    set,
+                    lg_domain,
+                    &h_points,
+                    first,
+                    count,
+                    implementation(msms.choice, count),
+                    &mut chunk,
+                    msg,
+                )
+            })?;
+            t.msm_h_ns += nanos(start.elapsed());
             h += to_projective(&chunk);
             first += count;
         }

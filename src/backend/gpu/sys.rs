@@ -127,16 +127,6 @@ pub(super) struct WitnessScalars {
     pub(super) resident: *const Selection,
 }
 
-/// A classified witness's MSMs to run beside a part of H's (`cuzk_gpu_h_msm_beside_witness`):
-/// L's, A's, B_G1's, B_G2's points; L's, A's, B's scalars; L's and A's fewest ones to split.
-#[repr(C)]
-pub(super) struct ClassifiedQueries {
-    pub(super) points: [Points; 4],
-    pub(super) scalars: [WitnessScalars; 3],
-    pub(super) split_min_ones: [u64; 2],
-    pub(super) implementation: u32,
-}
-
 #[repr(C)]
 pub(super) struct SplitQuery {
     pub(super) ones_bitmap: *const u32,
@@ -311,22 +301,6 @@ extern "C" {
         times: *mut [u64; 5],
         msg: *mut Message,
     ) -> c_int;
-    pub(super) fn cuzk_gpu_h_msm_beside_witness(
-        ctx: *mut Context,
-        set: u32,
-        lg_domain: u32,
-        h_points: *const Points,
-        first: usize,
-        count: usize,
-        h_implementation: u32,
-        witness: *const ClassifiedQueries,
-        staging: *const Staging,
-        h: *mut G1,
-        g1: *mut [G1; 3],
-        b_g2: *mut G2,
-        times: *mut [u64; 12],
-        msg: *mut Message,
-    ) -> c_int;
     pub(super) fn cuzk_gpu_selection_upload(
         ctx: *mut Context,
         scalars: *const WitnessScalars,
@@ -426,12 +400,6 @@ const _: () = assert!(size_of::<ShapeHost>() == 128 && offset_of!(ShapeHost, coe
 const _: () = assert!(size_of::<Witness>() == 48 && offset_of!(Witness, aux) == 32 && offset_of!(Witness, n) == 40);
 const _: () =
     assert!(size_of::<WitnessScalars>() == 40 && offset_of!(WitnessScalars, selected_offsets) == 24 && offset_of!(WitnessScalars, resident) == 32);
-const _: () = assert!(
-    size_of::<ClassifiedQueries>() == 272
-        && offset_of!(ClassifiedQueries, scalars) == 128
-        && offset_of!(ClassifiedQueries, split_min_ones) == 248
-        && offset_of!(ClassifiedQueries, implementation) == 264
-);
 const _: () = assert!(size_of::<SplitQuery>() == 32 && offset_of!(SplitQuery, tail_n) == 24);
 // The points and scalars the entry points read from host memory: blst's affine points
 // (CUZK_GPU_G1_AFFINE_BYTES, CUZK_GPU_G2_AFFINE_BYTES) and 32-byte scalars.

@@ -55,18 +55,6 @@ impl ClassifiedMsms {
         self.tail_bounds.map(|points| TailPlan { points, gathered: true })
     }
 
-    /// The four MSMs over `points` (L's, A's, B_G1's, B_G2's) as the device runs them beside
-    /// H's (beside_h.rs).
-    pub(super) fn queries(&self, points: [sys::Points; 4]) -> sys::ClassifiedQueries {
-        let s = &self.selections;
-        sys::ClassifiedQueries {
-            implementation: implementation(s.msm(), points.iter().map(|p| p.n).max().unwrap_or(0)),
-            points,
-            scalars: [&s.l, &s.a, &s.b].map(|query| s.scalars(query)),
-            split_min_ones: self.split_min_ones,
-        }
-    }
-
     /// G1 query `q`'s MSM (0: L, 1: A) over `points`, with z in the device's buffer set `set`:
     /// the classes' device time into `prep_ns` (logged apart at debug level: prep_msm holds the
     /// host's share too), the batch addition's into `batch_ns`, the tail's into `msm_ns`.
@@ -146,7 +134,7 @@ impl ClassifiedMsms {
     }
 }
 
-pub(super) fn log_times(queries: &str, classes_ns: u64, batch_add_ns: u64, tail_ns: u64) {
+fn log_times(queries: &str, classes_ns: u64, batch_add_ns: u64, tail_ns: u64) {
     let ms = |ns: u64| ns as f64 / 1e6;
     log::debug!(
         "{queries}: classes on the device {:.2} ms, batch addition {:.2} ms, tail MSM {:.2} ms",

@@ -6,7 +6,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use cuzk::engine::{EngineConfig, PostKind, SplitPolicy};
 use filecoin_proofs_api::RegisteredSealProof;
 
-const USAGE: &str = "usage: cuzk-bench c2 --system cuzk|cuzk-streamed|cuzk-cpu|bellperson --fixture DIR --params DIR [--repeat N]\n       cuzk-bench circuit --system cuzk|cuzk-streamed|cuzk-cpu|bellperson --log-constraints K [--witness porep|uniform|sha] [--setup-key] [--write-key FILE] [--repeat N]\n       cuzk-bench porep-partition --system cuzk|cuzk-streamed|cuzk-cpu --sector-size 2KiB|8MiB|512MiB|32GiB|64GiB [--check-shape] [--compare-spmv] [--compare-prep] [--compare-h-chunks] [--compare-beside-h] [--repeat N]\n       cuzk-bench porep-sector --system cuzk|cuzk-cpu --sector-size 2KiB|8MiB|512MiB|32GiB|64GiB [--sectors N,N..] [--partitions P] [--lanes L] [--write-key FILE] [--repeat N]\n       cuzk-bench post --system cuzk|cuzk-cpu --sector-size 2KiB|8MiB|512MiB|32GiB|64GiB [--post window|winning|both] [--partition-sectors N] [--during-batch SECTORS] [--repeat N]\n       cuzk-bench post --system cuzk|cuzk-cpu|bellperson --fixture DIR --params DIR [--repeat N]\n       cuzk-bench update --system cuzk|cuzk-cpu|bellperson --fixture DIR --params DIR [--repeat N]\n       cuzk-bench update --system cuzk|cuzk-cpu --sector-size 2KiB|8MiB|512MiB|32GiB|64GiB [--partitions P] [--repeat N]\n       cuzk-bench soak --system cuzk|cuzk-cpu --fixture DIR --params DIR --repeat CALLS\n       cuzk-bench pressure --system cuzk --fixture DIR --params DIR --hog PROGRAM [--repeat CALLS]\n       cuzk-bench msm --system cuzk --log-points K,K.. [--curve g1|g2|both] [--digit-bits C,C..] [--repeat N]\n       cuzk systems also take --malloc-arena-max N (glibc malloc arenas; default: glibc's own)";
+const USAGE: &str = "usage: cuzk-bench c2 --system cuzk|cuzk-streamed|cuzk-cpu|bellperson --fixture DIR --params DIR [--repeat N]\n       cuzk-bench circuit --system cuzk|cuzk-streamed|cuzk-cpu|bellperson --log-constraints K [--witness porep|uniform|sha] [--setup-key] [--write-key FILE] [--repeat N]\n       cuzk-bench porep-partition --system cuzk|cuzk-streamed|cuzk-cpu --sector-size 2KiB|8MiB|512MiB|32GiB|64GiB [--check-shape] [--compare-spmv] [--compare-prep] [--compare-h-chunks] [--repeat N]\n       cuzk-bench porep-sector --system cuzk|cuzk-cpu --sector-size 2KiB|8MiB|512MiB|32GiB|64GiB [--sectors N,N..] [--partitions P] [--lanes L] [--write-key FILE] [--repeat N]\n       cuzk-bench post --system cuzk|cuzk-cpu --sector-size 2KiB|8MiB|512MiB|32GiB|64GiB [--post window|winning|both] [--partition-sectors N] [--during-batch SECTORS] [--repeat N]\n       cuzk-bench post --system cuzk|cuzk-cpu|bellperson --fixture DIR --params DIR [--repeat N]\n       cuzk-bench update --system cuzk|cuzk-cpu|bellperson --fixture DIR --params DIR [--repeat N]\n       cuzk-bench update --system cuzk|cuzk-cpu --sector-size 2KiB|8MiB|512MiB|32GiB|64GiB [--partitions P] [--repeat N]\n       cuzk-bench soak --system cuzk|cuzk-cpu --fixture DIR --params DIR --repeat CALLS\n       cuzk-bench pressure --system cuzk --fixture DIR --params DIR --hog PROGRAM [--repeat CALLS]\n       cuzk-bench msm --system cuzk --log-points K,K.. [--curve g1|g2|both] [--digit-bits C,C..] [--repeat N]\n       cuzk systems also take --malloc-arena-max N (glibc malloc arenas; default: glibc's own)";
 
 /// The entry of `choices` (names and what they stand for) named `text`.
 fn choose<T: Copy>(what: &str, text: &str, choices: &[(&'static str, T)]) -> Result<T> {
@@ -169,9 +169,6 @@ pub struct Args {
     /// porep-partition: every run proves its circuit again with H's MSM whole (one chunk), and
     /// the two proofs must be the same bytes.
     pub compare_h_chunks: bool,
-    /// porep-partition: every run proves its circuit again with the witness's MSMs after H's
-    /// MSM instead of beside it, and the two proofs must be the same bytes.
-    pub compare_beside_h: bool,
     /// porep-sector: sectors per call, one call per entry and run (`--sectors 1,2,4`).
     pub sectors: Vec<usize>,
     /// porep-sector, update (made-up): partitions per sector (default: the proof kind's).
@@ -224,7 +221,6 @@ impl Args {
             compare_spmv: false,
             compare_prep: false,
             compare_h_chunks: false,
-            compare_beside_h: false,
             sectors: vec![1],
             partitions: None,
             lanes: 0,
@@ -244,7 +240,6 @@ impl Args {
                 "--compare-spmv" => args.compare_spmv = true,
                 "--compare-prep" => args.compare_prep = true,
                 "--compare-h-chunks" => args.compare_h_chunks = true,
-                "--compare-beside-h" => args.compare_beside_h = true,
                 _ => {
                     let value = argv.next().with_context(|| format!("{flag} needs a value"))?;
                     match flag.as_str() {

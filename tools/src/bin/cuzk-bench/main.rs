@@ -13,8 +13,7 @@
 //!       from bellperson's random setup instead, and every proof verified ("verified" field).
 //!
 //!   cuzk-bench porep-partition --system cuzk|cuzk-streamed|cuzk-cpu --sector-size 2KiB|8MiB|512MiB|32GiB|64GiB
-//!                              [--check-shape] [--compare-spmv] [--compare-prep] [--compare-h-chunks]
-//!                              [--compare-beside-h] [--repeat N]
+//!                              [--check-shape] [--compare-spmv] [--compare-prep] [--compare-h-chunks] [--repeat N]
 //!       one partition of the real PoRep circuit of that sector size (32GiB: 130M constraints,
 //!       domain 2^27), made from made-up vanilla proofs of the right geometry, with a synthetic
 //!       key: PERFORMANCE ONLY. The R1CS path as the engine runs it (shape extracted in parallel
@@ -26,8 +25,6 @@
 //!       the even ones on the device: both in one process, on one key.
 //!       --compare-h-chunks: every run proves its circuit again with H's MSM whole, in one
 //!       chunk (`…[h=whole]`), and fails unless the two proofs are the same bytes.
-//!       --compare-beside-h: the same with the witness's MSMs after H's MSM instead of beside
-//!       its first part (`…[witness=after-h]`).
 //!
 //!   cuzk-bench porep-sector --system cuzk|cuzk-cpu --sector-size 32GiB [--sectors 1,2,4] [--partitions P] [--lanes L] [--repeat N]
 //!       whole sectors of made-up partitions (PERFORMANCE ONLY, synthetic key) through the
@@ -131,9 +128,6 @@ impl Bench {
             }
             if !self.config.prep_on_gpu {
                 name += "[prep=host]";
-            }
-            if !self.config.gpu_witness_msms_beside_h {
-                name += "[witness=after-h]";
             }
             match self.config.gpu_msm {
                 MsmChoice::Cuzk => {}

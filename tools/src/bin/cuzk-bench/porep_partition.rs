@@ -117,77 +117,34 @@ fn bench_partition<Tree: 'static + MerkleTreeTrait>(bench: &Bench, proof: Regist
             memory: memory.fields(),
         };
         record::report(&system, &label, run, wall, &measured, Some(&engine));
-        for variant in Variant::ALL.into_iter().filter(|v| v.asked(args)) {
-            // The same circuit, witness and randomness, proved the variant's way.
-            let mut again = Timings::new();
-            again.backend = t.backend;
+        if args.compare_h_chunks {
+            // The same circuit, witness and randomness, H's MSM in one chunk.
+            let mut whole = Timings::new();
+            whole.backend = t.backend;
             let mut memory = RunMemory::start();
             let start = Instant::now();
             let synthesized = engine
                 .prover()
-                .install(|| synthesize_with_shape(defer, &shape, &circuit, None, &mut again))?;
+                .install(|| synthesize_with_shape(defer, &shape, &circuit, None, &mut whole))?;
             let synthesis_done = start.elapsed();
-            variant.set(&engine, bench, true);
+            engine.prover().set_gpu_h_msm_chunk(u64::MAX);
             let start = Instant::now();
-            let proved = engine.prover().prove_synthesized(key, synthesized, &fixed_randomness(), &mut again);
+            let proved = engine.prover().prove_synthesized(key, synthesized, &fixed_randomness(), &mut whole);
             let wall = (synthesis_done + start.elapsed()).as_secs_f64();
-            variant.set(&engine, bench, false);
+            engine.prover().set_gpu_h_msm_chunk(bench.config.gpu_h_msm_chunk);
             if proof_bytes(&proved?) != proof_bytes(&proof) {
-                bail!("{label}, run {run}: the proof {} differs from the default one", variant.described());
+                bail!("{label}, run {run}: the proof with H's MSM whole differs from the one with H's MSM in chunks");
             }
-            again.total_ns = (wall * 1e9) as u64;
+            whole.total_ns = (wall * 1e9) as u64;
             let measured = PartitionRun {
-                timings: TimingFields(&again),
+                timings: TimingFields(&whole),
                 scalars: measured.scalars.clone(),
                 memory: memory.fields(),
             };
-            record::report(&(system.clone() + variant.suffix()), &label, run, wall, &measured, Some(&engine));
+            record::report(&(system + "[h=whole]"), &label, run, wall, &measured, Some(&engine));
         }
     }
     Ok(())
-}
-
-/// A way of proving a run's circuit again, which must give the same bytes.
-#[derive(Clone, Copy)]
-enum Variant {
-    /// --compare-h-chunks: H's MSM whole, in one chunk.
-    WholeH,
-    /// --compare-beside-h: the witness's MSMs after H's MSM, not beside it.
-    WitnessAfterH,
-}
-
-impl Variant {
-    const ALL: [Variant; 2] = [Variant::WholeH, Variant::WitnessAfterH];
-
-    fn asked(self, args: &crate::args::Args) -> bool {
-        match self {
-            Variant::WholeH => args.compare_h_chunks,
-            Variant::WitnessAfterH => args.compare_beside_h,
-        }
-    }
-
-    /// Switches the engine's prover to the variant (`on`) or back to the bench's configuration.
-    fn set(self, engine: &cuzk::engine::Engine, bench: &Bench, on: bool) {
-        let config = &bench.config;
-        match self {
-            Variant::WholeH => engine.prover().set_gpu_h_msm_chunk(if on { u64::MAX } else { config.gpu_h_msm_chunk }),
-            Variant::WitnessAfterH => engine.prover().set_gpu_witness_msms_beside_h(!on && config.gpu_witness_msms_beside_h),
-        }
-    }
-
-    fn suffix(self) -> &'static str {
-        match self {
-            Variant::WholeH => "[h=whole]",
-            Variant::WitnessAfterH => "[witness=after-h]",
-        }
-    }
-
-    fn described(self) -> &'static str {
-        match self {
-            Variant::WholeH => "with H's MSM whole",
-            Variant::WitnessAfterH => "with the witness's MSMs after H's",
-        }
-    }
 }
 
 /// A proof as bellperson writes it.
