@@ -56,6 +56,12 @@ type Config struct {
 	// whole process (Go's own heap is not malloc's), stays after Close, and binds arenas made
 	// after it: start the engine early.
 	MallocArenaMax int
+	// GPUHMSMChunk is the most points of a chunk of H's MSM on a GPU, between which a
+	// WinningPoSt may take the device: it waits for one chunk, not the whole MSM (a 32GiB
+	// partition's 2^27 points in two chunks by default, ≈ 0.4 s each on an H200); smaller
+	// chunks shorten that wait and cost their launches. 0: 2^26; else at least 65536
+	// (ErrInvalidArgument below).
+	GPUHMSMChunk uint64
 }
 
 // MemoryReleased is what ReleaseMemory gave back, in bytes.

@@ -67,6 +67,7 @@ func DefaultConfig() Config {
 		IdleRelease:         time.Duration(cc.idle_release_ms) * time.Millisecond,
 		IdleReleasePoStKeys: !bool(cc.idle_keep_post_keys),
 		MallocArenaMax:      int(cc.malloc_arena_max),
+		GPUHMSMChunk:        uint64(cc.gpu_h_msm_chunk),
 	}
 	if cc.param_cache_dir != nil {
 		cfg.ParamCacheDir = C.GoString(cc.param_cache_dir)
@@ -241,6 +242,7 @@ func newEngine(cfg Config) (*C.cuzk_engine, error) {
 	cc.idle_release_ms = C.uint64_t(idleReleaseMillis(cfg.IdleRelease))
 	cc.idle_keep_post_keys = C.bool(!cfg.IdleReleasePoStKeys)
 	cc.malloc_arena_max = C.uint32_t(cfg.MallocArenaMax)
+	cc.gpu_h_msm_chunk = C.uint64_t(cfg.GPUHMSMChunk)
 	if len(cfg.Devices) > 0 {
 		// C memory: the struct passed to the library may hold no Go pointers.
 		devices := cArray[C.int32_t](len(cfg.Devices))

@@ -722,13 +722,14 @@ func TestEstimateMemory(t *testing.T) {
 // Configurations the engine could never run with are refused before anything starts.
 func TestInitRefusesBadConfig(t *testing.T) {
 	for name, change := range map[string]func(*Config){
-		"negative device":      func(c *Config) { c.Devices = []int{-1} },
-		"device twice":         func(c *Config) { c.Devices = []int{0, 0} },
-		"devices with CPUOnly": func(c *Config) { c.Devices, c.CPUOnly = []int{0}, true },
-		"negative lanes":       func(c *Config) { c.ProvingLanes = -1 },
-		"negative idle time":   func(c *Config) { c.IdleRelease = -time.Second },
-		"negative arena cap":   func(c *Config) { c.MallocArenaMax = -1 },
-		"arena cap past int32": func(c *Config) { c.MallocArenaMax = math.MaxInt32 + 1 },
+		"negative device":               func(c *Config) { c.Devices = []int{-1} },
+		"device twice":                  func(c *Config) { c.Devices = []int{0, 0} },
+		"devices with CPUOnly":          func(c *Config) { c.Devices, c.CPUOnly = []int{0}, true },
+		"negative lanes":                func(c *Config) { c.ProvingLanes = -1 },
+		"negative idle time":            func(c *Config) { c.IdleRelease = -time.Second },
+		"negative arena cap":            func(c *Config) { c.MallocArenaMax = -1 },
+		"arena cap past int32":          func(c *Config) { c.MallocArenaMax = math.MaxInt32 + 1 },
+		"H's MSM chunk below the least": func(c *Config) { c.GPUHMSMChunk = 65535 },
 		"shape cache dir and no shape cache": func(c *Config) {
 			c.ShapeCacheDir, c.NoShapeCache = "/tmp/shapes", true
 		},

@@ -199,7 +199,8 @@ typedef struct cuzk_bytes {
 // 4. adds `devices`, `devices_len`, `proving_lanes`, `idle_release_ms` and
 //    `idle_keep_post_keys`;
 // 5. adds `shape_cache_dir`;
-// 6. adds `malloc_arena_max`.
+// 6. adds `malloc_arena_max`;
+// 7. adds `gpu_h_msm_chunk`.
 typedef struct cuzk_config {
   // sizeof(cuzk_config) as the caller compiled it.
   uint32_t struct_size;
@@ -251,6 +252,12 @@ typedef struct cuzk_config {
   // engine stops, and binds only arenas made after it: set it before the process has many
   // threads. Not glibc: any value but 0 is CUZK_STATUS_INVALID_ARGUMENT.
   uint32_t malloc_arena_max;
+  // H's MSM on a GPU runs in chunks of at most this many points, between which a
+  // WinningPoSt may take the device: it waits for one chunk, not the whole MSM (a 32GiB
+  // partition's 2^27 points in two chunks by default, ≈ 0.4 s each on an H200); smaller
+  // chunks shorten that wait and cost their launches. 0: 2^26; else at least 65 536
+  // (CUZK_STATUS_INVALID_ARGUMENT below).
+  uint64_t gpu_h_msm_chunk;
 } cuzk_config;
 
 // What `cuzk_engine_release_memory` gave back, in bytes.

@@ -263,6 +263,27 @@ fn config_of_the_first_layout_is_accepted() {
     assert!(take_error(err).1.contains("struct_size"));
 }
 
+/// A chunk of H's MSM below the least is refused naming the field, GPU or not; a caller of
+/// revision 6 (without `gpu_h_msm_chunk`) gets the default, whatever lies past its struct.
+#[test]
+fn an_h_msm_chunk_below_the_least_is_refused() {
+    let f = fixture();
+    let dir = std::ffi::CString::new(f.params_dir.to_str().unwrap()).unwrap();
+    let mut config = c_config(&dir);
+    config.gpu_h_msm_chunk = 65_535;
+    let mut engine = null_mut();
+    let mut err = null_mut();
+    let status = cuzk_engine_new(&config, &mut engine, &mut err);
+    assert!(engine.is_null());
+    assert_eq!(status, Status::InvalidArgument);
+    let (_, message) = take_error(err);
+    assert!(message.contains("gpu_h_msm_chunk is 65535 points, at least 65536"), "{message}");
+    config.struct_size = std::mem::offset_of!(cuzk_config, gpu_h_msm_chunk) as u32;
+    let status = cuzk_engine_new(&config, &mut engine, &mut err);
+    assert_eq!(status, Status::Ok, "{:?}", take_error(err));
+    cuzk_engine_free(engine);
+}
+
 /// Device lists the engine could never honour are refused before anything starts (and so
 /// before the one-configuration-per-process check).
 #[test]

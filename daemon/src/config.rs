@@ -95,6 +95,8 @@ pub struct EngineSection {
     pub proving_lanes: usize,
     /// Caps glibc's malloc arenas (EngineConfig::malloc_arena_max); 0: glibc's default.
     pub malloc_arena_max: u32,
+    /// Points of a chunk of H's MSM on a GPU (EngineConfig::gpu_h_msm_chunk); 0: 2^26.
+    pub gpu_h_msm_chunk: u64,
 }
 
 impl Default for EngineSection {
@@ -112,6 +114,7 @@ impl Default for EngineSection {
             keep_post_keys: true,
             proving_lanes: 0,
             malloc_arena_max: 0,
+            gpu_h_msm_chunk: 0,
         }
     }
 }
@@ -225,6 +228,7 @@ impl Config {
             },
             proving_lanes: e.proving_lanes,
             malloc_arena_max: e.malloc_arena_max,
+            gpu_h_msm_chunk: e.gpu_h_msm_chunk,
             ..EngineConfig::default()
         }
     }
@@ -304,5 +308,17 @@ mod tests {
         assert!(Config::from_args(args(&["--on-shutdown", "later"]))
             .unwrap_err()
             .contains("finish or cancel"));
+    }
+
+    /// The example file lists keys the daemon takes (unknown ones are refused), with their
+    /// defaults where it sets them.
+    #[test]
+    fn the_example_file_is_a_configuration() {
+        let config: Config = toml::from_str(include_str!("../cuzk-daemon.example.toml")).expect("the example parses");
+        let engine = config.engine_config();
+        assert_eq!(engine.gpu_h_msm_chunk, 0);
+        assert_eq!(engine.malloc_arena_max, 0);
+        let chunked: Config = toml::from_str("[engine]\ngpu_h_msm_chunk = 65536\n").unwrap();
+        assert_eq!(chunked.engine_config().gpu_h_msm_chunk, 1 << 16);
     }
 }

@@ -58,7 +58,8 @@ impl std::ops::Deref for VerifierRef<'_> {
 /// 4. adds `devices`, `devices_len`, `proving_lanes`, `idle_release_ms` and
 ///    `idle_keep_post_keys`;
 /// 5. adds `shape_cache_dir`;
-/// 6. adds `malloc_arena_max`.
+/// 6. adds `malloc_arena_max`;
+/// 7. adds `gpu_h_msm_chunk`.
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct cuzk_config {
@@ -117,13 +118,21 @@ pub struct cuzk_config {
     /// engine stops, and binds only arenas made after it: set it before the process has many
     /// threads. Not glibc: any value but 0 is CUZK_STATUS_INVALID_ARGUMENT.
     pub malloc_arena_max: u32,
+    // Revision 7.
+    /// H's MSM on a GPU runs in chunks of at most this many points, between which a
+    /// WinningPoSt may take the device: it waits for one chunk, not the whole MSM (a 32GiB
+    /// partition's 2^27 points in two chunks by default, ≈ 0.4 s each on an H200); smaller
+    /// chunks shorten that wait and cost their launches. 0: 2^26; else at least 65 536
+    /// (CUZK_STATUS_INVALID_ARGUMENT below).
+    pub gpu_h_msm_chunk: u64,
 }
 
 /// The smallest `cuzk_config.struct_size` accepted: the size of revision 1 (64-bit targets).
 pub const CUZK_CONFIG_SIZE_V1: u32 = 24;
 const _: () = assert!(CUZK_CONFIG_SIZE_V1 as usize == offset_of!(cuzk_config, gpu_key_memory_budget));
-// The limits the documentation of `num_threads` and `proving_lanes` states.
+// The limits the documentation of `num_threads`, `proving_lanes` and `gpu_h_msm_chunk` states.
 const _: () = assert!(crate::engine::MAX_THREADS == 4096 && crate::engine::MAX_PROVING_LANES == 256);
+const _: () = assert!(crate::engine::MIN_GPU_H_MSM_CHUNK == 65_536);
 
 // SAFETY: repr(C), plain data (integers, pointers, bools), starting with its u32 struct_size.
 unsafe impl SizedStruct for cuzk_config {
@@ -164,6 +173,7 @@ fn default_config() -> cuzk_config {
         idle_keep_post_keys: defaults.idle.keep_post_keys,
         shape_cache_dir: std::ptr::null(),
         malloc_arena_max: defaults.malloc_arena_max,
+        gpu_h_msm_chunk: defaults.gpu_h_msm_chunk,
     }
 }
 
@@ -204,6 +214,7 @@ fn engine_config(config: &cuzk_config) -> Result<EngineConfig> {
         },
         shape_cache,
         malloc_arena_max: config.malloc_arena_max,
+        gpu_h_msm_chunk: config.gpu_h_msm_chunk,
         ..EngineConfig::default()
     })
 }

@@ -167,6 +167,7 @@ pub fn c_config(dir: &CStr) -> cuzk_config {
         idle_keep_post_keys: false,
         shape_cache_dir: std::ptr::null(),
         malloc_arena_max: 0,
+        gpu_h_msm_chunk: 0,
     };
     assert_eq!(cuzk_config_default(&mut config, std::ptr::null_mut()), Status::Ok);
     config.param_cache_dir = dir.as_ptr();
