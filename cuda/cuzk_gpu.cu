@@ -531,15 +531,37 @@ extern "C" int cuzk_gpu_witness_msms_at_once(cuzk_gpu_context* ctx, uint32_t set
     });
 }
 
+extern "C" int cuzk_gpu_split_witness_start(cuzk_gpu_context* ctx,
+                                            const cuzk_gpu_points points[4],
+                                            const cuzk_gpu_split_query queries[4],
+                                            uint32_t implementation,
+                                            cuzk_gpu_split_witness** out, cuzk_gpu_message* msg)
+{
+    return guarded(msg, [&] {
+        *out = nullptr;
+        ctx->gpu.select();
+        *out = new cuzk_gpu_split_witness{ctx->gpu, points, queries, implementation};
+    });
+}
+
+extern "C" void cuzk_gpu_split_witness_free(cuzk_gpu_split_witness* witness, int context_lives)
+{
+    // After its context's reset the members would free addresses of the new context (their
+    // memory went with the old one): the object is forgotten instead.
+    if (context_lives)
+        delete witness;
+}
+
 extern "C" int cuzk_gpu_split_msms_at_once(cuzk_gpu_context* ctx, uint32_t set,
-                                          uint32_t lg_domain, const cuzk_gpu_points points[5],
-                                          const cuzk_gpu_split_query queries[4],
+                                          uint32_t lg_domain, const cuzk_gpu_points* h_points,
+                                          cuzk_gpu_split_witness* witness,
                                           uint32_t implementation, cuzk_gpu_g1 g1_out[4],
                                           cuzk_gpu_g2* g2_out, uint64_t times[7],
                                           cuzk_gpu_message* msg)
 {
     return msms_at_once(ctx, g1_out, g2_out, msg, [&](point_t g1[4], g2_point_t& g2) {
-        split_msms_at_once(*ctx, set, lg_domain, points, queries, implementation, g1, g2, times);
+        split_msms_at_once(*ctx, set, lg_domain, *h_points, *witness, implementation, g1, g2,
+                           times);
     });
 }
 

@@ -157,7 +157,7 @@ typedef struct {
     const cuzk_gpu_selection *resident;
 } cuzk_gpu_witness_scalars;
 
-/* One witness query's MSM split by the 0/1 classes (cuzk_gpu_split_msms_at_once): the points
+/* One witness query's MSM split by the 0/1 classes (cuzk_gpu_split_witness_start): the points
  * whose bit is set in ones_bitmap (bit i of word i/32, ⌈n/32⌉ words for the query's n points;
  * NULL: none) added up, plus Σ sᵢ·P_{tail_indices[i]} over the tail_n canonical little-endian
  * scalars tail_scalars (32 bytes each; tail_indices NULL: dense, scalar i belongs to point i). */
@@ -346,17 +346,31 @@ int cuzk_gpu_witness_msms_at_once(cuzk_gpu_context *ctx, uint32_t set, uint32_t 
                                   const cuzk_gpu_staging *staging, cuzk_gpu_g1 g1_out[4],
                                   cuzk_gpu_g2 *g2_out, uint64_t times[7], cuzk_gpu_message *msg);
 
-/* H, L, A, B_G1 and B_G2 (points[0..4], every one a resident key's) at the same time by
- * cuzk's MSM (`implementation` CUZK_GPU_MSM_CUZK or _CUZK_AFFINE), each on a stream of its own:
- * H's with the coefficients the last quotient call of `set` left (domain 2^lg_domain:
- * points[0].n must be 2^lg_domain − 1), the others split as queries[0..3] say. times: each
- * MSM's own device time (H, then the tails of L, A, B_G1, B_G2), the batch additions'
- * together, then the wall time of them all. */
+/* A split witness's MSMs in flight (cuzk_gpu_split_witness_start). */
+typedef struct cuzk_gpu_split_witness cuzk_gpu_split_witness;
+
+/* Starts L, A, B_G1 and B_G2 (points[0..3], every one a resident key's) by cuzk's MSM
+ * (`implementation` CUZK_GPU_MSM_CUZK or _CUZK_AFFINE), each on a stream of its own, split as
+ * queries[0..3] say: queued, not waited for, so that the quotient stage runs beside them.
+ * The bitmaps, indices and scalars are copied before it returns. *out: the MSMs in flight,
+ * for cuzk_gpu_split_msms_at_once; freed by cuzk_gpu_split_witness_free. The key's points
+ * must stay resident until then. */
+int cuzk_gpu_split_witness_start(cuzk_gpu_context *ctx, const cuzk_gpu_points points[4],
+                                 const cuzk_gpu_split_query queries[4], uint32_t implementation,
+                                 cuzk_gpu_split_witness **out, cuzk_gpu_message *msg);
+/* Frees the MSMs in flight, their device memory after their kernels are done; after its
+ * context's reset (context_lives 0) only forgotten. */
+void cuzk_gpu_split_witness_free(cuzk_gpu_split_witness *witness, int context_lives);
+
+/* H's MSM (h_points, a resident key's) by cuzk's MSM with the coefficients the last quotient
+ * call of `set` left (domain 2^lg_domain: h_points->n must be 2^lg_domain − 1), while the
+ * split witness's MSMs `witness` run; then waits for them all. g1_out: H, L, A, B_G1; times:
+ * each MSM's own device time (H, then the tails of L, A, B_G1, B_G2), the batch additions'
+ * together, then the wall time from H's launch until every sum is in. */
 int cuzk_gpu_split_msms_at_once(cuzk_gpu_context *ctx, uint32_t set, uint32_t lg_domain,
-                                const cuzk_gpu_points points[5],
-                                const cuzk_gpu_split_query queries[4], uint32_t implementation,
-                                cuzk_gpu_g1 g1_out[4], cuzk_gpu_g2 *g2_out, uint64_t times[7],
-                                cuzk_gpu_message *msg);
+                                const cuzk_gpu_points *h_points, cuzk_gpu_split_witness *witness,
+                                uint32_t implementation, cuzk_gpu_g1 g1_out[4],
+                                cuzk_gpu_g2 *g2_out, uint64_t times[7], cuzk_gpu_message *msg);
 
 /* Σ sᵢ·Pᵢ by cuzk's own MSM (at most 2^30 points; digits of digit_bits, 8 to 22, or 0 for
  * the width it picks for the size) or sppark's, on device copies of the points->n points and

@@ -155,20 +155,20 @@ tests)
     # CUZK_PARAM_KINDS: the kinds' parameters to make (default all; a filtered run may need fewer).
     params 2KiB "${CUZK_PARAM_KINDS:-porep,post,update}"
     start=$SECONDS
-    # An optional second argument runs only the tests whose names contain it; the fault test
+    # An optional second argument runs only the tests whose names contain it; each fault test
     # runs in a process of its own: a fault may leave the device unusable to the
     # process that met it (docs/RELIABILITY.md), and its other tests would fail after it.
-    fault_test=a_device_fault_fails_only_its_call_and_the_next_calls_prove
+    fault_tests=(a_device_fault_fails_only_its_call_and_the_next_calls_prove a_device_fault_beside_the_split_msms_fails_only_its_call)
     status=0
     # CUZK_TESTS_SKIP: names (substrings) of tests to leave out, space-separated.
     skips=()
-    for name in ${CUZK_TESTS_SKIP:-}; do skips+=(--skip "$name"); done
-    if [ -z "${2:-}" ] || [[ "$fault_test" != *"$2"* ]]; then
-        carry/gpu-tests --test-threads=1 --nocapture --skip "$fault_test" "${skips[@]}" ${2:+"$2"} >>"$out/gpu-tests.log" 2>&1 || status=$?
-    fi
-    if [ -z "${2:-}" ] || [[ "$fault_test" == *"$2"* ]]; then
-        carry/gpu-tests --test-threads=1 --nocapture "$fault_test" >>"$out/gpu-tests.log" 2>&1 || status=$?
-    fi
+    for name in ${CUZK_TESTS_SKIP:-} "${fault_tests[@]}"; do skips+=(--skip "$name"); done
+    carry/gpu-tests --test-threads=1 --nocapture "${skips[@]}" ${2:+"$2"} >>"$out/gpu-tests.log" 2>&1 || status=$?
+    for fault_test in "${fault_tests[@]}"; do
+        if [ -z "${2:-}" ] || [[ "$fault_test" == *"$2"* ]]; then
+            carry/gpu-tests --test-threads=1 --nocapture --exact "$fault_test" >>"$out/gpu-tests.log" 2>&1 || status=$?
+        fi
+    done
     echo "gpu tests: exit $status in $((SECONDS - start)) s"
     grep -E "^test |test result|constraints|porep-2k|device memory|panicked|failed call|recovered|quarantine" "$out/gpu-tests.log"
     ;;

@@ -975,14 +975,30 @@ fn smallest_circuits_equal_bellperson_and_the_next_call_works() {
 )]
 fn a_device_fault_fails_only_its_call_and_the_next_calls_prove() {
     #[cfg(feature = "fault-injection")]
-    device_fault_fails_only_its_call();
+    device_fault_fails_only_its_call(SplitPolicy::Never);
     #[cfg(not(feature = "fault-injection"))]
     panic!("this test needs the fault injector: build it with --features fault-injection");
 }
 
-/// See [`a_device_fault_fails_only_its_call_and_the_next_calls_prove`].
+/// The same with the witness split: the fault meets the split witness MSMs started before the
+/// quotient stage (cuda/split.cuh), which the failed call drops on the faulted context.
+#[test]
+#[cfg_attr(
+    not(all(cuzk_gpu_tests, feature = "fault-injection")),
+    ignore = "GPU test with the fault injector: build with CUZK_GPU_TESTS=1 and --features fault-injection (scripts/gpu-build.sh) and run where a CUDA device is present"
+)]
+fn a_device_fault_beside_the_split_msms_fails_only_its_call() {
+    #[cfg(feature = "fault-injection")]
+    device_fault_fails_only_its_call(SplitPolicy::Always);
+    #[cfg(not(feature = "fault-injection"))]
+    panic!("this test needs the fault injector: build it with --features fault-injection");
+}
+
+/// See [`a_device_fault_fails_only_its_call_and_the_next_calls_prove`]; `split` decides which
+/// MSMs the fault meets. Each in a process of its own (scripts/gpu-run.sh): a fault may leave
+/// the process's device unusable.
 #[cfg(feature = "fault-injection")]
-fn device_fault_fails_only_its_call() {
+fn device_fault_fails_only_its_call(split: SplitPolicy) {
     use cuzk::engine::DeviceHealth;
     use cuzk::internals::gpu_fault_injection as injection;
 
@@ -1010,9 +1026,7 @@ fn device_fault_fails_only_its_call() {
             "{what}: does not verify"
         );
     };
-    // Split never: the fault surfaces in L's tail MSM, inside sppark's msm_t, whose destructor
-    // would end the process if it ran on the faulted context.
-    let gpu = gpu_prover(SplitPolicy::Never, KeyResidency::Resident, true, MsmChoice::Cuzk);
+    let gpu = gpu_prover(split, KeyResidency::Resident, true, MsmChoice::Cuzk);
     let prove = |t: &mut Timings| gpu.prove_with_shape(&key, &shape, &Whole(circuit.clone()), &options, t);
     check_proof(&prove(&mut Timings::new()).expect("GPU proof before the fault"), "before the fault");
 

@@ -434,7 +434,7 @@ impl GpuBackend {
             device.check_usable()?;
             device.make_room_for_call(key, priority, call_bytes)?;
             let mut host_classes = None;
-            let copy = device.with_staging(t, |staging, t| {
+            let (copy, split_witness) = device.with_staging(t, |staging, t| {
                 let wanted = KeyWanted { key, class: priority, ahead: false, call_bytes };
                 let copy = device.resident_key(&wanted, pool, staging, t, &mut |t| device.make_way_in_upload(&mut device_turn, t))?;
                 if let (None, QueryMsms::Classified(_), HInput::Witness { witness: DeviceWitness::Compact(compact), .. }) = (&copy, &queries, &h_input) {
@@ -469,8 +469,22 @@ impl GpuBackend {
                         }
                     };
                 }
+                // A small proof's split witness MSMs start now, beside the quotient stage
+                // (cuda/split.cuh), making way once before them and H's.
+                let mut split_witness = None;
+                if let Some(resident) = copy.as_deref() {
+                    let src = PointSource::new(Some(resident), None, key.query_sizes())?;
+                    if queries.split_runs_at_once(&key.query_sizes(), &src) {
+                        if let Some(from) = let_in_above(priority, &queries) {
+                            device.make_way(&mut device_turn, from, t)?;
+                        }
+                        cancel.check()?;
+                        split_witness = Some(queries.start_split_witness(device, &src, &key.query_sizes())?);
+                        fault::injection::fire_if_armed(device)?;
+                    }
+                }
                 Self::quotient(device, buffers, input, domain.log_size, staging, t)?;
-                Ok(copy)
+                Ok((copy, split_witness))
             })?;
             let host = match (&copy, &host) {
                 // Expected resident, but its room is held by keys of higher classes (or the
@@ -481,14 +495,14 @@ impl GpuBackend {
             let src = PointSource::new(copy.as_deref(), host.as_deref(), key.query_sizes())?;
             let host_split = host_classes.as_ref().map(|p| QueryMsms::split(p, &sizes, self.split, false, self.msm));
             let queries = host_split.as_ref().unwrap_or(&queries);
-            // Between the MSMs: every class above this call's, but while they read the witness
-            // in this call's buffer set only the class whose calls use the other set.
-            let let_in = match priority.above() {
-                Some(_) if queries.read_device_witness() => Some(Priority::WinningPost),
-                above => above,
-            };
-            let witness_at_once = queries.at_once(&key.query_sizes(), domain.log_size);
-            if witness_at_once.is_some() || queries.split_runs_at_once(&key.query_sizes(), &src) {
+            let let_in = let_in_above(priority, queries);
+            if let Some(witness) = split_witness {
+                // Its make-way was before the witness MSMs started.
+                cancel.check()?;
+                let done = queries.split_at_once(device, buffers, domain.log_size, &src, &key.query_sizes(), witness)?;
+                return Ok(done.results(t));
+            }
+            if let Some(msms) = queries.at_once(&key.query_sizes(), domain.log_size) {
                 // Latency-bound sizes: H's MSM and the witness's all at the same time, making
                 // way once before them.
                 if let Some(from) = let_in {
@@ -496,13 +510,10 @@ impl GpuBackend {
                 }
                 fault::injection::fire_if_armed(device)?;
                 cancel.check()?;
-                let done = match witness_at_once {
-                    Some(msms) => device.with_staging(t, |staging, _| {
-                        let points = [sys::QUERY_H, sys::QUERY_L, sys::QUERY_A, sys::QUERY_B_G1, sys::QUERY_B_G2].map(|q| src.points(q));
-                        Self::witness_msms_at_once(device, buffers, domain.log_size, &points, msms, staging)
-                    })?,
-                    None => queries.split_at_once(device, buffers, domain.log_size, &src, &key.query_sizes())?,
-                };
+                let done = device.with_staging(t, |staging, _| {
+                    let points = [sys::QUERY_H, sys::QUERY_L, sys::QUERY_A, sys::QUERY_B_G1, sys::QUERY_B_G2].map(|q| src.points(q));
+                    Self::witness_msms_at_once(device, buffers, domain.log_size, &points, msms, staging)
+                })?;
                 return Ok(done.results(t));
             }
             let msms = self.msm_plan();
@@ -652,6 +663,16 @@ impl Backend for GpuBackend {
             true => resident,
             false => self.call_memory_as(sizes, shape_bytes, true),
         }
+    }
+}
+
+/// The classes a call lets in between its MSMs ([`Device::make_way`]): every class above its
+/// own, but while they read the witness in its buffer set only the class whose calls use the
+/// other set.
+fn let_in_above(priority: Priority, queries: &QueryMsms) -> Option<Priority> {
+    match priority.above() {
+        Some(_) if queries.read_device_witness() => Some(Priority::WinningPost),
+        above => above,
     }
 }
 

@@ -12,6 +12,7 @@ use blstrs::{G1Projective, G2Projective};
 use group::Group;
 use rayon::ThreadPool;
 
+use super::context::ContextObject;
 use super::device::Device;
 use super::device_key::PointSource;
 use super::msm::implementation;
@@ -388,33 +389,62 @@ impl QueryMsms<'_> {
         matches!(self, QueryMsms::Split { msm, .. } if msm.is_cuzk()) && (1..=SPLIT_AT_ONCE_MAX_H).contains(&sizes.h) && src.is_resident()
     }
 
-    /// H's MSM and the split witness MSMs at the same time on `device` (cuda/split.cuh), H's
-    /// scalars the coefficients the quotient stage left in buffer set `set`.
-    pub(super) fn split_at_once(&self, device: &Device, set: u32, lg_domain: u32, src: &PointSource, sizes: &QuerySizes) -> Result<AtOnce> {
+    /// Starts the split witness MSMs (L, A, B_G1, B_G2) on `device` (cuda/split.cuh), for
+    /// [`Self::split_at_once`] to finish beside H's: queued before the quotient stage, whose
+    /// transforms leave SMs idle, they need only the classes.
+    pub(super) fn start_split_witness(&self, device: &Device, src: &PointSource, sizes: &QuerySizes) -> Result<SplitWitnessInFlight> {
         let QueryMsms::Split { g1, b, b_g2_bitmap, msm } = self else {
             return Err(Error::internal("split MSMs at once without a split plan"));
         };
         let (b_classes, b_bitmap) = b_g2_split(g1, b, b_g2_bitmap, sizes);
-        let points = [sys::QUERY_H, sys::QUERY_L, sys::QUERY_A, sys::QUERY_B_G1, sys::QUERY_B_G2].map(|q| src.points(q));
+        let points = [sys::QUERY_L, sys::QUERY_A, sys::QUERY_B_G1, sys::QUERY_B_G2].map(|q| src.points(q));
         let queries = [
             split_query(&g1[0].classes, &g1[0].ones_bitmap),
             split_query(&g1[1].classes, &g1[1].ones_bitmap),
             split_query(&g1[2].classes, &g1[2].ones_bitmap),
             split_query(b_classes, b_bitmap),
         ];
+        let (ctx, life) = device.ctx.current()?;
+        let mut out = std::ptr::null_mut();
+        // SAFETY: every query's points are resident (split_runs_at_once), its bitmap, indices
+        // and scalars live in `self` for the call, which copies them, as many as `points` and
+        // `queries` say.
+        call("starting the witness MSMs", |msg| unsafe {
+            sys::cuzk_gpu_split_witness_start(ctx, &points, &queries, implementation(*msm, sizes.h as usize), &mut out, msg)
+        })?;
+        // SAFETY: made by cuzk_gpu_split_witness_start in this context, owned here.
+        let object = unsafe { ContextObject::new(out, life, sys::cuzk_gpu_split_witness_free, "the witness MSMs in flight")? };
+        Ok(SplitWitnessInFlight(object))
+    }
+
+    /// H's MSM on `device` (cuda/split.cuh) while `witness` runs, then every sum: H's scalars
+    /// the coefficients the quotient stage left in buffer set `set`.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn split_at_once(
+        &self,
+        device: &Device,
+        set: u32,
+        lg_domain: u32,
+        src: &PointSource,
+        sizes: &QuerySizes,
+        witness: SplitWitnessInFlight,
+    ) -> Result<AtOnce> {
+        let QueryMsms::Split { msm, .. } = self else {
+            return Err(Error::internal("split MSMs at once without a split plan"));
+        };
+        let h_points = src.points(sys::QUERY_H);
         let ctx = device.ctx.ptr()?;
         let mut done = AtOnce::outputs();
         let (g1_out, g2_out, times) = done.out();
-        // SAFETY: every query's points are resident (split_runs_at_once), its bitmap, indices
-        // and scalars live in `self` for the synchronous call, as many as `points` and
-        // `queries` say.
+        // SAFETY: H's points are resident (split_runs_at_once); `witness` was started in this
+        // context (the turn held since), over points the call keeps resident.
         call("the MSMs at once", |msg| unsafe {
             sys::cuzk_gpu_split_msms_at_once(
                 ctx,
                 set,
                 lg_domain,
-                &points,
-                &queries,
+                &h_points,
+                witness.0.ptr(),
                 implementation(*msm, sizes.h as usize),
                 g1_out,
                 g2_out,
@@ -425,6 +455,10 @@ impl QueryMsms<'_> {
         Ok(done)
     }
 }
+
+/// A split witness's MSMs running on the device ([`QueryMsms::start_split_witness`]); dropped
+/// unfinished (a failed call), its device memory is freed after their kernels.
+pub(super) struct SplitWitnessInFlight(ContextObject<sys::SplitWitness>);
 
 impl GpuBackend {
     /// The whole B_G2 MSM on the device: batch addition of the 1-scalars (`ones_bitmap`,

@@ -55,6 +55,8 @@ pub(super) enum Context {}
 pub(super) enum Key {}
 pub(super) enum Shape {}
 pub(super) enum Selection {}
+/// A split witness's MSMs in flight (cuzk_gpu_split_witness_start).
+pub(super) enum SplitWitness {}
 
 #[repr(C)]
 pub(super) struct Staging {
@@ -323,12 +325,21 @@ extern "C" {
         times: *mut [u64; 7],
         msg: *mut Message,
     ) -> c_int;
+    pub(super) fn cuzk_gpu_split_witness_start(
+        ctx: *mut Context,
+        points: *const [Points; 4],
+        queries: *const [SplitQuery; 4],
+        implementation: u32,
+        out: *mut *mut SplitWitness,
+        msg: *mut Message,
+    ) -> c_int;
+    pub(super) fn cuzk_gpu_split_witness_free(witness: *mut SplitWitness, context_lives: c_int);
     pub(super) fn cuzk_gpu_split_msms_at_once(
         ctx: *mut Context,
         set: u32,
         lg_domain: u32,
-        points: *const [Points; 5],
-        queries: *const [SplitQuery; 4],
+        h_points: *const Points,
+        witness: *mut SplitWitness,
         implementation: u32,
         g1_out: *mut [G1; 4],
         g2_out: *mut G2,
