@@ -479,7 +479,9 @@ impl GpuBackend {
                             device.make_way(&mut device_turn, from, t)?;
                         }
                         cancel.check()?;
-                        split_witness = Some(queries.start_split_witness(device, &src, &key.query_sizes())?);
+                        // Its start (the inputs' copies) counts in the MSMs' wall.
+                        let started = timed(&mut t.msm_at_once_ns, || queries.start_split_witness(device, &src, &key.query_sizes()))?;
+                        split_witness = Some(started);
                         fault::injection::fire_if_armed(device)?;
                     }
                 }
