@@ -980,8 +980,10 @@ fn a_device_fault_fails_only_its_call_and_the_next_calls_prove() {
     panic!("this test needs the fault injector: build it with --features fault-injection");
 }
 
-/// The same with the witness split: the fault meets the split witness MSMs started before the
-/// quotient stage (cuda/split.cuh), which the failed call drops on the faulted context.
+/// The same with the 0/1 split forced (batch additions and sparse tails in flight; split never:
+/// each query one dense tail). Either way the fault meets the quotient stage while the witness
+/// MSMs started before it run (cuda/split.cuh), and the failed call drops them on the faulted
+/// context.
 #[test]
 #[cfg_attr(
     not(all(cuzk_gpu_tests, feature = "fault-injection")),
