@@ -996,9 +996,9 @@ fn a_device_fault_beside_the_split_msms_fails_only_its_call() {
     panic!("this test needs the fault injector: build it with --features fault-injection");
 }
 
-/// See [`a_device_fault_fails_only_its_call_and_the_next_calls_prove`]; `split` decides which
-/// MSMs the fault meets. Each in a process of its own (scripts/gpu-run.sh): a fault may leave
-/// the process's device unusable.
+/// See [`a_device_fault_fails_only_its_call_and_the_next_calls_prove`]; `split` decides what is
+/// in flight when the fault meets the quotient stage. Each in a process of its own
+/// (scripts/gpu-run.sh): a fault may leave the process's device unusable.
 #[cfg(feature = "fault-injection")]
 fn device_fault_fails_only_its_call(split: SplitPolicy) {
     use cuzk::engine::DeviceHealth;
@@ -1030,7 +1030,14 @@ fn device_fault_fails_only_its_call(split: SplitPolicy) {
     };
     let gpu = gpu_prover(split, KeyResidency::Resident, true, MsmChoice::Cuzk);
     let prove = |t: &mut Timings| gpu.prove_with_shape(&key, &shape, &Whole(circuit.clone()), &options, t);
-    check_proof(&prove(&mut Timings::new()).expect("GPU proof before the fault"), "before the fault");
+    let mut before = Timings::new();
+    check_proof(&prove(&mut before).expect("GPU proof before the fault"), "before the fault");
+    // This circuit's MSMs run at once, the witness's started before the quotient stage (with
+    // the split forced, batch additions among them): in flight when the injected fault fires.
+    assert!(before.msm_at_once_ns > 0, "the MSMs ran one after another: {before:?}");
+    if split == SplitPolicy::Always {
+        assert!(before.batch_add_ns > 0, "no batch addition with the split forced: {before:?}");
+    }
 
     injection::fault_next_call();
     let start = Instant::now();
