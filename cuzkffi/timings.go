@@ -84,8 +84,8 @@ type Timings struct {
 	MSMBG2        time.Duration
 	// MSMAtOnce is the wall time of MSMH, BatchAdd, MSML, MSMA, MSMBG1 and MSMBG2 when they ran
 	// at the same time (each query on a stream of its own; their durations overlap), 0 when one
-	// after another. A split witness's MSMs start beside H's transforms: what their start takes
-	// past them counts here, and their durations overlap NTT too.
+	// after another. A split witness's MSMs start before H's transforms: their start counts
+	// here, and their durations overlap NTT too.
 	MSMAtOnce time.Duration
 	Assembly  time.Duration // combining into A, B, C and serialising the proof
 	Verify    time.Duration // self-verification (0 when it is off)

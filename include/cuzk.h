@@ -406,9 +406,8 @@ typedef struct cuzk_timings {
   // the key resident. Each one's own duration is still in `msm_h_ns` … `msm_b_g2_ns` and
   // `batch_add_ns`, and these overlap. 0 when they ran one after another. Where the phases
   // add up to `total_ns`, the six count as this once (`Timings::serial_ns`). A split
-  // witness's MSMs start beside the quotient stage, their inputs sent from a thread of
-  // their own: what their start takes past the quotient stage counts here with the wall
-  // from H's launch, and their own durations overlap `ntt_ns` too.
+  // witness's MSMs start before the quotient stage: their start (their inputs sent) counts
+  // here with the wall from H's launch, and their own durations overlap `ntt_ns` too.
   uint64_t msm_at_once_ns;
 } cuzk_timings;
 

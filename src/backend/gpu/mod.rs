@@ -471,7 +471,7 @@ impl GpuBackend {
                 }
                 // A small proof's split witness MSMs start now, beside the quotient stage
                 // (cuda/split.cuh), making way once before them and H's.
-                let mut split_source = None;
+                let mut split_witness = None;
                 if let Some(resident) = copy.as_deref() {
                     let src = PointSource::new(Some(resident), None, key.query_sizes())?;
                     if queries.split_runs_at_once(&key.query_sizes(), &src) {
@@ -479,31 +479,13 @@ impl GpuBackend {
                             device.make_way(&mut device_turn, from, t)?;
                         }
                         cancel.check()?;
-                        split_source = Some(src);
+                        // Its start (the inputs' copies) counts in the MSMs' wall.
+                        let started = timed(&mut t.msm_at_once_ns, || queries.start_split_witness(device, &src, &key.query_sizes()))?;
+                        split_witness = Some(started);
+                        fault::injection::fire_if_armed(device)?;
                     }
                 }
-                let split_witness = std::thread::scope(|scope| {
-                    // Their start (the inputs' copies from pageable memory, ≈ 2 ms at 2KiB)
-                    // on a thread of its own while this one queues the quotient stage.
-                    let starting = split_source.map(|src| {
-                        let queries = &queries;
-                        scope.spawn(move || {
-                            let started = queries.start_split_witness(device, &src, &key.query_sizes())?;
-                            fault::injection::fire_if_armed(device)?;
-                            Ok(started)
-                        })
-                    });
-                    let quotient = Self::quotient(device, buffers, input, domain.log_size, staging, t);
-                    // What the start adds to the wall after the quotient stage counts in the
-                    // MSMs' wall.
-                    let split_witness = starting
-                        .map(|thread| {
-                            timed(&mut t.msm_at_once_ns, || thread.join())
-                                .unwrap_or_else(|_| Err(Error::internal("starting the witness MSMs panicked")))
-                        })
-                        .transpose();
-                    quotient.and(split_witness)
-                })?;
+                Self::quotient(device, buffers, input, domain.log_size, staging, t)?;
                 Ok((copy, split_witness))
             })?;
             let host = match (&copy, &host) {

@@ -460,11 +460,6 @@ impl QueryMsms<'_> {
 /// unfinished (a failed call), its device memory is freed after their kernels.
 pub(super) struct SplitWitnessInFlight(ContextObject<sys::SplitWitness>);
 
-// SAFETY: its streams and device memory belong to the device, not to the host thread that
-// started it (on a thread of its own, beside the quotient stage); the call that owns it
-// collects or frees it, once, inside its device turn.
-unsafe impl Send for SplitWitnessInFlight {}
-
 impl GpuBackend {
     /// The whole B_G2 MSM on the device: batch addition of the 1-scalars (`ones_bitmap`,
     /// timed into batch_add), then the tail (into msm_b_g2).
