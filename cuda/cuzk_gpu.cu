@@ -118,6 +118,7 @@ static void free_context_object(T* object, int context_lives)
 #include "spmv.cuh"
 #include "selection.cuh"
 #include "msm.cuh"
+#include "h_table.cuh"
 #include "quotient.cuh"
 #include "batch_add.cuh"
 #include "tail_msm.cuh"
@@ -271,12 +272,30 @@ extern "C" int cuzk_gpu_inject_fault(cuzk_gpu_context* ctx, cuzk_gpu_message* ms
 }
 #endif
 
+extern "C" uint32_t cuzk_gpu_h_table_bits(size_t n, uint32_t* windows)
+{
+    const uint32_t bits = h_table::bits_for(n);
+    *windows = bits ? own_msm::windows_of(bits) : 0;
+    return bits;
+}
+
 extern "C" int cuzk_gpu_key_alloc(cuzk_gpu_context* ctx, const size_t n[CUZK_GPU_QUERIES],
-                                  cuzk_gpu_key** out, cuzk_gpu_message* msg)
+                                  int with_h_table, cuzk_gpu_key** out, cuzk_gpu_message* msg)
 {
     return guarded(msg, [&] {
         *out = nullptr;
-        *out = alloc_key(*ctx, n);
+        const uint32_t bits = with_h_table ? h_table::bits_for(n[CUZK_GPU_QUERY_H]) : 0;
+        if (with_h_table && !bits)
+            throw std::invalid_argument("an H table takes an H query of 1 to 2^22 points");
+        *out = alloc_key(*ctx, n, bits, bits ? own_msm::windows_of(bits) : 0);
+    });
+}
+
+extern "C" int cuzk_gpu_key_build_h_table(cuzk_gpu_context* ctx, cuzk_gpu_key* key,
+                                          cuzk_gpu_message* msg)
+{
+    return guarded(msg, [&] {
+        build_h_table(*ctx, *key);
     });
 }
 
@@ -586,8 +605,14 @@ static point_t msm_by(cuzk_gpu_context& ctx, const cuzk_gpu_points& points, cons
     stream.sync();
     const auto start = std::chrono::steady_clock::now();
     if (own_msm::is_own(implementation)) {
+        // A resident key's H query with its H table (cuda/h_table.cuh) is summed over it.
+        const own_msm::point_table<typename affine_t::mem_t>* table = nullptr;
+        own_msm::point_table<typename affine_t::mem_t> h_table;
+        if constexpr (std::is_same<own_type, own_msm::g1_msm>::value)
+            if (digit_bits == 0 && implementation == CUZK_GPU_MSM_CUZK && resident_h_table(points, n, h_table))
+                table = &h_table;
         own_type msm{stream, d_points, d_scalars.data(), n, mont, digit_bits,
-                     own_msm::with_affine_rounds(implementation)};
+                     own_msm::with_affine_rounds(implementation), nullptr, 0, nullptr, table};
         sum = msm.result();
     } else {
         abandoned_on_fault<sppark_type> msm{nullptr, n, sizeof(affine_t), ctx.gpu.id()};

@@ -198,11 +198,20 @@ int cuzk_gpu_device_reset(int device, cuzk_gpu_message *msg);
 int cuzk_gpu_inject_fault(cuzk_gpu_context *ctx, cuzk_gpu_message *msg);
 #endif
 
-/* Device memory for a key of n[q] points in each query q; *out owns it until
+/* The digit width of the H table (cuda/h_table.cuh) of an H query of n points, and its
+ * *windows copies of the query (the query itself the first); 0 (and 0) where there is none:
+ * more than 2^22 points, or none. */
+uint32_t cuzk_gpu_h_table_bits(size_t n, uint32_t *windows);
+/* Device memory for a key of n[q] points in each query q, with room for the H query's table
+ * when `with_h_table` (cuzk_gpu_h_table_bits must give one); *out owns it until
  * cuzk_gpu_key_free. The points are copied in by cuzk_gpu_key_upload (decoded) or
- * cuzk_gpu_key_upload_file_points (as the file holds them), in parts. */
-int cuzk_gpu_key_alloc(cuzk_gpu_context *ctx, const size_t n[CUZK_GPU_QUERIES],
+ * cuzk_gpu_key_upload_file_points (as the file holds them), in parts; then, with a table,
+ * cuzk_gpu_key_build_h_table. */
+int cuzk_gpu_key_alloc(cuzk_gpu_context *ctx, const size_t n[CUZK_GPU_QUERIES], int with_h_table,
                        cuzk_gpu_key **out, cuzk_gpu_message *msg);
+/* Makes the key's H table from its H query, which must be uploaded whole: from then on H's MSM
+ * by cuzk's, whole (not in parts), reads it, until H's points are uploaded again. */
+int cuzk_gpu_key_build_h_table(cuzk_gpu_context *ctx, cuzk_gpu_key *key, cuzk_gpu_message *msg);
 /* Copies `count` points of query `query` from `host` to the key's points first..first+count. */
 int cuzk_gpu_key_upload(cuzk_gpu_context *ctx, cuzk_gpu_key *key, uint32_t query, size_t first,
                         size_t count, const void *host, const cuzk_gpu_staging *staging,
@@ -376,7 +385,8 @@ int cuzk_gpu_split_msms_at_once(cuzk_gpu_context *ctx, uint32_t set, uint32_t lg
  * the width it picks for the size) or sppark's, on device copies of the points->n points and
  * of the scalars from the host (Montgomery form when mont is non-zero); msm_ns gets the MSM's
  * own wall time, its inputs already on the device. For tests and benchmarks that hold the two
- * against each other. */
+ * against each other. The H query of a resident key with an H table (cuzk_gpu_key_build_h_table)
+ * is summed over its table by cuzk's MSM when digit_bits is 0. */
 int cuzk_gpu_msm_by(cuzk_gpu_context *ctx, const cuzk_gpu_points *points, const void *scalars,
                     int mont, uint32_t implementation, uint32_t digit_bits, cuzk_gpu_g1 *out,
                     uint64_t *msm_ns, cuzk_gpu_message *msg);

@@ -14,6 +14,10 @@ struct cuzk_gpu_key {
     bool owns_device_memory = true;
     void* d_points[CUZK_GPU_QUERIES] = {};
     size_t npoints[CUZK_GPU_QUERIES] = {};
+    // The digit width of the H table (cuda/h_table.cuh) that the H query's memory has room
+    // for after its points, 0 for none; ready once built from the points uploaded.
+    uint32_t h_table_bits = 0;
+    bool h_table_ready = false;
 
     explicit cuzk_gpu_key(const gpu_t& device) : gpu(device) {}
     cuzk_gpu_key(const cuzk_gpu_key&) = delete;
@@ -30,17 +34,21 @@ struct cuzk_gpu_key {
 };
 
 // All of a key's device memory at once, so that a key that does not fit fails before any of
-// it is copied.
-static cuzk_gpu_key* alloc_key(cuzk_gpu_context& ctx, const size_t npoints[CUZK_GPU_QUERIES])
+// it is copied: the H query with room for `h_table_windows` copies of its points (its table,
+// cuda/h_table.cuh, of `h_table_bits`-bit digits; 0 for none).
+static cuzk_gpu_key* alloc_key(cuzk_gpu_context& ctx, const size_t npoints[CUZK_GPU_QUERIES],
+                               uint32_t h_table_bits, size_t h_table_windows)
 {
     std::unique_ptr<cuzk_gpu_key> key{new cuzk_gpu_key(ctx.gpu)};
     ctx.gpu.select();
     for (uint32_t q = 0; q < CUZK_GPU_QUERIES; q++) {
         if (npoints[q] == 0)
             continue;
-        CUDA_OK(cudaMalloc(&key->d_points[q], npoints[q] * point_bytes(q)));
+        const size_t copies = q == CUZK_GPU_QUERY_H && h_table_bits ? h_table_windows : 1;
+        CUDA_OK(cudaMalloc(&key->d_points[q], copies * npoints[q] * point_bytes(q)));
         key->npoints[q] = npoints[q];
     }
+    key->h_table_bits = npoints[CUZK_GPU_QUERY_H] ? h_table_bits : 0;
     return key.release();
 }
 
@@ -54,6 +62,8 @@ static void upload_key_points(cuzk_gpu_context& ctx, cuzk_gpu_key& key, uint32_t
         count > key.npoints[query] - first)
         throw std::invalid_argument("the key part lies outside the key's points");
     ctx.gpu.select();
+    if (query == CUZK_GPU_QUERY_H)
+        key.h_table_ready = false;
     stream_t& stream = ctx.gpu[0];
     const size_t bytes = point_bytes(query);
     staged_htod(ctx, stream, (char*)key.d_points[query] + first * bytes, host, count * bytes,

@@ -28,6 +28,10 @@
 // An MSM may be computed in parts (H's chunks, between which a WinningPoSt takes the device):
 // the parts share one set of buckets (shared_buckets), each adding its runs to what they hold
 // at step 3, and only the last takes steps 4 and 5.
+// Over a point table (point_table: a fixed query's points kept with 2^(c·w)·P for every window
+// w, cuda/h_table.cuh) window w's digit of scalar i is a digit of point w·n + i's: every
+// window's entries add into one set of buckets, and steps 4 and 5 sum one window, not
+// ⌊255/c⌋ + 1 of them with their doublings.
 #pragma once
 
 #include <cub/device/device_radix_sort.cuh>
@@ -91,13 +95,14 @@ __device__ __forceinline__ uint32_t scalar_window(const fr_t& s, uint32_t bit0, 
 #endif
 
 // The entries of windows [first, first + count): the carries of the windows below are worked
-// out again, the keys count from `first`.
+// out again, the keys count from `first`. Over a point table (`table`), every window's keys
+// are its bucket's in one set, and its entries name window w's copy of the point, w·n + i.
 __launch_bounds__(256) __global__
 void signed_digits(uint32_t* keys, uint32_t* entries, const fr_t* scalars, uint32_t n,
-                   uint32_t c, bool mont, uint32_t first, uint32_t count)
+                   uint32_t c, bool mont, uint32_t first, uint32_t count, bool table)
 {
 #ifdef __CUDA_ARCH__
-    const uint32_t half = 1u << (c - 1), none = count * half;
+    const uint32_t half = 1u << (c - 1), none = table ? half : count * half;
     for (uint32_t i = threadIdx.x + blockIdx.x * blockDim.x; i < n; i += blockDim.x * gridDim.x) {
         fr_t s = scalars[i];
         if (mont)
@@ -110,8 +115,9 @@ void signed_digits(uint32_t* keys, uint32_t* entries, const fr_t* scalars, uint3
                 continue;
             const uint32_t magnitude = carry ? (1u << c) - raw : raw;
             const size_t at = (size_t)(w - first) * n + i;
-            keys[at] = magnitude ? (w - first) * half + magnitude - 1 : none;
-            entries[at] = i | (carry << 31);
+            const uint32_t bucket0 = table ? 0 : (w - first) * half;
+            keys[at] = magnitude ? bucket0 + magnitude - 1 : none;
+            entries[at] = ((table ? w * n : 0) + i) | (carry << 31);
         }
     }
 #endif
@@ -366,6 +372,22 @@ struct shared_buckets {
     uint32_t group_windows;
 };
 
+// A fixed query's points for every window of c-bit digits (cuda/h_table.cuh): window w's copy
+// of point i, 2^(c·w)·P_i, at points[w·n + i], w < windows_of(c). An MSM over it takes its
+// width, and all its entries are sorted in one group (table_fits).
+template<class affine_mem_t>
+struct point_table {
+    const affine_mem_t* points;
+    uint32_t c;
+};
+
+// Whether an MSM of n points over a table of c-bit windows sorts every window's entries in one
+// group (GROUP_ITEMS) and names each copy of a point in an entry's 31 bits.
+__host__ __device__ constexpr bool table_fits(size_t n, uint32_t c)
+{
+    return c >= MIN_BITS && c <= MAX_BITS && n > 0 && windows_of(c) * n <= GROUP_ITEMS;
+}
+
 // One MSM in flight on a stream: the constructor enqueues every device step, result() waits
 // for them and adds the windows on the host. The stream must outlive it. For G1 (bucket_t,
 // point_t, affine_t) and G2 (g2_bucket_t, ...).
@@ -375,6 +397,10 @@ class msm_on_stream {
     typedef typename affine_t::mem_t affine_mem_t;
     stream_t& stream;
     const uint32_t c, windows;
+    // Over a point table: its points, every window's entries in one set of buckets.
+    const affine_mem_t* const table_points;
+    // Sets of buckets and window sums: a window's each, or one over a point table.
+    const uint32_t sets;
     // Batched-affine rounds before step 3 (G1 only), 0 for none.
     const uint32_t rounds;
     // Device memory of the caller's that the sort's keys and entries may take (H's MSM: the
@@ -412,7 +438,8 @@ class msm_on_stream {
                      size_t n, bool mont, uint32_t first, uint32_t count, bool accumulate)
     {
         stream_t& s = stream;
-        const uint32_t half = 1u << (c - 1), none = count * half;
+        const bool table = table_points != nullptr;
+        const uint32_t half = 1u << (c - 1), none = table ? half : count * half;
         const size_t m = (size_t)count * n;
         // Keys and entries, two arrays each, every array 256-byte aligned.
         const size_t stride = (m + 63) / 64 * 64;
@@ -423,7 +450,7 @@ class msm_on_stream {
         uint32_t* const entries[2] = {sort + 2 * stride, sort + 3 * stride};
         const uint32_t digit_blocks = (uint32_t)std::min<size_t>((n + 255) / 256, 8 * s.sm_count());
         signed_digits<<<digit_blocks, 256, 0, s>>>(keys[0], entries[0], scalars,
-                                                   (uint32_t)n, c, mont, first, count);
+                                                   (uint32_t)n, c, mont, first, count, table);
         CUDA_OK(cudaGetLastError());
         cub::DoubleBuffer<uint32_t> sorted_keys{keys[0], keys[1]};
         cub::DoubleBuffer<uint32_t> sorted_entries{entries[0], entries[1]};
@@ -465,26 +492,26 @@ class msm_on_stream {
             if (len <= SEGMENT)
                 break;
         }
-        const size_t segments = (size_t)windows * (half / SEGMENT);
+        const size_t segments = (size_t)sets * (half / SEGMENT);
         const size_t segments_next = next_level_entries(segments, LATER_CHUNK);
         dev_ptr_t<uint32_t> segment_keys[3] = {{segments, s}, {segments_next, s},
                                                {next_level_entries(segments_next, LATER_CHUNK), s}};
         dev_ptr_t<bucket_mem_t> segment_sums[3] = {{segments, s}, {segments_next, s},
                                                    {next_level_entries(segments_next, LATER_CHUNK), s}};
         // The plain sums, ping-ponged between levels (level l + 1 reads what level l wrote).
-        dev_ptr_t<bucket_mem_t> plain[2] = {{segments, s}, {std::max<size_t>(segments / SEGMENT, windows), s}};
-        dev_ptr_t<bucket_mem_t> level_sums{(size_t)levels * windows, s};
+        dev_ptr_t<bucket_mem_t> plain[2] = {{segments, s}, {std::max<size_t>(segments / SEGMENT, sets), s}};
+        dev_ptr_t<bucket_mem_t> level_sums{(size_t)levels * sets, s};
         const bucket_mem_t* values = buckets;
         uint32_t len = half;
         for (uint32_t l = 0; l < levels; l++) {
             const uint32_t seg = std::min(SEGMENT, len);
-            const size_t level_segments = (size_t)windows * (len / seg);
-            bucket_mem_t* row = level_sums.data() + (size_t)l * windows;
+            const size_t level_segments = (size_t)sets * (len / seg);
+            bucket_mem_t* row = level_sums.data() + (size_t)l * sets;
             const bool last = seg == len;
             // At the last level the weighted sums are the row itself (one segment per window).
             segment_level<bucket_t><<<add_blocks<bucket_t>(level_segments), ADD_THREADS, 0, s>>>(
                 segment_keys[0].data(), last ? row : segment_sums[0].data(), plain[l % 2].data(),
-                values, windows, len, seg);
+                values, sets, len, seg);
             CUDA_OK(cudaGetLastError());
             if (!last) {
                 const size_t chunks = (level_segments + LATER_CHUNK - 1) / LATER_CHUNK;
@@ -500,8 +527,8 @@ class msm_on_stream {
             values = plain[l % 2].data();
             len /= seg;
         }
-        combine_levels<bucket_t><<<add_blocks<bucket_t>(windows), ADD_THREADS, 0, s>>>(
-            d_window_sums.data(), level_sums.data(), values, windows, levels);
+        combine_levels<bucket_t><<<add_blocks<bucket_t>(sets), ADD_THREADS, 0, s>>>(
+            d_window_sums.data(), level_sums.data(), values, sets, levels);
         CUDA_OK(cudaGetLastError());
         // The scratch above is freed in stream order as it goes out of scope.
     }
@@ -513,14 +540,17 @@ public:
     // memory of `scratch_words` 32-bit words, 256-byte aligned, that the sort's keys and
     // entries take when they fit (4 arrays of a group's entries, each rounded up to 64), unused by
     // anything else until result(); shared: this MSM is a part of one in parts, its buckets
-    // those given (then `bits` is the whole MSM's width, and no rounds).
+    // those given (then `bits` is the whole MSM's width, and no rounds); table: the points'
+    // table (then `points` is unused, and `bits`, `affine` and `shared` are not given).
     msm_on_stream(stream_t& s, const affine_mem_t* points, const fr_t* scalars, size_t n, bool mont,
                   uint32_t bits = 0, bool affine = false, uint32_t* scratch = nullptr,
-                  size_t scratch_words = 0, const shared_buckets<bucket_mem_t>* shared = nullptr)
-        : stream(s), c(bits ? bits : digit_bits(n)), windows(windows_of(c)),
+                  size_t scratch_words = 0, const shared_buckets<bucket_mem_t>* shared = nullptr,
+                  const point_table<affine_mem_t>* table = nullptr)
+        : stream(s), c(table ? table->c : bits ? bits : digit_bits(n)), windows(windows_of(c)),
+          table_points(table ? table->points : nullptr), sets(table ? 1 : windows),
           rounds(affine && bucket_t::degree == 1 && c >= MIN_BITS && c <= MAX_BITS ? affine_rounds_for(n, c) : 0),
           scratch(scratch), scratch_words(scratch ? scratch_words : 0),
-          sums_windows(!shared || shared->last_part), d_window_sums{windows, s}
+          sums_windows(!shared || shared->last_part), d_window_sums{sets, s}
     {
         if (n == 0 || n > MAX_POINTS)
             throw std::invalid_argument("cuzk's MSM takes 1 to 2^30 points");
@@ -528,7 +558,16 @@ public:
             throw std::invalid_argument("cuzk's MSM takes digits of 8 to 22 bits");
         if (shared && (!bits || !shared->buckets || affine))
             throw std::invalid_argument("a part of an MSM takes its buckets, the whole MSM's digit width and no batched-affine rounds");
+        if (table && (bits || affine || shared || !table->points || !table_fits(n, c)))
+            throw std::invalid_argument("an MSM over a point table takes its width, one group of every window's entries, no batched-affine rounds and no parts");
         const uint32_t half = 1u << (c - 1);
+        if (table) {
+            dev_ptr_t<bucket_mem_t> buckets{half + 1, s};
+            CUDA_OK(cudaMemsetAsync(buckets.data(), 0, (half + 1) * sizeof(bucket_mem_t), s));
+            sum_buckets(buckets.data(), table->points, scalars, n, mont, 0, windows, false);
+            sum_windows(buckets.data());
+            return;
+        }
         dev_ptr_t<bucket_mem_t> own_buckets{shared ? 0 : buckets_of(c), s};
         bucket_mem_t* const buckets = shared ? shared->buckets : own_buckets.data();
         if (!shared || shared->first_part)
@@ -556,12 +595,12 @@ public:
             none.inf();
             return none;
         }
-        std::vector<bucket_t> window_sums(windows);
-        stream.DtoH(window_sums.data(), d_window_sums.data(), windows);
+        std::vector<bucket_t> window_sums(sets);
+        stream.DtoH(window_sums.data(), d_window_sums.data(), sets);
         stream.sync();
         point_t out;
         out.inf();
-        for (uint32_t w = windows; w-- > 0;) {
+        for (uint32_t w = sets; w-- > 0;) {
             for (uint32_t i = 0; i < c; i++)
                 out.dbl();
             out.add(point_t(window_sums[w]));

@@ -211,7 +211,10 @@ public:
                 next_part = last_part ? 0 : first + count;
                 return;
             }
-            own_msm::g1_msm msm{stream, points, coefficients, count, true, 0, affine, free, free_words};
+            own_msm::point_table<affine_t::mem_t> table;
+            const bool with_table = !affine && resident_h_table(h_points, npoints, table);
+            own_msm::g1_msm msm{stream, points, coefficients, count, true, 0, affine, free, free_words,
+                                nullptr, with_table ? &table : nullptr};
             out = msm.result();
             return;
         }

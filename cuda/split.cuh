@@ -118,8 +118,11 @@ static void split_msms_at_once(cuzk_gpu_context& ctx, uint32_t set, uint32_t lg_
     const fr_t* h_scalars = quotient_stage::coefficients(ctx, set, lg_domain, 0, h_points.n);
     stream_t stream{ctx.gpu.id()};
     timed_events h_marks(stream);
+    const bool affine = own_msm::with_affine_rounds(implementation);
+    own_msm::point_table<affine_t::mem_t> table;
+    const bool with_table = !affine && resident_h_table(h_points, h_points.n, table);
     own_msm::g1_msm h{stream, resident_points<affine_t::mem_t>(h_points, h_points.n), h_scalars,
-                      h_points.n, true, 0, own_msm::with_affine_rounds(implementation)};
+                      h_points.n, true, 0, affine, nullptr, 0, nullptr, with_table ? &table : nullptr};
     h_marks.mark(stream);
     g1_out[0] = h.result();
     times[0] = h_marks.ns(0, 1);

@@ -160,11 +160,16 @@ static void witness_msms_at_once(cuzk_gpu_context& ctx, uint32_t set, uint32_t l
     CUDA_OK(cudaEventRecord(b_selected, streams[3]));
     CUDA_OK(cudaStreamWaitEvent(streams[4], b_selected, 0));
 
+    // H's MSM over its table when the resident key has one (cuda/h_table.cuh).
+    own_msm::point_table<affine_t::mem_t> h_table;
+    const own_msm::point_table<affine_t::mem_t>* tables[4] = {
+        resident_h_table(points[0], points[0].n, h_table) ? &h_table : nullptr};
     std::unique_ptr<timed_events> marks[5];
     std::unique_ptr<own_msm::g1_msm> g1[4];
     for (int q = 0; q < 4; q++) {
         marks[q].reset(new timed_events(streams[q]));
-        g1[q].reset(new own_msm::g1_msm(streams[q], g1_points[q], g1_scalars[q], points[q].n, true));
+        g1[q].reset(new own_msm::g1_msm(streams[q], g1_points[q], g1_scalars[q], points[q].n, true, 0,
+                                        false, nullptr, 0, nullptr, tables[q]));
         marks[q]->mark(streams[q]);
     }
     marks[4].reset(new timed_events(streams[4]));

@@ -658,15 +658,17 @@ enum cuzk_status cuzk_engine_memory_estimate_update(const struct cuzk_engine *en
 //   "circuit_shapes": [{"id", "constraints", "bytes", "shape_bytes"}],
 //   "devices": [{"ordinal", "name", "memory_total", "memory_free", "memory_used_by_cuzk",
 //     "ntt_buffer_bytes", "witness_buffer_bytes", "key_budget",
-//     "resident_keys": [{"label", "bytes", "uses", "loaded",
+//     "resident_keys": [{"label", "bytes", "table_bytes", "uses", "loaded",
 //       "class": "Sealing"|"WindowPost"|"WinningPost"}],
 //     "resident_shapes": [{"constraints", "bytes"}],
 //     "pinned_pool": {"buffer_bytes", "limit_bytes", "allocated_bytes", "in_use_bytes",
 //     "acquisitions", "allocations"}, "proofs_in_flight", "proofs_done"}]}`.
 // Sizes are bytes: a key's or a shape's `bytes` are what host memory holds of it (a key
 // resident on the GPUs: none; a shape: its matrices go once the GPUs hold them and its shape
-// file can give them back), `points_bytes` and `shape_bytes` its whole size. Fields may be
-// added, never removed.
+// file can give them back), `points_bytes` and `shape_bytes` its whole size; a resident key's
+// `bytes` its device memory, of which `table_bytes` its H table (a key whose H query has at
+// most 2^22 points: a copy of the query for each window of H's MSM but the first, made on the
+// device where it fits). Fields may be added, never removed.
 //
 // `engine`: not NULL, a handle from `cuzk_engine_new` not yet freed. `json_out`: not NULL;
 // receives the JSON (the caller's, free with `cuzk_bytes_free`), NULL on failure. `err`: NULL,

@@ -202,6 +202,7 @@ pub(crate) fn gpu_backend(config: &EngineConfig, device: Option<u32>) -> Result<
         h_msm_chunk: config.gpu_h_msm_chunk,
         products_on_device: config.products_on_gpu,
         prep_on_device: config.prep_on_gpu,
+        h_table: config.gpu_h_table,
     };
     Ok(Box::new(GpuBackend::new(&gpu)?))
 }

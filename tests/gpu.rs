@@ -57,12 +57,19 @@ fn gpu_prover(policy: SplitPolicy, residency: KeyResidency, products_on_gpu: boo
 }
 
 fn gpu_prover_prep(policy: SplitPolicy, residency: KeyResidency, products_on_gpu: bool, msm: MsmChoice, prep_on_gpu: bool) -> Prover {
+    gpu_prover_table(policy, residency, products_on_gpu, msm, prep_on_gpu, true)
+}
+
+/// As `gpu_prover_prep`, with a resident key's H table (cuda/h_table.cuh) where it may have one
+/// (`h_table`, the default) or never.
+fn gpu_prover_table(policy: SplitPolicy, residency: KeyResidency, products_on_gpu: bool, msm: MsmChoice, prep_on_gpu: bool, h_table: bool) -> Prover {
     let config = EngineConfig {
         gpu_key_memory_budget: if residency == KeyResidency::Streamed { 1 } else { 0 },
         gpu_split: policy,
         gpu_msm: msm,
         products_on_gpu,
         prep_on_gpu,
+        gpu_h_table: h_table,
         ..EngineConfig::default()
     };
     Prover::new(BackendChoice::Gpu { device: 0 }, &config).expect("CUZK_GPU_TESTS=1 but no usable CUDA device")
@@ -117,7 +124,8 @@ fn read_from_file(key: ProvingKey) -> ProvingKey {
 /// matrices and compact witness, with cuzk's MSM (a full-width witness's MSMs at once) and
 /// sppark's, with a split witness's classes found on the device (past a domain of 2^22, the key
 /// resident, a, b, c on the device and cuzk's MSM: witness_classes.rs) and on the host, and a
-/// second call of the shape (its selections of z resident since the first); with a real key
+/// second call of the shape (its selections of z resident since the first); a resident key's
+/// H's MSM by cuzk's over its H table (up to 2^22 points) and without one; with a real key
 /// the proof verifies.
 fn check_circuit_equals_bellperson<C: bellperson::Circuit<Scalar> + Clone + Send + Sync>(
     circuit: C,
@@ -142,20 +150,21 @@ fn check_circuit_equals_bellperson<C: bellperson::Circuit<Scalar> + Clone + Send
     let bellperson_s = start.elapsed().as_secs_f64();
     let params = read_from_file(params);
     let shape = Arc::new(CircuitShape::extract(circuit.clone()).unwrap());
-    for (policy, residency, products_on_device, msm, prep_on_gpu) in [
-        (SplitPolicy::Always, KeyResidency::Resident, false, MsmChoice::Cuzk, true),
-        (SplitPolicy::Never, KeyResidency::Resident, false, MsmChoice::Cuzk, true),
-        (SplitPolicy::Always, KeyResidency::Streamed, false, MsmChoice::Cuzk, true),
-        (SplitPolicy::Never, KeyResidency::Streamed, false, MsmChoice::Cuzk, true),
-        (SplitPolicy::Always, KeyResidency::Resident, true, MsmChoice::Cuzk, true),
-        (SplitPolicy::Always, KeyResidency::Resident, true, MsmChoice::Cuzk, false),
-        (SplitPolicy::Never, KeyResidency::Resident, true, MsmChoice::Cuzk, true),
-        (SplitPolicy::CostModel, KeyResidency::Resident, true, MsmChoice::Cuzk, true),
-        (SplitPolicy::Never, KeyResidency::Streamed, true, MsmChoice::Cuzk, true),
-        (SplitPolicy::Never, KeyResidency::Resident, true, MsmChoice::Sppark, true),
-        (SplitPolicy::Never, KeyResidency::Resident, true, MsmChoice::CuzkAffine, true),
+    for (policy, residency, products_on_device, msm, prep_on_gpu, h_table) in [
+        (SplitPolicy::Always, KeyResidency::Resident, false, MsmChoice::Cuzk, true, true),
+        (SplitPolicy::Never, KeyResidency::Resident, false, MsmChoice::Cuzk, true, true),
+        (SplitPolicy::Always, KeyResidency::Streamed, false, MsmChoice::Cuzk, true, true),
+        (SplitPolicy::Never, KeyResidency::Streamed, false, MsmChoice::Cuzk, true, true),
+        (SplitPolicy::Always, KeyResidency::Resident, true, MsmChoice::Cuzk, true, true),
+        (SplitPolicy::Always, KeyResidency::Resident, true, MsmChoice::Cuzk, false, true),
+        (SplitPolicy::Never, KeyResidency::Resident, true, MsmChoice::Cuzk, true, true),
+        (SplitPolicy::CostModel, KeyResidency::Resident, true, MsmChoice::Cuzk, true, true),
+        (SplitPolicy::CostModel, KeyResidency::Resident, true, MsmChoice::Cuzk, true, false),
+        (SplitPolicy::Never, KeyResidency::Streamed, true, MsmChoice::Cuzk, true, true),
+        (SplitPolicy::Never, KeyResidency::Resident, true, MsmChoice::Sppark, true, true),
+        (SplitPolicy::Never, KeyResidency::Resident, true, MsmChoice::CuzkAffine, true, true),
     ] {
-        let gpu = gpu_prover_prep(policy, residency, products_on_device, msm, prep_on_gpu);
+        let gpu = gpu_prover_table(policy, residency, products_on_device, msm, prep_on_gpu, h_table);
         let options = CircuitOptions {
             randomness: Some((r, s)),
             cancel: None,
@@ -167,6 +176,16 @@ fn check_circuit_equals_bellperson<C: bellperson::Circuit<Scalar> + Clone + Send
         }
         .expect("GPU proof");
         assert_eq!(t.key_residency, residency as u32);
+        // The resident copy carries its H table where it may: cuzk's MSM, the table on, an H
+        // query of 1 to 2^22 points.
+        let table_bytes: u64 = gpu.devices()[0].resident_keys.iter().map(|k| k.table_bytes).sum();
+        let h_points = params.query_sizes().h;
+        let may_have_table = residency == KeyResidency::Resident && msm == MsmChoice::Cuzk && h_table && (1..=1 << 22).contains(&h_points);
+        assert_eq!(
+            table_bytes > 0,
+            may_have_table,
+            "{what}: the resident key's H table ({table_bytes} bytes)"
+        );
         assert_eq!(
             params.host_bytes() > 0,
             residency == KeyResidency::Streamed,
@@ -182,7 +201,7 @@ fn check_circuit_equals_bellperson<C: bellperson::Circuit<Scalar> + Clone + Send
         assert_eq!(
             proof_bytes(&ours),
             expected,
-            "{what}, split {policy:?}, key {residency:?}, a, b, c on the device {products_on_device}, {msm:?} MSM, classes on the device {prep_on_gpu}: the GPU proof differs from bellperson's"
+            "{what}, split {policy:?}, key {residency:?}, a, b, c on the device {products_on_device}, {msm:?} MSM, classes on the device {prep_on_gpu}, H table {h_table}: the GPU proof differs from bellperson's"
         );
         if msm == MsmChoice::Sppark {
             assert_eq!(t.msm_at_once_ns, 0, "{what}: sppark's MSMs run one after another");
@@ -209,7 +228,7 @@ fn check_circuit_equals_bellperson<C: bellperson::Circuit<Scalar> + Clone + Send
         }
         let s = |ns: u64| ns as f64 / 1e9;
         eprintln!(
-            "{what} ({key_s:.1} s) split={policy:?} {residency:?} spmv_on_device={products_on_device} msm={msm:?} prep_on_gpu={prep_on_gpu}: bellperson {bellperson_s:.3} s | GPU synthesis {:.3}, upload {:.3}, prep {:.3}, h2d {:.3}, witness upload {:.3}, spmv {:.3}, ntt {:.3}, msm_h {:.3}, batch_add {:.3}, tails {:.3}, b_g2 {:.3}, at once {:.3} s",
+            "{what} ({key_s:.1} s) split={policy:?} {residency:?} spmv_on_device={products_on_device} msm={msm:?} prep_on_gpu={prep_on_gpu} h_table={h_table}: bellperson {bellperson_s:.3} s | GPU synthesis {:.3}, upload {:.3}, prep {:.3}, h2d {:.3}, witness upload {:.3}, spmv {:.3}, ntt {:.3}, msm_h {:.3}, batch_add {:.3}, tails {:.3}, b_g2 {:.3}, at once {:.3} s",
             s(t.synthesis_ns), s(t.srs_upload_ns + t.shape_upload_ns), s(t.prep_msm_ns), s(t.pin_h2d_ns), s(t.witness_upload_ns), s(t.spmv_ns), s(t.ntt_ns), s(t.msm_h_ns), s(t.batch_add_ns),
             s(t.msm_l_ns + t.msm_a_ns + t.msm_b_g1_ns), s(t.msm_b_g2_ns), s(t.msm_at_once_ns),
         );
@@ -341,14 +360,45 @@ fn own_msm_equals_cpu_and_sppark() {
         );
         let (sppark, sppark_ns) = gpu.msm_g1(points, scalars, MsmChoice::Sppark, 0, false).expect("sppark MSM");
         assert_eq!(sppark, expected, "sppark's MSM of {n} points, {what} scalars, seed {seed}");
+        let (table, table_ns) = gpu.msm_g1_over_h_table(points, scalars, montgomery).expect("cuzk MSM over an H table");
+        assert_eq!(
+            table, expected,
+            "cuzk's MSM over the H table of {n} points, {what} scalars (montgomery {montgomery}), seed {seed}"
+        );
         eprintln!(
-            "MSM 2^{:.2} = {n} points, {what}: cuzk {:.3} ms, cuzk-affine {:.3} ms, sppark {:.3} ms",
+            "MSM 2^{:.2} = {n} points, {what}: cuzk {:.3} ms, cuzk over its H table {:.3} ms, cuzk-affine {:.3} ms, sppark {:.3} ms",
             (n as f64).log2(),
             ours_ns as f64 / 1e6,
+            table_ns as f64 / 1e6,
             affine_ns as f64 / 1e6,
             sppark_ns as f64 / 1e6
         );
     };
+    // The H table of points among which some are at infinity (every 7th), whose copies stay
+    // there, and of the same point repeated (every window's copies equal).
+    for (what, points) in [
+        (
+            "every 7th at infinity",
+            all_points[..4097]
+                .iter()
+                .enumerate()
+                .map(|(i, p)| if i % 7 == 0 { G1Affine::default() } else { *p })
+                .collect::<Vec<_>>(),
+        ),
+        ("one point repeated", vec![all_points[5]; 4097]),
+    ] {
+        let scalars: Vec<Scalar> = (0..points.len()).map(|_| Scalar::random(&mut rng)).collect();
+        let projective: Vec<G1Projective> = points.iter().map(|p| G1Projective::from(*p)).collect();
+        let expected = G1Projective::multi_exp(&projective, &scalars);
+        let (table, _) = gpu.msm_g1_over_h_table(&points, &scalars, true).expect("cuzk MSM over an H table");
+        assert_eq!(table, expected, "cuzk's MSM over the H table of {what}, seed {seed}");
+    }
+    // No H table past 2^22 points: refused, not made.
+    let past: Vec<G1Affine> = all_points.iter().chain(&all_points[..1]).copied().collect();
+    let refused = gpu
+        .msm_g1_over_h_table(&past, &vec![Scalar::ONE; past.len()], true)
+        .expect_err("an H table of more than 2^22 points");
+    assert!(refused.message.contains("2^22"), "{}", refused.message);
     for n in [1, 2, 31, 32, 33, 255, 1023, 1024, 1025, (1 << 16) + 1, 370_000, 1 << 20, largest] {
         let random: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut rng)).collect();
         check(n, "random", &random, &mut rng);

@@ -30,6 +30,9 @@ pub struct KeyRef {
     pub label: String,
     /// Bytes its copy takes in the budgeted memory.
     pub bytes: u64,
+    /// Of `bytes`, those of tables made from its points on the device (a GPU key's H table,
+    /// cuda/h_table.cuh).
+    pub table_bytes: u64,
     /// Dead once the key itself is dropped: its copy is stale then.
     pub alive: Weak<()>,
     /// The class of the call asking for it.
@@ -49,7 +52,11 @@ pub enum Residency<V> {
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct ResidentKey {
     pub label: String,
+    /// Its device memory, its tables included.
     pub bytes: u64,
+    /// Of `bytes`, the tables made from its points on the device (an H table of up to 2^22
+    /// points, cuda/h_table.cuh: ⌊255/c⌋ more copies of the H query).
+    pub table_bytes: u64,
     /// Calls that used this copy (the one that loaded it included).
     pub uses: u64,
     /// False while it is being loaded.
@@ -246,6 +253,7 @@ impl<V> ResidentCache<V> {
             .map(|e| ResidentKey {
                 label: e.key.label.clone(),
                 bytes: e.key.bytes,
+                table_bytes: e.key.table_bytes,
                 uses: e.uses,
                 loaded: e.slot.get().is_some(),
                 class: e.class,
@@ -274,6 +282,7 @@ mod tests {
             id,
             label: format!("k{id}"),
             bytes,
+            table_bytes: 0,
             alive: Arc::downgrade(alive),
             class,
         }

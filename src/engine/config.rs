@@ -56,6 +56,13 @@ pub struct EngineConfig {
     /// buckets, so a chunk costs its launches and a pass over them (docs/PERFORMANCE.md). At
     /// least [`MIN_GPU_H_MSM_CHUNK`].
     pub gpu_h_msm_chunk: u64,
+    /// Under cuzk's MSM, keep a resident key's H table on the GPU beside an H query of up to
+    /// 2^22 points (a 2KiB PoRep's, a 32GiB WinningPoSt's), where it fits without streaming or
+    /// evicting a key: a copy of the query for each window of H's digits, made on the device
+    /// at upload (cuda/h_table.cuh), so that H's MSM sums one window instead of ⌊255/c⌋ + 1.
+    /// At 2^22 points it is 12 copies (4.8 GB), reported as the key's `table_bytes` in the
+    /// status (env CUZK_H_TABLE=on|off).
+    pub gpu_h_table: bool,
     /// On the R1CS path with a GPU, compute a = A·z, b = B·z, c = C·z on the device from its
     /// resident copy of the circuit's matrices (true), or on the host and send them (env
     /// CUZK_SPMV=device|host).
@@ -121,6 +128,7 @@ impl Default for EngineConfig {
             gpu_split: SplitPolicy::CostModel,
             gpu_msm: MsmChoice::Cuzk,
             gpu_h_msm_chunk: 0,
+            gpu_h_table: true,
             products_on_gpu: true,
             prep_on_gpu: true,
             verify_param_digests: false,
@@ -189,7 +197,7 @@ impl EngineConfig {
 
     /// This configuration with the environment's overrides applied: CUZK_NO_GPU=1|0,
     /// CUZK_SYNTHESIS=classic|r1cs, CUZK_GPU_SPLIT=auto|always|never, CUZK_MSM=cuzk|cuzk-affine|sppark,
-    /// CUZK_SPMV=device|host, CUZK_PREP=device|host,
+    /// CUZK_SPMV=device|host, CUZK_PREP=device|host, CUZK_H_TABLE=on|off,
     /// FIL_PROOFS_VERIFY_PRODUCTION_PARAMS=1|0 (and true|false, yes|no, on|off),
     /// CUZK_PARAMETERS_JSON=FILE, each when set. A value it does not know is an error, not silently ignored.
     pub fn with_environment(mut self) -> Result<Self> {
@@ -224,6 +232,9 @@ impl EngineConfig {
         }
         if let Some(on_device) = env_knob("CUZK_PREP", &[("device", true), ("host", false)])? {
             self.prep_on_gpu = on_device;
+        }
+        if let Some(table) = env_knob("CUZK_H_TABLE", &[("on", true), ("off", false)])? {
+            self.gpu_h_table = table;
         }
         let truth = [
             ("1", true),

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use super::context::Context;
-use super::device_key::DeviceKey;
+use super::device_key::{self, DeviceKey};
 use super::fault::{DeviceUse, FaultRecord};
 use super::selection::DeviceSelection;
 use super::spmv::DeviceShape;
@@ -20,8 +20,7 @@ use super::GpuConfig;
 use crate::backend::pinned::BufferPool;
 use crate::backend::resident::{KeyRef, Residency, ResidentCache};
 use crate::backend::turn::{Turn, TurnGuard};
-use crate::backend::Priority;
-use crate::backend::{BackendRelease, DeviceHealth, DeviceStatus, ResidentShape};
+use crate::backend::{BackendRelease, DeviceHealth, DeviceStatus, MsmChoice, Priority, ResidentShape};
 use crate::cancel::CancelToken;
 use crate::error::{Error, Result, Status};
 use crate::groth16::ProvingKey;
@@ -40,6 +39,9 @@ pub(super) struct Device {
     /// `backend::turn`); waiting for it is the partition's proving wait.
     pub(super) turn: Turn,
     pub(super) keys: ResidentCache<DeviceKey>,
+    /// Whether a resident key's H query of up to 2^22 points gets its H table (cuzk's MSM,
+    /// `GpuConfig::h_table`) where it fits (`key_copy`).
+    h_table: bool,
     /// Circuit shapes whose matrices are resident, most recently used first.
     pub(super) shapes: Mutex<Vec<ShapeOnDevice>>,
     pub(super) staging: BufferPool<CudaPinned>,
@@ -105,6 +107,7 @@ impl Device {
             memory_bytes: memory,
             turn: Turn::default(),
             keys: ResidentCache::new(budget),
+            h_table: config.h_table && config.msm == MsmChoice::Cuzk,
             shapes: Mutex::new(Vec::new()),
             staging: BufferPool::new(CudaPinned { device: ordinal }, STAGING_BUFFER_BYTES, pool as usize),
             in_flight: AtomicUsize::new(0),
@@ -199,6 +202,19 @@ impl Drop for InFlight<'_> {
 /// Device memory a call still allocates beyond the resident data: sppark's MSM scratch and
 /// the compact witness. Matrices are made resident only with this much left free.
 const CALL_HEADROOM_BYTES: u64 = 4 << 30;
+
+/// The device memory of a key's copy: its points and its H table (0 for none).
+#[derive(Clone, Copy, Debug, Default)]
+struct KeyCopy {
+    points_bytes: u64,
+    h_table_bytes: u64,
+}
+
+impl KeyCopy {
+    fn bytes(&self) -> u64 {
+        self.points_bytes + self.h_table_bytes
+    }
+}
 
 /// Whether a key of `key_bytes` may be resident on a device of `device_bytes` with a key
 /// budget of `budget`: within the budget, and with room beside it for the working memory of
@@ -297,6 +313,27 @@ impl Device {
         key_fits(key_bytes, call_bytes, self.keys.budget(), self.memory_bytes)
     }
 
+    /// The device memory a copy of `key` made now would take: its points, and its H table
+    /// (device_key::h_table_bytes) when this device makes them and the copy with it fits now,
+    /// beside a call of `call_bytes`, the device's `memory` and the budget's other keys, so
+    /// that a table never streams or evicts a key (without it the copy is what it was).
+    fn key_copy(&self, key: &ProvingKey, call_bytes: u64, memory: &sys::Memory) -> KeyCopy {
+        let points_bytes = key.points_bytes();
+        let table = match self.h_table {
+            true => device_key::h_table_bytes(&key.query_sizes()),
+            false => 0,
+        };
+        let with_table = points_bytes + table;
+        let fits = table > 0
+            && self.fits_key(with_table, call_bytes)
+            && self.keys.used_bytes() + with_table <= self.keys.budget()
+            && memory.free >= needed_for_call(memory, call_bytes, with_table);
+        KeyCopy {
+            points_bytes,
+            h_table_bytes: if fits { table } else { 0 },
+        }
+    }
+
     /// Whether `key` may be resident here (`fits_key`) but has no copy here (none being made).
     pub(super) fn lacks_key(&self, key: &ProvingKey, call_bytes: u64) -> bool {
         !self.keys.holds(key.id()) && self.fits_key(key.points_bytes(), call_bytes)
@@ -314,7 +351,7 @@ impl Device {
         }
         let memory = self.ctx.memory()?;
         let upload = match self.lacks_key(key, call_bytes) {
-            true => key.points_bytes(),
+            true => self.key_copy(key, call_bytes, &memory).bytes(),
             false => 0,
         };
         let needed = needed_for_call(&memory, call_bytes, upload);
@@ -358,22 +395,27 @@ impl Device {
             ahead,
             call_bytes,
         } = *wanted;
+        let holds = self.keys.holds(key.id());
+        let memory = self.ctx.memory()?;
+        let copy = match holds {
+            true => KeyCopy::default(),
+            false => self.key_copy(key, call_bytes, &memory),
+        };
         let key_ref = KeyRef {
             id: key.id(),
             label: key.label().to_string(),
-            bytes: key.points_bytes(),
+            bytes: copy.bytes(),
+            table_bytes: copy.h_table_bytes,
             alive: key.liveness(),
             class,
         };
         let start = Instant::now();
         let waited_before = t.proving_wait_ns;
-        let upload = || DeviceKey::upload(&self.ctx, key, pool, staging, &mut || between(t));
+        let with_h_table = copy.h_table_bytes > 0;
+        let upload = || DeviceKey::upload(&self.ctx, key, with_h_table, pool, staging, &mut || between(t));
         // A copy to make needs room now beside what the device holds (keys of higher classes,
         // matrices) once make_room_for_call has evicted what this call's class may.
-        let may_load = self.keys.holds(key_ref.id) || {
-            let memory = self.ctx.memory()?;
-            self.fits_key(key_ref.bytes, call_bytes) && memory.free >= needed_for_call(&memory, call_bytes, key_ref.bytes)
-        };
+        let may_load = holds || (self.fits_key(key_ref.bytes, call_bytes) && memory.free >= needed_for_call(&memory, call_bytes, key_ref.bytes));
         let fetched = match (may_load, ahead) {
             (false, _) => Ok(Residency::TooLarge),
             (true, true) => self.keys.load_ahead(&key_ref, upload),

@@ -1,6 +1,10 @@
 //! Proving keys resident in device memory (cuda/device_key.cuh): a key's upload and free, the
 //! device's budgeted cache of them, and where one MSM's points are read from, the resident
-//! copy or host memory (a key larger than the budget is streamed per call).
+//! copy or host memory (a key larger than the budget is streamed per call). A key whose H
+//! query has at most 2^22 points keeps its H table beside it (cuda/h_table.cuh), part of its
+//! device memory.
+
+use std::ffi::c_int;
 
 use bellperson::groth16::Parameters;
 use blstrs::{Bls12, G1Affine, G2Affine};
@@ -29,6 +33,19 @@ pub(super) fn upload_host_bytes(sizes: &QuerySizes) -> u64 {
     let largest_query = [sizes.h, sizes.l, sizes.a, sizes.b_g1].into_iter().max().unwrap_or(0) * QuerySizes::G1_BYTES;
     let largest_part = largest_query.max(sizes.b_g2 * QuerySizes::G2_BYTES).min(UPLOAD_PART_BYTES as u64);
     2 * largest_part
+}
+
+/// Device memory of a resident key's H table (cuda/h_table.cuh) besides the H query itself: a
+/// copy of the query for every window but the first, 0 where its H query gets none (more than
+/// 2^22 points).
+pub(super) fn h_table_bytes(sizes: &QuerySizes) -> u64 {
+    let mut windows = 0;
+    // SAFETY: a pure function of its argument; the out-pointer is a local.
+    let bits = unsafe { sys::cuzk_gpu_h_table_bits(sizes.h as usize, &mut windows) };
+    match bits {
+        0 => 0,
+        _ => u64::from(windows - 1) * sizes.h * QuerySizes::G1_BYTES,
+    }
 }
 
 /// One part of a query as it is copied: where its points start and how many.
@@ -62,9 +79,12 @@ impl DeviceKey {
     /// and decoded on the device (cuda/key_decode.cuh: the host's decode of a 32GiB PoRep key
     /// took 15.9 s on 16 cores), so that the host never holds more than two parts, and the part
     /// after it is read ahead into the page cache meanwhile, so that the disk never waits.
+    /// With `h_table` (its H query taking one: `h_table_bytes`), the H table is made on the
+    /// device once the points are there.
     pub(super) fn upload(
         ctx: &Context,
         key: &ProvingKey,
+        h_table: bool,
         pool: &ThreadPool,
         staging: &sys::Staging,
         between: &mut dyn FnMut() -> Result<()>,
@@ -74,7 +94,7 @@ impl DeviceKey {
         let mut out = std::ptr::null_mut();
         // SAFETY: out-pointer to a local; the counts are the query lengths.
         call("allocating device memory for the proving key", |msg| unsafe {
-            sys::cuzk_gpu_key_alloc(ctx, &counts, &mut out, msg)
+            sys::cuzk_gpu_key_alloc(ctx, &counts, c_int::from(h_table), &mut out, msg)
         })?;
         // SAFETY: made by cuzk_gpu_key_alloc in this context, owned here.
         let copy = DeviceKey(unsafe { ContextObject::new(out, life, sys::cuzk_gpu_key_free, "device key")? });
@@ -97,6 +117,16 @@ impl DeviceKey {
                 sys::cuzk_gpu_key_upload(ctx, copy.0.ptr(), part.query as u32, part.first, part.count, host.cast(), staging, msg)
             })
         };
+        let build_h_table = |copy: DeviceKey| -> Result<DeviceKey> {
+            if h_table {
+                // SAFETY: the key was made in this context with room for its table, and its H
+                // query is uploaded whole.
+                call("making the key's H table on the device", |msg| unsafe {
+                    sys::cuzk_gpu_key_build_h_table(ctx, copy.0.ptr(), msg)
+                })?;
+            }
+            Ok(copy)
+        };
         if let Some(host) = key.held_host_points() {
             for (i, &part) in parts.iter().enumerate() {
                 if i > 0 {
@@ -104,7 +134,7 @@ impl DeviceKey {
                 }
                 send(part, host_query(&host, part.query).wrapping_add(part.first * point_bytes(part.query)))?;
             }
-            return Ok(copy);
+            return build_h_table(copy);
         }
         let send_file_points = |part: Part, file_bytes: &[u8]| {
             let mut first_bad = usize::MAX;
@@ -157,7 +187,49 @@ impl DeviceKey {
             }
             Ok(())
         })?;
-        Ok(copy)
+        build_h_table(copy)
+    }
+}
+
+#[cfg(feature = "internals")]
+impl DeviceKey {
+    /// A key of `points` as its H query alone (the other queries empty), with its H table, for
+    /// the tests and benchmarks of H's MSM over the table (`GpuBackend::msm_g1_over_h_table`).
+    pub(super) fn h_query_only(ctx: &Context, points: &[G1Affine]) -> Result<Self> {
+        let mut counts = [0usize; 5];
+        counts[sys::QUERY_H as usize] = points.len();
+        let (ctx, life) = ctx.current()?;
+        let mut out = std::ptr::null_mut();
+        // SAFETY: out-pointer to a local; the counts are the query lengths.
+        call("allocating device memory for an H query with its table", |msg| unsafe {
+            sys::cuzk_gpu_key_alloc(ctx, &counts, 1, &mut out, msg)
+        })?;
+        // SAFETY: made by cuzk_gpu_key_alloc in this context, owned here.
+        let key = DeviceKey(unsafe { ContextObject::new(out, life, sys::cuzk_gpu_key_free, "device key")? });
+        // SAFETY: `points` holds the query's points (blst affine, the device's layout) for the
+        // synchronous calls; no staging (a pageable copy); the table is built once they are in.
+        call("uploading an H query", |msg| unsafe {
+            sys::cuzk_gpu_key_upload(
+                ctx,
+                key.ptr(),
+                sys::QUERY_H,
+                0,
+                points.len(),
+                points.as_ptr().cast(),
+                std::ptr::null(),
+                msg,
+            )
+        })?;
+        // SAFETY: the key was made in this context with room for its table, its H query whole.
+        call("making the H table", |msg| unsafe {
+            sys::cuzk_gpu_key_build_h_table(ctx, key.ptr(), msg)
+        })?;
+        Ok(key)
+    }
+
+    /// The key as the C side takes it.
+    pub(super) fn ptr(&self) -> *mut sys::Key {
+        self.0.ptr()
     }
 }
 
@@ -238,5 +310,45 @@ impl<'a> PointSource<'a> {
 
     pub(super) fn streamed_g2(&self) -> Option<&'a [G2Affine]> {
         self.host.filter(|_| self.resident.is_none()).map(|host| &host.b_g2[..])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_h(h: u64) -> QuerySizes {
+        QuerySizes {
+            ic: 2,
+            h,
+            l: 10,
+            a: 10,
+            b_g1: 10,
+            b_g2: 10,
+        }
+    }
+
+    /// The H table's width takes the least work with one set of buckets: a 2KiB PoRep's H
+    /// query (2^22 − 1 points) gets 20-bit digits, 13 windows, 12 copies besides the query.
+    #[test]
+    fn h_table_bytes_by_the_h_query() {
+        let porep_2k = (1 << 22) - 1;
+        assert_eq!(h_table_bytes(&with_h(porep_2k)), 12 * porep_2k * QuerySizes::G1_BYTES);
+        // Past 2^22 points, or none: no table.
+        assert_eq!(h_table_bytes(&with_h((1 << 22) + 1)), 0);
+        assert_eq!(h_table_bytes(&with_h(1 << 27)), 0);
+        assert_eq!(h_table_bytes(&with_h(0)), 0);
+        // A larger query, wider digits (fewer windows): its copies never grow with its size,
+        // from 31 at one point (8-bit digits, 32 windows).
+        let mut copies_before = u64::MAX;
+        for log in 0..=22 {
+            let h = 1u64 << log;
+            let bytes = h_table_bytes(&with_h(h));
+            assert!(bytes > 0 && bytes % (h * QuerySizes::G1_BYTES) == 0, "2^{log}: {bytes}");
+            let copies = bytes / (h * QuerySizes::G1_BYTES);
+            assert!(copies <= copies_before && copies <= 31, "2^{log}: {copies} copies after {copies_before}");
+            copies_before = copies;
+        }
+        assert_eq!(h_table_bytes(&with_h(1)), 31 * QuerySizes::G1_BYTES);
     }
 }

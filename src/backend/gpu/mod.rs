@@ -86,6 +86,10 @@ pub struct GpuConfig {
     /// Find a split witness's scalar classes (prep_msm) on the device where it can
     /// (`GpuBackend::classifies_on_device`); false: always on the host.
     pub prep_on_device: bool,
+    /// Keep a resident key's H table (cuda/h_table.cuh) beside its H query of up to 2^22
+    /// points, where it fits, for cuzk's MSM (`MsmChoice::Cuzk`) of H
+    /// (`EngineConfig::gpu_h_table`).
+    pub h_table: bool,
 }
 
 impl Default for GpuConfig {
@@ -99,6 +103,7 @@ impl Default for GpuConfig {
             h_msm_chunk: 0,
             products_on_device: true,
             prep_on_device: true,
+            h_table: true,
         }
     }
 }
@@ -111,6 +116,9 @@ pub struct GpuBackend {
     h_msm_chunk: AtomicU64,
     products_on_device: bool,
     prep_on_device: AtomicBool,
+    /// Whether resident keys get their H tables where they fit (`GpuConfig::h_table`, under
+    /// cuzk's MSM).
+    h_table: bool,
     /// Where the search for the least busy device starts, so that ties rotate.
     next: AtomicUsize,
     /// Made when every device is quarantined after faults (`fault`): calls are proved on the
@@ -237,6 +245,7 @@ impl GpuBackend {
             h_msm_chunk: AtomicU64::new(h_msm_chunk_or_default(config.h_msm_chunk)),
             products_on_device: config.products_on_device,
             prep_on_device: AtomicBool::new(config.prep_on_device),
+            h_table: config.h_table && config.msm == MsmChoice::Cuzk,
             next: AtomicUsize::new(0),
             cpu_fallback: Mutex::new(None),
         })
@@ -692,6 +701,8 @@ fn h_msm_chunk_or_default(points: u64) -> u64 {
 pub(super) struct MsmPlan {
     pub(super) choice: MsmChoice,
     pub(super) h_chunk: u64,
+    /// Whether a resident key gets its H table where it fits (`Device::key_copy`).
+    pub(super) h_table: bool,
 }
 
 impl GpuBackend {
@@ -699,6 +710,7 @@ impl GpuBackend {
         MsmPlan {
             choice: self.msm,
             h_chunk: self.h_msm_chunk.load(Ordering::Relaxed),
+            h_table: self.h_table,
         }
     }
 
@@ -779,8 +791,10 @@ fn call_memory_of(
     const SCALAR: u64 = 32;
     const G1_BUCKET: u64 = 4 * 48;
     const G2_BUCKET: u64 = 4 * 96;
-    let MsmPlan { choice, h_chunk } = msms;
+    let MsmPlan { choice, h_chunk, h_table } = msms;
     let key_bytes = sizes.points_bytes();
+    // A resident key's H table, at most (made where it fits: `Device::key_copy`).
+    let h_table_bytes = if h_table { device_key::h_table_bytes(sizes) } else { 0 };
     let (g1, g2) = (QuerySizes::G1_BYTES, QuerySizes::G2_BYTES);
     let largest_g1 = [sizes.h, sizes.l, sizes.a, sizes.b_g1].into_iter().max().unwrap_or(0);
     // The largest MSM one after another: sppark's, or cuzk's up to its sizes (tails, H's
@@ -886,7 +900,7 @@ fn call_memory_of(
         host_key_bytes: if streamed { key_bytes } else { 0 },
         host_key_upload_bytes: if streamed { 0 } else { device_key::upload_host_bytes(sizes) },
         host_lane_bytes: PreparedMsms::max_bytes(variables) + CompactWitness::max_bytes(variables) + variables.div_ceil(8) + gathered_on_host,
-        device_resident_bytes: matrices + if streamed { 0 } else { key_bytes },
+        device_resident_bytes: matrices + if streamed { 0 } else { key_bytes + h_table_bytes },
         device_call_bytes: 3 * SCALAR * sizes.domain() + witness + scratch,
     }
 }
@@ -914,6 +928,7 @@ mod tests {
         MsmPlan {
             choice,
             h_chunk: quotient::H_MSM_CHUNK,
+            h_table: false,
         }
     }
 

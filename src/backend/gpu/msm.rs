@@ -205,10 +205,21 @@ mod compare {
     use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
     use ff::PrimeField;
 
+    use super::super::device_key::DeviceKey;
     use super::super::sys::{self, call, to_projective, to_projective_g2};
     use super::super::GpuBackend;
     use super::MsmChoice;
     use crate::error::{Error, Result};
+
+    /// Points in host memory for `cuzk_gpu_msm_by*`, which copies them to the device.
+    fn host_points<P>(points: &[P]) -> sys::Points {
+        sys::Points {
+            key: std::ptr::null(),
+            query: sys::QUERY_L,
+            host: points.as_ptr().cast(),
+            n: points.len(),
+        }
+    }
 
     /// `cuzk_gpu_msm_by` (G1) or `cuzk_gpu_msm_by_g2` (G2), the sum written to `Out`.
     type MsmByEntry<Out> =
@@ -228,7 +239,23 @@ mod compare {
             digit_bits: u32,
             montgomery: bool,
         ) -> Result<(G1Projective, u64)> {
-            let (sum, ns) = self.msm_by(sys::cuzk_gpu_msm_by, points, scalars, choice, digit_bits, montgomery)?;
+            let (sum, ns) = self.msm_by(sys::cuzk_gpu_msm_by, host_points(points), scalars, choice, digit_bits, montgomery)?;
+            Ok((to_projective(&sum), ns))
+        }
+
+        /// Σ sᵢ·Pᵢ in G1 by cuzk's MSM over the H table of `points` (cuda/h_table.cuh): a key of
+        /// them as its H query, resident on the first device, its table made there, as H's MSM
+        /// reads a resident key's; and the MSM's own wall time (ns). `points`: at most 2^22.
+        pub fn msm_g1_over_h_table(&self, points: &[G1Affine], scalars: &[Scalar], montgomery: bool) -> Result<(G1Projective, u64)> {
+            let device = self.devices.first().ok_or_else(|| Error::invalid("no device"))?;
+            let key = DeviceKey::h_query_only(&device.ctx, points)?;
+            let source = sys::Points {
+                key: key.ptr(),
+                query: sys::QUERY_H,
+                host: std::ptr::null(),
+                n: points.len(),
+            };
+            let (sum, ns) = self.msm_by(sys::cuzk_gpu_msm_by, source, scalars, MsmChoice::Cuzk, 0, montgomery)?;
             Ok((to_projective(&sum), ns))
         }
 
@@ -241,33 +268,28 @@ mod compare {
             digit_bits: u32,
             montgomery: bool,
         ) -> Result<(G2Projective, u64)> {
-            let (sum, ns) = self.msm_by(sys::cuzk_gpu_msm_by_g2, points, scalars, choice, digit_bits, montgomery)?;
+            let (sum, ns) = self.msm_by(sys::cuzk_gpu_msm_by_g2, host_points(points), scalars, choice, digit_bits, montgomery)?;
             Ok((to_projective_g2(&sum), ns))
         }
 
-        fn msm_by<P, Out: Default>(
+        /// `entry` over the points `points` names (held by the caller for the call).
+        fn msm_by<Out: Default>(
             &self,
             entry: MsmByEntry<Out>,
-            points: &[P],
+            points: sys::Points,
             scalars: &[Scalar],
             choice: MsmChoice,
             digit_bits: u32,
             montgomery: bool,
         ) -> Result<(Out, u64)> {
-            if points.len() != scalars.len() {
-                return Err(Error::invalid(format!("{} points and {} scalars", points.len(), scalars.len())));
+            if points.n != scalars.len() {
+                return Err(Error::invalid(format!("{} points and {} scalars", points.n, scalars.len())));
             }
             if choice == MsmChoice::Sppark && digit_bits != 0 {
                 return Err(Error::invalid("sppark's MSM picks its own windows: digit_bits must be 0"));
             }
             let device = self.devices.first().ok_or_else(|| Error::invalid("no device"))?;
             let ctx = device.ctx.ptr()?;
-            let host_points = sys::Points {
-                key: std::ptr::null(),
-                query: sys::QUERY_L,
-                host: points.as_ptr().cast(),
-                n: points.len(),
-            };
             let canonical: Vec<[u8; 32]> = if montgomery {
                 Vec::new()
             } else {
@@ -289,7 +311,7 @@ mod compare {
             call("MSM", |msg| unsafe {
                 entry(
                     ctx,
-                    &host_points,
+                    &points,
                     raw,
                     c_int::from(montgomery),
                     implementation,

@@ -150,7 +150,15 @@ extern "C" {
     pub(super) fn cuzk_gpu_device_reset(device: c_int, msg: *mut Message) -> c_int;
     #[cfg(feature = "fault-injection")]
     pub(super) fn cuzk_gpu_inject_fault(ctx: *mut Context, msg: *mut Message) -> c_int;
-    pub(super) fn cuzk_gpu_key_alloc(ctx: *mut Context, n: *const [usize; QUERIES], out: *mut *mut Key, msg: *mut Message) -> c_int;
+    pub(super) fn cuzk_gpu_h_table_bits(n: usize, windows: *mut u32) -> u32;
+    pub(super) fn cuzk_gpu_key_alloc(
+        ctx: *mut Context,
+        n: *const [usize; QUERIES],
+        with_h_table: c_int,
+        out: *mut *mut Key,
+        msg: *mut Message,
+    ) -> c_int;
+    pub(super) fn cuzk_gpu_key_build_h_table(ctx: *mut Context, key: *mut Key, msg: *mut Message) -> c_int;
     pub(super) fn cuzk_gpu_key_upload(
         ctx: *mut Context,
         key: *mut Key,

@@ -1,7 +1,10 @@
 //! `msm`: cuzk's MSM (cuda/msm.cuh) against sppark's, per size and digit width, in G1 and G2,
 //! their inputs already on the device: the per-size table of docs/PERFORMANCE.md. Under
 //! CUZK_MSM=cuzk-affine, in G1 also cuzk's with batched-affine rounds (cuda/affine_rounds.cuh)
-//! at each size and width. Every sum of ours is held to sppark's; a mismatch fails the run.
+//! at each size and width. In G1 up to 2^22 points also cuzk's over an H table of the points
+//! (cuda/h_table.cuh: a resident key's H query with a copy for each window), as H's MSM runs
+//! with a resident key (`cuzk[h-table]`). Every sum of ours is held to sppark's; a mismatch
+//! fails the run.
 
 use anyhow::{bail, Context, Result};
 use blstrs::{G1Projective, G2Projective, Scalar};
@@ -50,13 +53,14 @@ pub fn run(bench: &Bench) -> Result<()> {
                     MsmChoice::CuzkAffine => &[MsmChoice::Cuzk, MsmChoice::CuzkAffine],
                     _ => &[MsmChoice::Cuzk],
                 };
-                compare(args, "g1", &points, &scalars, choices, |p, s, choice, bits| {
+                let over_table = |p: &[_], s: &[Scalar]| gpu.msm_g1_over_h_table(p, s, true);
+                compare(args, "g1", &points, &scalars, choices, Some(&over_table), |p, s, choice, bits| {
                     gpu.msm_g1(p, s, choice, bits, true)
                 })?;
             }
             MsmCurve::G2 => {
                 let points = tiled_points::<G2Projective>(largest, seed);
-                compare(args, "g2", &points, &scalars, &[MsmChoice::Cuzk], |p, s, choice, bits| {
+                compare(args, "g2", &points, &scalars, &[MsmChoice::Cuzk], None, |p, s, choice, bits| {
                     gpu.msm_g2(p, s, choice, bits, true)
                 })?;
             }
@@ -65,15 +69,22 @@ pub fn run(bench: &Bench) -> Result<()> {
     Ok(())
 }
 
+/// A sum and its MSM's own time (ns).
+type Measured<S> = cuzk::error::Result<(S, u64)>;
+/// An MSM over an H table of the points given (`GpuBackend::msm_g1_over_h_table`).
+type OverTable<'a, P, S> = &'a dyn Fn(&[P], &[Scalar]) -> Measured<S>;
+
 /// For each size and run: sppark's MSM, then each of `choices` of ours at the width it picks
-/// and at each `--digit-bits`, each held to sppark's sum.
+/// and at each `--digit-bits`, then ours over an H table (`over_table`) up to its 2^22 points,
+/// each held to sppark's sum.
 fn compare<P, S: PartialEq + std::fmt::Debug>(
     args: &Args,
     curve: &str,
     points: &[P],
     scalars: &[Scalar],
     choices: &[MsmChoice],
-    msm: impl Fn(&[P], &[Scalar], MsmChoice, u32) -> cuzk::error::Result<(S, u64)>,
+    over_table: Option<OverTable<'_, P, S>>,
+    msm: impl Fn(&[P], &[Scalar], MsmChoice, u32) -> Measured<S>,
 ) -> Result<()> {
     for &lg in &args.log_points {
         let n = 1usize << lg;
@@ -92,6 +103,13 @@ fn compare<P, S: PartialEq + std::fmt::Debug>(
                     let system = if bits == 0 { name.to_string() } else { format!("{name}[c={bits}]") };
                     report(&system, &label, run, n, bits, ns);
                 }
+            }
+            if let Some(over_table) = over_table.filter(|_| lg <= 22) {
+                let (sum, ns) = over_table(points, scalars)?;
+                if sum != expected {
+                    bail!("{label}: cuzk's MSM over an H table differs from sppark's");
+                }
+                report("cuzk[h-table]", &label, run, n, 0, ns);
             }
         }
     }
