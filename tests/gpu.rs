@@ -61,7 +61,7 @@ fn gpu_prover_prep(policy: SplitPolicy, residency: KeyResidency, products_on_gpu
 }
 
 /// As `gpu_prover_prep`, with a resident key's H table (cuda/h_table.cuh) where it may have one
-/// (`h_table`, the default) or never.
+/// (`h_table`: what the circuits' comparisons take, the engine's default being off) or never.
 fn gpu_prover_table(policy: SplitPolicy, residency: KeyResidency, products_on_gpu: bool, msm: MsmChoice, prep_on_gpu: bool, h_table: bool) -> Prover {
     let config = EngineConfig {
         gpu_key_memory_budget: if residency == KeyResidency::Streamed { 1 } else { 0 },

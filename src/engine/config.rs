@@ -61,7 +61,8 @@ pub struct EngineConfig {
     /// evicting a key: a copy of the query for each window of H's digits, made on the device
     /// at upload (cuda/h_table.cuh), so that H's MSM sums one window instead of ⌊255/c⌋ + 1.
     /// At 2^22 points it is 12 copies (4.8 GB), reported as the key's `table_bytes` in the
-    /// status (env CUZK_H_TABLE=on|off).
+    /// status (env CUZK_H_TABLE=on|off). Off by default until the GPU target has run with it
+    /// (docs/PERFORMANCE.md).
     pub gpu_h_table: bool,
     /// On the R1CS path with a GPU, compute a = A·z, b = B·z, c = C·z on the device from its
     /// resident copy of the circuit's matrices (true), or on the host and send them (env
@@ -128,7 +129,7 @@ impl Default for EngineConfig {
             gpu_split: SplitPolicy::CostModel,
             gpu_msm: MsmChoice::Cuzk,
             gpu_h_msm_chunk: 0,
-            gpu_h_table: true,
+            gpu_h_table: false,
             products_on_gpu: true,
             prep_on_gpu: true,
             verify_param_digests: false,

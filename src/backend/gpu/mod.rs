@@ -103,7 +103,7 @@ impl Default for GpuConfig {
             h_msm_chunk: 0,
             products_on_device: true,
             prep_on_device: true,
-            h_table: true,
+            h_table: false,
         }
     }
 }
