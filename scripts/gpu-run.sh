@@ -75,6 +75,12 @@
 #                                 CUZK_SOAK_ARENAS=N: both with glibc's malloc arenas capped at N
 #                                 (EngineConfig::malloc_arena_max), after 2KiB C2 timings with and
 #                                 without the cap, in alternating processes
+#   scripts/gpu-run.sh h-table    issue 22's H table (cuda/h_table.cuh, CUZK_H_TABLE): the GPU tests
+#                                 that reach it with it on (cuzk's MSM over it against the CPU;
+#                                 2^10/2^16 circuits, 2KiB PoRep, PoSt and update against
+#                                 bellperson), then 2KiB C2 with it off and on in alternating
+#                                 processes (records `cuzk` and `cuzk[h-table]`), and
+#                                 `cuzk-bench msm` at 2^16 … 2^22 (~5 min)
 #   scripts/gpu-run.sh curio      the Curio-shaped Go program (carry/curio-shaped: gpu-build.sh with
 #                                 CUZK_CARRY_GO=1): C2 tasks on two workers, a 2KiB WindowPoSt
 #                                 deadline and a WinningPoSt arriving during them; every proof
@@ -171,6 +177,20 @@ tests)
     done
     echo "gpu tests: exit $status in $((SECONDS - start)) s"
     grep -E "^test |test result|constraints|porep-2k|device memory|panicked|failed call|recovered|quarantine" "$out/gpu-tests.log"
+    ;;
+h-table)
+    params 2KiB
+    carry/cuzk-fixtures seal --sector-size 2KiB --out /tmp/fx --sector 7 >/dev/null 2>&1
+    start=$SECONDS
+    CUZK_H_TABLE=on carry/gpu-tests --test-threads=1 --nocapture own_msm porep_2k_gpu 2_pow_10_and_16 post_2k update_gpu_proof smallest >>"$out/gpu-tests.log" 2>&1 || status=$?
+    echo "gpu tests: exit $status in $((SECONDS - start)) s"
+    grep -E "^test |test result|panicked|h_table=" "$out/gpu-tests.log" | cut -c1-400
+    for round in 1 2; do
+        for table in off on; do
+            CUZK_H_TABLE=$table RUST_LOG=cuzk=warn bench c2 --system cuzk --fixture /tmp/fx --params /tmp/cuzk-params --repeat 6 || status=1
+        done
+    done
+    RUST_LOG=cuzk=warn bench msm --curve g1 --log-points 16,18,20,22 --repeat 2 || status=1
     ;;
 soak)
     params 2KiB porep

@@ -114,8 +114,8 @@ impl Bench {
     /// name: a forced 0/1 split (CUZK_GPU_SPLIT=always|never, for measuring the GPU's cost
     /// model), a, b, c on the host (CUZK_SPMV=host), a witness's classes on the host
     /// (CUZK_PREP=host), an MSM other than the default
-    /// (CUZK_MSM=cuzk-affine|sppark), classic synthesis (CUZK_SYNTHESIS=classic), capped malloc
-    /// arenas (--malloc-arena-max).
+    /// (CUZK_MSM=cuzk-affine|sppark), resident keys' H tables (CUZK_H_TABLE=on, under cuzk's
+    /// MSM), classic synthesis (CUZK_SYNTHESIS=classic), capped malloc arenas (--malloc-arena-max).
     fn system_name(&self) -> String {
         let system = self.args.system;
         let mut name = system.name().to_string();
@@ -130,6 +130,7 @@ impl Bench {
                 name += "[prep=host]";
             }
             match self.config.gpu_msm {
+                MsmChoice::Cuzk if self.config.gpu_h_table => name += "[h-table]",
                 MsmChoice::Cuzk => {}
                 MsmChoice::CuzkAffine => name += "[msm=cuzk-affine]",
                 MsmChoice::Sppark => name += "[msm=sppark]",
