@@ -63,17 +63,13 @@ void next_window(own_msm::xy_t<fp_t>* out, const own_msm::xy_t<fp_t>* in, size_t
             c8 += c8;
             y = e * (dd - x) - c8;     // Y3 = E(D − X3) − 8C
         }
-        // Z = 0 (the input at infinity, or a point of order 2 doubled): infinity.
-        const bool at_infinity = z.is_zero();
-        const fp_t z_inverse = z.reciprocal(); // 0 for 0
+        // Z = 0 (the input at infinity, or a point of order 2 doubled) is infinity: reciprocal
+        // gives 0 for 0, so the point written is (0, 0).
+        const fp_t z_inverse = z.reciprocal();
         const fp_t z_inverse2 = z_inverse ^ 2;
         own_msm::xy_t<fp_t> q;
         q.X = x * z_inverse2;
         q.Y = y * z_inverse2 * z_inverse;
-        if (at_infinity) {
-            q.X.zero();
-            q.Y.zero();
-        }
         if (live)
             out[i] = q;
     }

@@ -20,7 +20,7 @@ use super::GpuConfig;
 use crate::backend::pinned::BufferPool;
 use crate::backend::resident::{KeyRef, Residency, ResidentCache};
 use crate::backend::turn::{Turn, TurnGuard};
-use crate::backend::{BackendRelease, DeviceHealth, DeviceStatus, MsmChoice, Priority, ResidentShape};
+use crate::backend::{BackendRelease, DeviceHealth, DeviceStatus, Priority, ResidentShape};
 use crate::cancel::CancelToken;
 use crate::error::{Error, Result, Status};
 use crate::groth16::ProvingKey;
@@ -107,7 +107,7 @@ impl Device {
             memory_bytes: memory,
             turn: Turn::default(),
             keys: ResidentCache::new(budget),
-            h_table: config.h_table && config.msm == MsmChoice::Cuzk,
+            h_table: config.makes_h_tables(),
             shapes: Mutex::new(Vec::new()),
             staging: BufferPool::new(CudaPinned { device: ordinal }, STAGING_BUFFER_BYTES, pool as usize),
             in_flight: AtomicUsize::new(0),
@@ -204,13 +204,20 @@ impl Drop for InFlight<'_> {
 const CALL_HEADROOM_BYTES: u64 = 4 << 30;
 
 /// The device memory of a key's copy: its points and its H table (0 for none).
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug)]
 struct KeyCopy {
     points_bytes: u64,
     h_table_bytes: u64,
 }
 
 impl KeyCopy {
+    fn points_only(key: &ProvingKey) -> Self {
+        KeyCopy {
+            points_bytes: key.points_bytes(),
+            h_table_bytes: 0,
+        }
+    }
+
     fn bytes(&self) -> u64 {
         self.points_bytes + self.h_table_bytes
     }
@@ -318,19 +325,22 @@ impl Device {
     /// beside a call of `call_bytes`, the device's `memory` and the budget's other keys, so
     /// that a table never streams or evicts a key (without it the copy is what it was).
     fn key_copy(&self, key: &ProvingKey, call_bytes: u64, memory: &sys::Memory) -> KeyCopy {
-        let points_bytes = key.points_bytes();
+        let points_only = KeyCopy::points_only(key);
         let table = match self.h_table {
             true => device_key::h_table_bytes(&key.query_sizes()),
             false => 0,
         };
-        let with_table = points_bytes + table;
+        let with_table = points_only.points_bytes + table;
         let fits = table > 0
             && self.fits_key(with_table, call_bytes)
             && self.keys.used_bytes() + with_table <= self.keys.budget()
             && memory.free >= needed_for_call(memory, call_bytes, with_table);
-        KeyCopy {
-            points_bytes,
-            h_table_bytes: if fits { table } else { 0 },
+        match fits {
+            true => KeyCopy {
+                h_table_bytes: table,
+                ..points_only
+            },
+            false => points_only,
         }
     }
 
@@ -395,11 +405,18 @@ impl Device {
             ahead,
             call_bytes,
         } = *wanted;
-        let holds = self.keys.holds(key.id());
-        let memory = self.ctx.memory()?;
-        let copy = match holds {
-            true => KeyCopy::default(),
-            false => self.key_copy(key, call_bytes, &memory),
+        // A copy to make needs room now beside what the device holds (keys of higher classes,
+        // matrices) once make_room_for_call has evicted what this call's class may. A copy held
+        // is not made again (its entry keeps its bytes) unless it is evicted meanwhile: then it
+        // is made without a table.
+        let (copy, may_load) = match self.keys.holds(key.id()) {
+            true => (KeyCopy::points_only(key), true),
+            false => {
+                let memory = self.ctx.memory()?;
+                let copy = self.key_copy(key, call_bytes, &memory);
+                let fits = self.fits_key(copy.bytes(), call_bytes) && memory.free >= needed_for_call(&memory, call_bytes, copy.bytes());
+                (copy, fits)
+            }
         };
         let key_ref = KeyRef {
             id: key.id(),
@@ -413,9 +430,6 @@ impl Device {
         let waited_before = t.proving_wait_ns;
         let with_h_table = copy.h_table_bytes > 0;
         let upload = || DeviceKey::upload(&self.ctx, key, with_h_table, pool, staging, &mut || between(t));
-        // A copy to make needs room now beside what the device holds (keys of higher classes,
-        // matrices) once make_room_for_call has evicted what this call's class may.
-        let may_load = holds || (self.fits_key(key_ref.bytes, call_bytes) && memory.free >= needed_for_call(&memory, call_bytes, key_ref.bytes));
         let fetched = match (may_load, ahead) {
             (false, _) => Ok(Residency::TooLarge),
             (true, true) => self.keys.load_ahead(&key_ref, upload),

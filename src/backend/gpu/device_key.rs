@@ -90,14 +90,7 @@ impl DeviceKey {
         between: &mut dyn FnMut() -> Result<()>,
     ) -> Result<Self> {
         let counts = key.query_sizes().counts().map(|n| n as usize);
-        let (ctx, life) = ctx.current()?;
-        let mut out = std::ptr::null_mut();
-        // SAFETY: out-pointer to a local; the counts are the query lengths.
-        call("allocating device memory for the proving key", |msg| unsafe {
-            sys::cuzk_gpu_key_alloc(ctx, &counts, c_int::from(h_table), &mut out, msg)
-        })?;
-        // SAFETY: made by cuzk_gpu_key_alloc in this context, owned here.
-        let copy = DeviceKey(unsafe { ContextObject::new(out, life, sys::cuzk_gpu_key_free, "device key")? });
+        let (copy, ctx) = Self::alloc(ctx, &counts, h_table)?;
         let point_bytes = |query: usize| QuerySizes::point_bytes(query) as usize;
         let parts: Vec<Part> = (0..5)
             .flat_map(|query| {
@@ -119,11 +112,7 @@ impl DeviceKey {
         };
         let build_h_table = |copy: DeviceKey| -> Result<DeviceKey> {
             if h_table {
-                // SAFETY: the key was made in this context with room for its table, and its H
-                // query is uploaded whole.
-                call("making the key's H table on the device", |msg| unsafe {
-                    sys::cuzk_gpu_key_build_h_table(ctx, copy.0.ptr(), msg)
-                })?;
+                copy.build_h_table(ctx)?;
             }
             Ok(copy)
         };
@@ -189,6 +178,29 @@ impl DeviceKey {
         })?;
         build_h_table(copy)
     }
+
+    /// Device memory for a key of `counts` points a query in `ctx`'s current context, with room
+    /// for its H table when `h_table`; and that context, where it is to be filled.
+    fn alloc(ctx: &Context, counts: &[usize; 5], h_table: bool) -> Result<(Self, *mut sys::Context)> {
+        let (ctx, life) = ctx.current()?;
+        let mut out = std::ptr::null_mut();
+        // SAFETY: out-pointer to a local; the counts are the query lengths.
+        call("allocating device memory for the proving key", |msg| unsafe {
+            sys::cuzk_gpu_key_alloc(ctx, counts, c_int::from(h_table), &mut out, msg)
+        })?;
+        // SAFETY: made by cuzk_gpu_key_alloc in this context, owned here.
+        let key = DeviceKey(unsafe { ContextObject::new(out, life, sys::cuzk_gpu_key_free, "device key")? });
+        Ok((key, ctx))
+    }
+
+    /// Makes the H table of a key allocated with room for it (`alloc`) in `ctx`, its H query
+    /// uploaded whole.
+    fn build_h_table(&self, ctx: *mut sys::Context) -> Result<()> {
+        // SAFETY: the key was made in `ctx`; the C side refuses a key without room for a table.
+        call("making the key's H table on the device", |msg| unsafe {
+            sys::cuzk_gpu_key_build_h_table(ctx, self.0.ptr(), msg)
+        })
+    }
 }
 
 #[cfg(feature = "internals")]
@@ -198,14 +210,7 @@ impl DeviceKey {
     pub(super) fn h_query_only(ctx: &Context, points: &[G1Affine]) -> Result<Self> {
         let mut counts = [0usize; 5];
         counts[sys::QUERY_H as usize] = points.len();
-        let (ctx, life) = ctx.current()?;
-        let mut out = std::ptr::null_mut();
-        // SAFETY: out-pointer to a local; the counts are the query lengths.
-        call("allocating device memory for an H query with its table", |msg| unsafe {
-            sys::cuzk_gpu_key_alloc(ctx, &counts, 1, &mut out, msg)
-        })?;
-        // SAFETY: made by cuzk_gpu_key_alloc in this context, owned here.
-        let key = DeviceKey(unsafe { ContextObject::new(out, life, sys::cuzk_gpu_key_free, "device key")? });
+        let (key, ctx) = Self::alloc(ctx, &counts, true)?;
         // SAFETY: `points` holds the query's points (blst affine, the device's layout) for the
         // synchronous calls; no staging (a pageable copy); the table is built once they are in.
         call("uploading an H query", |msg| unsafe {
@@ -220,10 +225,7 @@ impl DeviceKey {
                 msg,
             )
         })?;
-        // SAFETY: the key was made in this context with room for its table, its H query whole.
-        call("making the H table", |msg| unsafe {
-            sys::cuzk_gpu_key_build_h_table(ctx, key.ptr(), msg)
-        })?;
+        key.build_h_table(ctx)?;
         Ok(key)
     }
 

@@ -108,6 +108,14 @@ impl Default for GpuConfig {
     }
 }
 
+impl GpuConfig {
+    /// Whether resident keys get their H tables where they fit: asked for, and H's MSM cuzk's
+    /// (the table is read by cuzk's MSM without batched-affine rounds only).
+    fn makes_h_tables(&self) -> bool {
+        self.h_table && self.msm == MsmChoice::Cuzk
+    }
+}
+
 pub struct GpuBackend {
     devices: Vec<Device>,
     split: SplitPolicy,
@@ -245,7 +253,7 @@ impl GpuBackend {
             h_msm_chunk: AtomicU64::new(h_msm_chunk_or_default(config.h_msm_chunk)),
             products_on_device: config.products_on_device,
             prep_on_device: AtomicBool::new(config.prep_on_device),
-            h_table: config.h_table && config.msm == MsmChoice::Cuzk,
+            h_table: config.makes_h_tables(),
             next: AtomicUsize::new(0),
             cpu_fallback: Mutex::new(None),
         })
